@@ -1,0 +1,114 @@
+"""All settings in one place: one pydantic-settings object, environment prefix ``GEAR_``.
+
+Defaults are the GEAR paper's values (Shen et al., 2024/25, section 4 and
+appendix B) where the paper gives one. Every field can be set from the
+environment, e.g. ``GEAR_EMBEDDING_MODEL=all-mpnet-base-v2`` or
+``GEAR_BEAM_WIDTH=5``, or passed as a keyword: ``GearSettings(beam_width=5)``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class GearSettings(BaseSettings):
+    """Configuration of the index, retrieval, expansion, the agent and its services."""
+
+    model_config = SettingsConfigDict(env_prefix="GEAR_", extra="forbid", validate_default=True)
+
+    # ---- index -------------------------------------------------------------
+    index_dir: Path = Field(Path(".gear/index"), description="Directory of the embedded index.")
+    backend: Literal["embedded", "elasticsearch"] = Field(
+        "embedded", description="Where passages and triples live."
+    )
+    chunk_words: int = Field(
+        200, ge=20, description="Words per passage when long texts are split (folder ingest)."
+    )
+    chunk_overlap_words: int = Field(30, ge=0, description="Words shared by consecutive chunks.")
+
+    # ---- embeddings --------------------------------------------------------
+    embedding_model: str = Field(
+        "sentence-transformers/all-MiniLM-L6-v2",
+        description="sentence-transformers name or local path, or a model name served at "
+        "embedding_base_url.",
+    )
+    embedding_base_url: str | None = Field(
+        None, description="OpenAI-compatible /v1 base URL; when set, embeddings come from there."
+    )
+    embedding_api_key: str | None = Field(None, description="API key for embedding_base_url.")
+    embedding_batch_size: int = Field(64, ge=1, description="Texts per embedding batch.")
+    embedding_device: str = Field("cpu", description="torch device for sentence-transformers.")
+
+    # ---- LLM ---------------------------------------------------------------
+    llm_model: str = Field("gpt-4o-mini", description="Chat model name (OpenAI-compatible).")
+    llm_temperature: float = Field(0.0, ge=0.0, le=2.0)
+    llm_max_tokens: int = Field(512, ge=1, description="Completion token cap per call.")
+    llm_timeout_s: float = Field(60.0, gt=0, description="Per-request timeout.")
+    llm_max_retries: int = Field(4, ge=0, le=10, description="Retries on 429/5xx/timeouts.")
+    llm_cache_dir: Path | None = Field(
+        None, description="On-disk response cache; a repeated evaluation then costs nothing."
+    )
+    llm_concurrency: int = Field(4, ge=1, le=64, description="Concurrent LLM calls (extraction, eval).")
+    prompts_dir: Path | None = Field(None, description="Folder of your own prompt templates.")
+
+    # ---- retrieval ---------------------------------------------------------
+    rrf_k: int = Field(60, ge=1, description="Reciprocal Rank Fusion constant (ranks are 1-based).")
+    base_k: int = Field(15, ge=1, description="Passages the base retriever hands to expansion.")
+    top_k: int = Field(15, ge=1, description="Passages returned to the caller.")
+    base_retriever: Literal["bm25", "dense", "hybrid"] = Field("hybrid")
+
+    # ---- diverse triple beam search (paper, Algorithm 1) ---------------------
+    beam_width: int = Field(10, ge=1, description="b: beams kept.")
+    beam_length: int = Field(2, ge=1, description="l: triples per beam.")
+    beam_neighbours: int = Field(100, ge=1, description="Neighbours per beam, most query-similar.")
+    beam_gamma: float | None = Field(None, gt=0, description="gamma; defaults to 2 x beam_width.")
+    beam_scorer: Literal["sum", "concat"] = Field(
+        "sum", description="Sequence scorer: normalised sum of stored triple vectors, or the "
+        "paper's encoding of the concatenated triples.",
+    )
+    beam_diverse: bool = Field(True, description="Rank penalty on; False is plain beam search.")
+
+    # ---- agent -------------------------------------------------------------
+    max_iterations: int = Field(4, ge=1, le=16, description="4 for MuSiQue, 2 for 2Wiki/HotpotQA.")
+    expansion: Literal["beam", "ppr", "both"] = Field("beam", description="Expansion node.")
+    passage_link_k: int = Field(5, ge=1, description="Hits per index in passageLink.")
+    answer: bool = Field(True, description="Answer the question from the top passages.")
+    answer_top_k: int = Field(5, ge=1, description="Passages shown to the QA prompt.")
+    max_question_chars: int = Field(2000, ge=1, description="Longer questions are refused.")
+
+    # ---- PPR (HippoRAG 2) --------------------------------------------------
+    ppr_damping: float = Field(0.5, gt=0, lt=1)
+    ppr_synonym_threshold: float = Field(0.8, ge=0, le=1)
+    ppr_passage_weight: float = Field(0.05, ge=0)
+    ppr_seed_triples: int = Field(5, ge=1, description="Query-to-triple matches used as seeds.")
+    ppr_filter: bool = Field(False, description="LLM recognition-memory filter on the seeds.")
+
+    # ---- Elasticsearch -----------------------------------------------------
+    es_url: str | None = Field(None, description="Cluster URL, e.g. http://localhost:9200.")
+    es_api_key: str | None = None
+    es_username: str | None = None
+    es_password: str | None = None
+    es_verify_certs: bool = True
+    es_index_prefix: str = Field("gear", pattern=r"^[a-z0-9][a-z0-9_\-]*$")
+
+    # ---- tracing -----------------------------------------------------------
+    trace_dir: Path | None = Field(None, description="Folder for JSON Lines run trees.")
+    trace_max_bytes: int = Field(20_000_000, ge=10_000, description="Rotate a trace file past this.")
+
+    @model_validator(mode="after")
+    def _check(self) -> GearSettings:
+        if self.chunk_overlap_words >= self.chunk_words:
+            raise ValueError(
+                f"chunk_overlap_words ({self.chunk_overlap_words}) must be smaller than "
+                f"chunk_words ({self.chunk_words})"
+            )
+        return self
+
+    @property
+    def gamma(self) -> float:
+        """The beam rank-penalty constant: ``beam_gamma`` or 2 x ``beam_width`` (paper)."""
+        return self.beam_gamma if self.beam_gamma is not None else 2.0 * self.beam_width
