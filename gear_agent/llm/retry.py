@@ -1,0 +1,169 @@
+"""Which failed calls are worth repeating, and how long to wait before the next try.
+
+Retried: rate limits (429), request timeouts (408), server errors (5xx), timeouts and
+connection errors (openai SDK, httpx or the standard library), and empty replies
+(no text, or no choices at all). Everything else (bad request, authentication, a bug)
+fails at once: asking again gives the same answer.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import random
+import time
+from dataclasses import dataclass
+from types import TracebackType
+
+from gear_agent.llm.errors import EmptyReplyError
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff with jitter.
+
+    Attributes:
+        max_retries: Retries after the first attempt (``GEAR_LLM_MAX_RETRIES``).
+        base_delay_s: Wait before the first retry; doubles on each further retry.
+        max_delay_s: Cap on one backoff wait.
+        max_retry_after_s: Cap on a server's ``Retry-After`` wait.
+    """
+
+    max_retries: int = 4
+    base_delay_s: float = 1.0
+    max_delay_s: float = 30.0
+    max_retry_after_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
+        if self.base_delay_s < 0 or self.max_delay_s < 0 or self.max_retry_after_s < 0:
+            raise ValueError("retry delays must be >= 0")
+
+
+def _status_code(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        return status
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _is_empty_choices(exc: BaseException) -> bool:
+    """A reply without choices, as langchain-openai / langchain-core report it."""
+    if isinstance(exc, (TypeError, KeyError)) and "'choices'" in str(exc):
+        return True  # langchain-openai: "null value for 'choices'" / "missing 'choices' key"
+    if isinstance(exc, IndexError):
+        # BaseChatModel.invoke indexes generations[0][0]: an empty choices list ends here.
+        tb: TracebackType | None = exc.__traceback__
+        last = None
+        while tb is not None:
+            last = tb
+            tb = tb.tb_next
+        if last is not None:
+            code = last.tb_frame.f_code
+            filename = code.co_filename.replace("\\", "/")
+            return code.co_name in {"invoke", "ainvoke"} and filename.endswith(
+                "language_models/chat_models.py"
+            )
+    return False
+
+
+def is_retriable(exc: BaseException) -> bool:
+    """Whether asking again may succeed: rate limit, timeout, connection, 5xx, empty reply.
+
+    Example:
+        >>> is_retriable(TimeoutError()), is_retriable(ValueError("bad prompt"))
+        (True, False)
+    """
+    if isinstance(exc, EmptyReplyError) or _is_empty_choices(exc):
+        return True
+    if isinstance(exc, (TimeoutError, ConnectionError)):
+        return True
+    try:
+        import openai
+    except ImportError:  # pragma: no cover - openai is a core dependency
+        openai = None  # type: ignore[assignment]
+    if openai is not None:
+        if isinstance(
+            exc,
+            (
+                openai.RateLimitError,
+                openai.APITimeoutError,
+                openai.APIConnectionError,
+                openai.InternalServerError,
+            ),
+        ):
+            return True
+        if isinstance(exc, openai.APIStatusError):
+            status = _status_code(exc)
+            return status is not None and (status >= 500 or status in (408, 429))
+    try:
+        import httpx
+    except ImportError:  # pragma: no cover - httpx comes with openai
+        return False
+    if isinstance(exc, (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)):
+        return True
+    if isinstance(exc, httpx.HTTPStatusError):
+        status = exc.response.status_code
+        return status >= 500 or status in (408, 429)
+    return False
+
+
+def is_fatal(exc: BaseException) -> bool:
+    """Whether every further call will fail the same way (bad key, no access, unknown model).
+
+    Batch jobs such as triple extraction stop on these instead of failing item by item.
+    """
+    try:
+        import openai
+    except ImportError:  # pragma: no cover
+        return False
+    return isinstance(
+        exc, (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)
+    )
+
+
+def retry_after_s(exc: BaseException) -> float | None:
+    """Seconds the server asked to wait (``retry-after-ms`` / ``Retry-After``), if it did."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(0.0, float(millis) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def backoff_delay(
+    retry: int, policy: RetryPolicy, rng: random.Random, retry_after: float | None = None
+) -> float:
+    """Seconds to wait before retry number ``retry`` (1 for the first retry).
+
+    The server's ``Retry-After`` wins when given (capped at ``max_retry_after_s``).
+    Otherwise ``base * 2**(retry-1)`` capped at ``max_delay_s``, with "equal jitter":
+    half of it fixed, half drawn uniformly, so parallel callers spread out.
+
+    Example:
+        >>> 1.0 <= backoff_delay(2, RetryPolicy(base_delay_s=1.0), random.Random(0)) <= 2.0
+        True
+    """
+    if retry_after is not None:
+        return min(retry_after, policy.max_retry_after_s)
+    ceiling = min(policy.max_delay_s, policy.base_delay_s * 2.0 ** (retry - 1))
+    return ceiling / 2.0 + rng.uniform(0.0, ceiling / 2.0)
