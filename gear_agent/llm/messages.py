@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Union
+from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, convert_to_messages
 from langchain_core.prompt_values import PromptValue
 
-PromptInput = Union[str, PromptValue, Sequence[Any]]
+PromptInput = str | PromptValue | Sequence[Any]
 """A plain string (sent as one user message), a LangChain prompt value, or a sequence of
 messages in any form :func:`langchain_core.messages.convert_to_messages` accepts."""
 

@@ -1,0 +1,258 @@
+"""One way to call any LangChain chat model: retries, token accounting, optional cache.
+
+:class:`LLMClient` wraps a chat model (``ChatOpenAI`` from :func:`make_chat_model`,
+a fake model in tests, any ``BaseChatModel`` or runnable with ``invoke``/``ainvoke``)
+and returns an :class:`LLMReply` with the text and the tokens it cost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
+
+from gear_agent.llm.cache import CachedReply, ResponseCache, cache_key
+from gear_agent.llm.errors import EmptyReplyError, LLMCallError
+from gear_agent.llm.messages import PromptInput, content_text, to_messages
+from gear_agent.llm.retry import RetryPolicy, backoff_delay, is_retriable, retry_after_s
+from gear_agent.llm.tokens import count_message_tokens, count_tokens, reported_usage
+from gear_agent.llm.usage import TokenUsage
+
+if TYPE_CHECKING:
+    from gear_agent.config import GearSettings
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LLMReply:
+    """The text of one chat reply and what it cost.
+
+    Attributes:
+        text: The reply's text (never empty: empty replies are retried, then raise).
+        input_tokens: Billed prompt tokens; reported by the model, else counted or estimated.
+        output_tokens: Billed completion tokens, likewise.
+        cached: True when the reply came from the on-disk cache; then both token
+            counts are 0, because nothing was billed.
+    """
+
+    text: str
+    input_tokens: int
+    output_tokens: int
+    cached: bool = False
+
+
+def _unwrap(model: Any) -> Any:
+    """The chat model inside ``model.bind(...)`` / configurable wrappers."""
+    seen = 0
+    while hasattr(model, "bound") and seen < 8:
+        model = model.bound
+        seen += 1
+    return model
+
+
+def _model_name(model: Any) -> str:
+    inner = _unwrap(model)
+    for attribute in ("model_name", "model", "model_id"):
+        value = getattr(inner, attribute, None)
+        if isinstance(value, str) and value:
+            return value
+    llm_type = getattr(inner, "_llm_type", None)
+    return llm_type if isinstance(llm_type, str) else type(inner).__name__
+
+
+def _number(model: Any, attribute: str) -> Any:
+    value = getattr(_unwrap(model), attribute, None)
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+class LLMClient:
+    """Calls a chat model with retries, token accounting and an optional response cache.
+
+    Args:
+        model: Any LangChain chat model (or runnable with ``invoke`` and ``ainvoke``).
+        model_name: Name used in errors, token counting and cache keys; read from
+            the model (``model_name``/``model``) when left out.
+        retry: Backoff policy; ``RetryPolicy()`` (4 retries) when left out.
+        cache: Response cache; no caching when left out.
+        usage: Running total to add to; a fresh one when left out (see :attr:`usage`).
+        sleep: Called with the seconds to wait between sync retries (patch in tests).
+        async_sleep: Awaited with the seconds to wait between async retries.
+        rng: Source of the backoff jitter.
+
+    Example:
+        >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
+        >>> client = LLMClient(FakeListChatModel(responses=["Paris"]))
+        >>> client.invoke("Capital of France?", node="qa").text
+        'Paris'
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        model_name: str | None = None,
+        retry: RetryPolicy | None = None,
+        cache: ResponseCache | None = None,
+        usage: TokenUsage | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        async_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.model = model
+        self.model_name = model_name or _model_name(model)
+        self.temperature = _number(model, "temperature")
+        self.max_tokens = _number(model, "max_tokens")
+        self.retry = retry or RetryPolicy()
+        self.cache = cache
+        self.usage = usage if usage is not None else TokenUsage()
+        self._sleep = sleep
+        self._async_sleep = async_sleep
+        self._rng = rng or random.Random()
+
+    @classmethod
+    def from_settings(cls, settings: GearSettings, model: Any | None = None) -> LLMClient:
+        """A client configured from settings: the model, retries and cache.
+
+        Args:
+            settings: Uses ``llm_*`` fields; ``llm_cache_dir`` turns the cache on.
+            model: A ready chat model; built with :func:`make_chat_model` when None.
+
+        Raises:
+            LLMConfigError: No model given and none can be built from the environment.
+        """
+        if model is None:
+            from gear_agent.llm.factory import make_chat_model
+
+            model = make_chat_model(settings)
+        cache = ResponseCache(settings.llm_cache_dir) if settings.llm_cache_dir else None
+        return cls(
+            model,
+            retry=RetryPolicy(max_retries=settings.llm_max_retries),
+            cache=cache,
+        )
+
+    # ---- public calls --------------------------------------------------------
+    def invoke(
+        self, prompt: PromptInput, *, node: str, config: RunnableConfig | None = None
+    ) -> LLMReply:
+        """Send ``prompt`` and return the reply, retrying transient failures.
+
+        Args:
+            prompt: A string (one user message), a PromptValue or a list of messages.
+            node: Name of the calling node or step; used in usage totals and errors.
+            config: LangChain runnable config (callbacks, tags) passed to the model.
+
+        Returns:
+            The reply with its token counts.
+
+        Raises:
+            LLMCallError: The call failed for good (message names model, node, attempts).
+        """
+        messages = to_messages(prompt)
+        key = self._key(messages)
+        hit = self._from_cache(key, node)
+        if hit is not None:
+            return hit
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                message = self.model.invoke(messages, config=self._config(config, node))
+                reply = self._reply(messages, message)
+            except Exception as exc:  # classified below: retried, or re-raised as LLMCallError
+                self._sleep(self._delay_or_raise(exc, attempt, node))
+                continue
+            return self._record(key, node, reply)
+
+    async def ainvoke(
+        self, prompt: PromptInput, *, node: str, config: RunnableConfig | None = None
+    ) -> LLMReply:
+        """Async :meth:`invoke`: awaits the model's own ``ainvoke`` (no thread per call)."""
+        messages = to_messages(prompt)
+        key = self._key(messages)
+        hit = self._from_cache(key, node)
+        if hit is not None:
+            return hit
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                message = await self.model.ainvoke(messages, config=self._config(config, node))
+                reply = self._reply(messages, message)
+            except Exception as exc:  # classified below: retried, or re-raised as LLMCallError
+                await self._async_sleep(self._delay_or_raise(exc, attempt, node))
+                continue
+            return self._record(key, node, reply)
+
+    # ---- steps shared by invoke and ainvoke ------------------------------------
+    def _key(self, messages: list[BaseMessage]) -> str | None:
+        if self.cache is None:
+            return None
+        return cache_key(self.model_name, self.temperature, messages, self.max_tokens)
+
+    def _from_cache(self, key: str | None, node: str) -> LLMReply | None:
+        if key is None or self.cache is None:
+            return None
+        hit = self.cache.get(key)
+        if hit is None:
+            return None
+        self.usage.record_cached(node, hit.input_tokens, hit.output_tokens)
+        return LLMReply(hit.text, 0, 0, cached=True)
+
+    @staticmethod
+    def _config(config: RunnableConfig | None, node: str) -> RunnableConfig:
+        merged: dict[str, Any] = dict(config or {})
+        merged["metadata"] = {**(merged.get("metadata") or {}), "gear_node": node}
+        return merged  # type: ignore[return-value]
+
+    def _reply(self, messages: list[BaseMessage], message: Any) -> LLMReply:
+        if isinstance(message, BaseMessage):
+            text = content_text(message.content)
+        elif isinstance(message, str):
+            text = message
+        else:
+            text = content_text(getattr(message, "content", None))
+        if not text.strip():
+            raise EmptyReplyError(f"{self.model_name} returned an empty reply")
+        usage = reported_usage(message) if isinstance(message, BaseMessage) else None
+        if usage is None:
+            usage = (
+                count_message_tokens(messages, self.model_name),
+                count_tokens(text, self.model_name),
+            )
+        return LLMReply(text, usage[0], usage[1], cached=False)
+
+    def _delay_or_raise(self, exc: Exception, attempt: int, node: str) -> float:
+        retriable = is_retriable(exc)
+        if not retriable or attempt > self.retry.max_retries:
+            raise LLMCallError(
+                model=self.model_name,
+                node=node,
+                attempts=attempt,
+                last_error=exc,
+                retriable=retriable,
+            ) from exc
+        delay = backoff_delay(attempt, self.retry, self._rng, retry_after_s(exc))
+        logger.info(
+            "LLM call (model=%s, node=%s) failed with %s: %s; retry %d/%d in %.1fs",
+            self.model_name, node, type(exc).__name__, exc, attempt, self.retry.max_retries, delay,
+        )
+        return delay
+
+    def _record(self, key: str | None, node: str, reply: LLMReply) -> LLMReply:
+        self.usage.record(node, reply.input_tokens, reply.output_tokens)
+        if key is not None and self.cache is not None:
+            self.cache.put(
+                key,
+                CachedReply(reply.text, reply.input_tokens, reply.output_tokens),
+                model=self.model_name,
+            )
+        return reply
