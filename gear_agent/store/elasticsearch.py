@@ -1,0 +1,494 @@
+"""The Elasticsearch backend of :class:`~gear_agent.store.base.Store`.
+
+Passages and triples live in two indices, ``{GEAR_ES_INDEX_PREFIX}-passages``
+and ``-triples`` (mappings in :mod:`gear_agent.store.es_mappings`); every
+request body is built by a pure function in :mod:`gear_agent.store.es_queries`;
+bulk writes with retries are in :mod:`gear_agent.store.es_bulk`; connecting and
+the version checks in :mod:`gear_agent.store.es_client`.
+
+Supported: the 8.x ``elasticsearch`` client against an 8.x server (8.4 or newer).
+Install with ``pip install 'gear-agent[elasticsearch]'``. See docs/elasticsearch.md.
+
+Example:
+    >>> from gear_agent.config import GearSettings
+    >>> settings = GearSettings(backend="elasticsearch", es_url="http://localhost:9200")
+    >>> store = ElasticsearchStore(settings, embedder)  # doctest: +SKIP
+    >>> store.bm25_search("passage", "capital of France", k=5)  # doctest: +SKIP
+    [Hit(id='p-...', score=7.1)]
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gear_agent.config import GearSettings
+from gear_agent.embedding.base import Embedder
+from gear_agent.store import es_queries as q
+from gear_agent.store.base import Store, StoreError
+from gear_agent.store.es_bulk import BulkFailure, BulkOutcome, BulkWriteError, BulkWriter
+from gear_agent.store.es_client import check_server, make_client, translate_errors
+from gear_agent.store.es_mappings import (
+    TEXT_FIELD,
+    VECTOR_FIELD,
+    IndexNames,
+    check_mapping,
+    index_mappings,
+    index_names,
+    index_settings,
+    passage_document,
+    passage_from_source,
+    triple_document,
+    triple_from_source,
+)
+from gear_agent.types import AddResult, Collection, Hit, Passage, Triple
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from elasticsearch import Elasticsearch
+
+__all__ = ["BulkFailure", "BulkWriteError", "ElasticsearchStore"]
+
+_MGET_CHUNK = 1_000
+_TERMS_CHUNK = 1_000
+_NO_VECTOR = {"excludes": [VECTOR_FIELD]}
+
+
+def _unique(ids: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(ids))
+
+
+def _first_by_id(records: Iterable[Any]) -> list[Any]:
+    """Records with distinct ids, first occurrence kept, in order."""
+    seen: dict[str, Any] = {}
+    for record in records:
+        seen.setdefault(record.id, record)
+    return list(seen.values())
+
+
+def _body(response: Any) -> dict[str, Any]:
+    """The JSON body of a client response (``ObjectApiResponse.body``)."""
+    return getattr(response, "body", response)
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class ElasticsearchStore(Store):
+    """Passages and triples in Elasticsearch, behind the :class:`Store` interface.
+
+    Opening checks the cluster (reachable, credentials accepted, an 8.x server),
+    creates missing indices with explicit mappings, and refuses existing ones
+    built with another embedding model (:class:`ModelMismatchError`) or with an
+    incompatible mapping (:class:`StoreError`). Every write is refreshed before
+    it returns, so it is searchable at once.
+
+    Args:
+        settings: ``es_url``, credentials, ``es_verify_certs`` and
+            ``es_index_prefix`` are read; nothing is changed.
+        embedder: Embeds passages (``Passage.content``) and triples
+            (``Triple.text``); its ``name`` and ``dimension`` are recorded in
+            each index's mapping ``_meta``.
+        client: An ``elasticsearch.Elasticsearch`` to use instead of one built
+            from ``settings`` (it is then not closed by :meth:`close`).
+        bulk_batch_size: Documents per ``_bulk`` request.
+        max_retries: Re-sends of items rejected with 429/503.
+        initial_backoff_s: First wait before a re-send; doubles each time.
+        sleep: The wait function (inject a no-op in tests).
+
+    Raises:
+        StoreError: missing package, unreachable cluster, refused credentials,
+            unsupported server, or an incompatible existing index.
+        ModelMismatchError: an index was built with another embedding model.
+    """
+
+    def __init__(
+        self,
+        settings: GearSettings,
+        embedder: Embedder,
+        client: Elasticsearch | None = None,
+        *,
+        bulk_batch_size: int = 500,
+        max_retries: int = 5,
+        initial_backoff_s: float = 0.5,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.settings = settings
+        self.embedder = embedder
+        self.embedding_model = embedder.name
+        self.dimension = int(embedder.dimension)
+        self.indices: IndexNames = index_names(settings.es_index_prefix)
+        self._owns_client = client is None
+        self._client = client if client is not None else make_client(settings)
+        self._where = settings.es_url or "the given client"
+        self._last_ns = 0
+        try:
+            self.server_version = check_server(self._client, self._where)
+            for collection in ("passage", "triple"):
+                self._open_index(collection)
+        except BaseException:
+            self.close()
+            raise
+        self._writer = BulkWriter(
+            self._client,
+            batch_size=bulk_batch_size,
+            max_retries=max_retries,
+            initial_backoff_s=initial_backoff_s,
+            sleep=sleep,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"ElasticsearchStore({self._where!r}, indices={tuple(self.indices)!r}, "
+            f"model={self.embedding_model!r})"
+        )
+
+    # ---- start-up ----------------------------------------------------------
+    def _open_index(self, collection: Collection) -> None:
+        """Create the index if it is missing, else check its mapping and model."""
+        name = self.indices.of(collection)
+        es = self._client
+        with translate_errors(f"checking index {name!r}"):
+            exists = bool(es.indices.exists(index=name))
+        if not exists:
+            mappings = index_mappings(collection, self.embedding_model, self.dimension)
+            try:
+                with translate_errors(f"creating index {name!r}"):
+                    es.indices.create(index=name, settings=index_settings(), mappings=mappings)
+                return
+            except StoreError as err:
+                if "resource_already_exists_exception" not in str(err):
+                    raise
+                # Another process created it meanwhile: check it like any existing index.
+        with translate_errors(f"reading the mapping of index {name!r}"):
+            response = _body(es.indices.get_mapping(index=name))
+        # The answer is keyed by the concrete index (``name`` may be an alias).
+        mapping = next((entry.get("mappings", {}) for entry in response.values()), {})
+        check_mapping(name, mapping, collection, self.embedding_model, self.dimension)
+
+    # ---- helpers -----------------------------------------------------------
+    def _search(self, what: str, index: str | None, request: dict[str, Any]) -> dict[str, Any]:
+        with translate_errors(what):
+            if index is None:  # a point-in-time search names no index
+                return _body(self._client.search(**request))
+            return _body(self._client.search(index=index, **request))
+
+    def _refresh(self, *indices: str) -> None:
+        with translate_errors(f"refreshing {', '.join(indices)}"):
+            self._client.indices.refresh(index=",".join(indices))
+
+    def _mget(
+        self, index: str, ids: Sequence[str], source: bool | dict[str, list[str]]
+    ) -> dict[str, dict[str, Any]]:
+        """Found documents by id: ``{id: _source}`` (``{}`` sources when ``source`` is False)."""
+        found: dict[str, dict[str, Any]] = {}
+        for chunk in _chunks(_unique(ids), _MGET_CHUNK):
+            with translate_errors(f"reading {len(chunk)} document(s) from {index!r}"):
+                response = _body(self._client.mget(index=index, ids=list(chunk), source=source))
+            for doc in response["docs"]:
+                if "error" in doc:
+                    error = doc["error"]
+                    raise StoreError(f"reading {doc.get('_id')!r} from {index!r} failed: {error}")
+                if doc.get("found"):
+                    found[doc["_id"]] = doc.get("_source") or {}
+        return found
+
+    def _walk(
+        self,
+        index: str,
+        query: dict[str, Any],
+        sort: Sequence[tuple[str, str]],
+        source: bool | dict[str, list[str]] = False,
+        *,
+        snapshot: bool = False,
+    ) -> Iterator[dict[str, Any]]:
+        """Every hit of ``query``, page by page with ``search_after``.
+
+        With ``snapshot`` the pages read one point in time, so documents added
+        or deleted meanwhile do not shift the walk; the point in time is closed
+        when the walk ends or is abandoned.
+        """
+        pit: str | None = None
+        if snapshot:
+            with translate_errors(f"opening a point in time on {index!r}"):
+                pit = _body(self._client.open_point_in_time(index=index, keep_alive="2m"))["id"]
+        try:
+            after: list[Any] | None = None
+            while True:
+                request = q.page_request(query, sort, source=source, search_after=after, pit=pit)
+                response = self._search(
+                    f"reading {index!r}", None if pit is not None else index, request
+                )
+                pit = response.get("pit_id", pit)
+                hits = response["hits"]["hits"]
+                yield from hits
+                if len(hits) < q.PAGE_SIZE:
+                    return
+                after = hits[-1]["sort"]
+        finally:
+            if pit is not None:
+                with translate_errors("closing a point in time"):
+                    self._client.close_point_in_time(id=pit)
+
+    def _embed(self, texts: list[str]) -> tuple[np.ndarray, set[int]]:
+        """Vectors for ``texts`` and the rows that cannot be indexed (zero or not finite)."""
+        vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32)
+        if vectors.shape != (len(texts), self.dimension):
+            raise StoreError(
+                f"embedder {self.embedding_model!r} returned shape {vectors.shape} for "
+                f"{len(texts)} texts; expected ({len(texts)}, {self.dimension})"
+            )
+        norms = np.linalg.norm(vectors, axis=1)
+        bad = {i for i, n in enumerate(norms) if not np.isfinite(n) or n == 0.0}
+        return vectors, bad
+
+    def _query_vector(self, vector: np.ndarray) -> np.ndarray:
+        vector = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if vector.shape != (self.dimension,):
+            raise ValueError(
+                f"query vector has shape {vector.shape}; this store's vectors have "
+                f"dimension {self.dimension} ({self.embedding_model})"
+            )
+        norm = float(np.linalg.norm(vector))
+        if not np.isfinite(norm) or norm == 0.0:
+            raise ValueError(
+                "query vector is zero or not finite; cosine similarity needs a direction"
+            )
+        return vector
+
+    def _write(
+        self, what: str, actions: Iterable[Any], refresh: Sequence[str], failures: list[BulkFailure]
+    ) -> BulkOutcome:
+        """Run bulk actions, refresh, and add per-document failures found before sending."""
+        outcome = self._writer.run(actions)
+        outcome.failures[:0] = failures
+        if outcome.done or outcome.retries or outcome.failures:
+            self._refresh(*refresh)
+        return outcome
+
+    def _next_ns(self) -> int:
+        """A strictly increasing clock, so later add calls sort after earlier ones."""
+        self._last_ns = max(time.time_ns(), self._last_ns + 1)
+        return self._last_ns
+
+    # ---- writes ------------------------------------------------------------
+    def add_passages(self, passages: Sequence[Passage]) -> AddResult:
+        """Embed and store the passages not yet stored; the rest are no-ops.
+
+        Raises:
+            BulkWriteError: some passages were not stored; ``err.failures`` says
+                which and why, ``err.result`` is the :class:`AddResult` of the rest.
+        """
+        index = self.indices.passages
+        unique = _first_by_id(passages)
+        stored = self._mget(index, [p.id for p in unique], source=False)
+        new = [p for p in unique if p.id not in stored]
+        refused: list[BulkFailure] = []
+
+        def actions() -> Iterator[Any]:
+            for chunk in _chunks(new, self._writer.batch_size):
+                vectors, bad = self._embed([p.content for p in chunk])
+                refused.extend(_zero_vector(index, chunk[i].id) for i in bad)
+                for i, passage in enumerate(chunk):
+                    if i not in bad:
+                        yield q.create_action(
+                            index, passage.id, passage_document(passage, vectors[i])
+                        )
+
+        outcome = self._write(f"adding passages to {index!r}", actions(), [index], refused)
+        result = AddResult(added=outcome.done, existing=[*stored, *outcome.conflicts])
+        if not outcome.ok:
+            raise BulkWriteError(f"adding passages to {index!r}", outcome, result)
+        return result
+
+    def add_triples(self, triples: Sequence[Triple]) -> AddResult:
+        """Embed and store triples; every ``passage_id`` must name a stored passage.
+
+        Raises:
+            StoreError: a triple names a passage that is not stored (nothing is written).
+            BulkWriteError: some triples were not stored (see :meth:`add_passages`).
+        """
+        index = self.indices.triples
+        unique = _first_by_id(triples)
+        stored = self._mget(index, [t.id for t in unique], source=False)
+        new = [t for t in unique if t.id not in stored]
+        parents = self._mget(self.indices.passages, [t.passage_id for t in new], source=False)
+        orphans = sorted({t.passage_id for t in new if t.passage_id not in parents})
+        if orphans:
+            raise StoreError(
+                f"{len(orphans)} passage id(s) named by triples are not stored: "
+                f"{', '.join(orphans[:5])}{' ...' if len(orphans) > 5 else ''}. "
+                "Add the passages first."
+            )
+        added_ns = self._next_ns()
+        refused: list[BulkFailure] = []
+
+        def actions() -> Iterator[Any]:
+            for start in range(0, len(new), self._writer.batch_size):
+                chunk = new[start : start + self._writer.batch_size]
+                vectors, bad = self._embed([t.text for t in chunk])
+                refused.extend(_zero_vector(index, chunk[i].id) for i in bad)
+                for i, triple in enumerate(chunk):
+                    if i not in bad:
+                        doc = triple_document(triple, vectors[i], added_ns, start + i)
+                        yield q.create_action(index, triple.id, doc)
+
+        outcome = self._write(f"adding triples to {index!r}", actions(), [index], refused)
+        result = AddResult(added=outcome.done, existing=[*stored, *outcome.conflicts])
+        if not outcome.ok:
+            raise BulkWriteError(f"adding triples to {index!r}", outcome, result)
+        return result
+
+    def mark_extracted(self, passage_ids: Sequence[str]) -> None:
+        """Set ``extracted`` on these passages; ids that are not stored are ignored."""
+        index = self.indices.passages
+        actions = (q.update_action(index, pid, {"extracted": True}) for pid in _unique(passage_ids))
+        outcome = self._write(f"marking passages in {index!r}", actions, [index], [])
+        if not outcome.ok:
+            raise BulkWriteError(f"marking passages in {index!r}", outcome)
+
+    def delete_passages(self, passage_ids: Sequence[str]) -> list[str]:
+        """Delete passages and, first, their triples (``delete_by_query`` on ``passage_id``).
+
+        Triples go first so that a failure half-way never leaves triples of a
+        deleted passage behind as neighbours. Returns the ids that were stored
+        and are now deleted, in the order asked.
+        """
+        stored = self._mget(self.indices.passages, passage_ids, source=False)
+        ids = [pid for pid in _unique(passage_ids) if pid in stored]
+        if not ids:
+            return []
+        triples = self.indices.triples
+        for chunk in _chunks(ids, _TERMS_CHUNK):
+            with translate_errors(f"deleting the triples of {len(chunk)} passage(s)"):
+                response = _body(
+                    self._client.delete_by_query(
+                        index=triples, query=q.terms("passage_id", chunk), refresh=True
+                    )
+                )
+            if response.get("failures"):
+                raise StoreError(
+                    f"deleting triples from {triples!r} failed for some documents: "
+                    f"{response['failures'][:3]}; the passages were kept, retry the delete"
+                )
+        index = self.indices.passages
+        outcome = self._write(
+            f"deleting passages from {index!r}",
+            (q.delete_action(index, pid) for pid in ids),
+            [index],
+            [],
+        )
+        if not outcome.ok:
+            raise BulkWriteError(f"deleting passages from {index!r}", outcome, outcome.done)
+        done = set(outcome.done)
+        return [pid for pid in ids if pid in done]
+
+    def delete_source(self, source: str) -> list[str]:
+        """Delete every passage whose ``source`` is exactly ``source`` (and its triples)."""
+        index = self.indices.passages
+        hits = self._walk(index, q.term("source", source), q.BY_ID, snapshot=True)
+        return self.delete_passages([hit["_id"] for hit in hits])
+
+    # ---- reads -------------------------------------------------------------
+    def count(self, collection: Collection) -> int:
+        index = self.indices.of(collection)
+        with translate_errors(f"counting {index!r}"):
+            return int(_body(self._client.count(index=index))["count"])
+
+    def bm25_search(self, collection: Collection, query: str, k: int) -> list[Hit]:
+        index = self.indices.of(collection)
+        request = q.bm25_request(TEXT_FIELD[collection], query, k)
+        response = self._search(f"BM25 search on {index!r}", index, request)
+        return [Hit(h["_id"], float(h["_score"])) for h in response["hits"]["hits"]]
+
+    def vector_search(self, collection: Collection, vector: np.ndarray, k: int) -> list[Hit]:
+        """Top ``k`` by cosine; scores are cosines (ES's ``(1 + cos) / 2`` undone)."""
+        index = self.indices.of(collection)
+        request = q.knn_request(self._query_vector(vector), k)
+        response = self._search(f"kNN search on {index!r}", index, request)
+        return [
+            Hit(h["_id"], q.score_to_cosine(float(h["_score"]))) for h in response["hits"]["hits"]
+        ]
+
+    def get_passages(self, ids: Sequence[str]) -> list[Passage]:
+        found = self._mget(self.indices.passages, ids, source=_NO_VECTOR)
+        return [passage_from_source(found[i]) for i in ids if i in found]
+
+    def get_triples(self, ids: Sequence[str]) -> list[Triple]:
+        found = self._mget(self.indices.triples, ids, source=_NO_VECTOR)
+        return [triple_from_source(found[i]) for i in ids if i in found]
+
+    def triple_vectors(self, ids: Sequence[str]) -> np.ndarray:
+        """Stored triple embeddings, one row per id.
+
+        Raises:
+            KeyError: some ids are not stored triples.
+        """
+        found = self._mget(self.indices.triples, ids, source={"includes": [VECTOR_FIELD]})
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise KeyError(f"not stored triples: {', '.join(missing[:5])}")
+        if not ids:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.asarray([found[i][VECTOR_FIELD] for i in ids], dtype=np.float32)
+
+    def triples_of_passage(self, passage_id: str) -> list[str]:
+        hits = self._walk(
+            self.indices.triples, q.term("passage_id", passage_id), q.EXTRACTION_ORDER
+        )
+        return [hit["_id"] for hit in hits]
+
+    def neighbours(
+        self, triple_id: str, query_vector: np.ndarray | None = None, limit: int = 100
+    ) -> list[str]:
+        """Triples sharing a (normalised) head or tail entity with ``triple_id``, itself excluded.
+
+        With ``query_vector``: a kNN search filtered to those triples, the
+        ``limit`` most similar first. Without: the first ``limit`` by id.
+        An unknown ``triple_id`` has no neighbours.
+        """
+        index = self.indices.triples
+        found = self._mget(index, [triple_id], source={"includes": ["head", "tail"]})
+        if triple_id not in found:
+            return []
+        entities = [found[triple_id]["head"], found[triple_id]["tail"]]
+        vector = None if query_vector is None else self._query_vector(query_vector)
+        request = q.neighbours_request(triple_id, entities, vector, limit)
+        response = self._search(f"neighbours of {triple_id!r} in {index!r}", index, request)
+        return [hit["_id"] for hit in response["hits"]["hits"]]
+
+    def unextracted_passages(self) -> list[Passage]:
+        hits = self._walk(
+            self.indices.passages, q.term("extracted", False), q.BY_ID, _NO_VECTOR, snapshot=True
+        )
+        return [passage_from_source(hit["_source"]) for hit in hits]
+
+    def iter_passages(self) -> Iterator[Passage]:
+        hits = self._walk(self.indices.passages, q.match_all(), q.BY_ID, _NO_VECTOR, snapshot=True)
+        for hit in hits:
+            yield passage_from_source(hit["_source"])
+
+    def iter_triples(self) -> Iterator[Triple]:
+        hits = self._walk(self.indices.triples, q.match_all(), q.BY_ID, _NO_VECTOR, snapshot=True)
+        for hit in hits:
+            yield triple_from_source(hit["_source"])
+
+    def close(self) -> None:
+        """Close the client if this store built it; an injected client stays open."""
+        if self._owns_client:
+            self._client.close()
+
+
+def _zero_vector(index: str, doc_id: str) -> BulkFailure:
+    return BulkFailure(
+        doc_id,
+        index,
+        "create",
+        0,
+        "zero_vector",
+        "the embedding is zero or not finite; a cosine dense_vector cannot index it",
+    )

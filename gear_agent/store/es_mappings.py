@@ -1,0 +1,243 @@
+"""What the Elasticsearch backend stores: index names, settings, mappings, documents.
+
+One index per collection, ``{prefix}-passages`` and ``{prefix}-triples``, each
+with an explicit, ``strict`` mapping:
+
+* ``content`` (passages) and ``text`` (triples): ``text`` with the ``standard``
+  analyzer, scored by the index's own BM25 similarity ``gear_bm25``
+  (k1=1.2, b=0.75, the values the embedded store uses);
+* ``vector``: ``dense_vector``, ``similarity: cosine``, ``index: true``, dims
+  from the embedder, with plain float ``hnsw`` index options (ES 8.14+ would
+  otherwise pick ``int8_hnsw`` and quantise the vectors);
+* keyword fields for ids, ``source``, ``passage_id`` and the normalised
+  ``head``/``tail`` entities; ``extracted`` boolean on passages.
+
+One primary shard per index: Lucene computes BM25 statistics per shard, so a
+single shard gives the same IDF as one embedded index. The embedding model and
+dimension live in the mapping's ``_meta``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from gear_agent.store.base import ModelMismatchError, StoreError
+from gear_agent.text.tokenizer import normalise_entity
+from gear_agent.types import Collection, Passage, Triple
+
+SCHEMA_VERSION = 1
+SIMILARITY = "gear_bm25"
+BM25_K1 = 1.2
+BM25_B = 0.75
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 100
+VECTOR_FIELD = "vector"
+TEXT_FIELD: dict[Collection, str] = {"passage": "content", "triple": "text"}
+
+
+class IndexNames(NamedTuple):
+    """The two index names of one store."""
+
+    passages: str
+    triples: str
+
+    def of(self, collection: Collection) -> str:
+        if collection == "passage":
+            return self.passages
+        if collection == "triple":
+            return self.triples
+        raise ValueError(f"unknown collection {collection!r}; use 'passage' or 'triple'")
+
+
+def index_names(prefix: str) -> IndexNames:
+    """``gear`` -> ``IndexNames("gear-passages", "gear-triples")``."""
+    return IndexNames(f"{prefix}-passages", f"{prefix}-triples")
+
+
+def index_settings() -> dict[str, Any]:
+    """Index settings: one shard and the BM25 similarity the text fields use."""
+    return {
+        "index": {
+            "number_of_shards": 1,
+            "similarity": {SIMILARITY: {"type": "BM25", "k1": BM25_K1, "b": BM25_B}},
+        }
+    }
+
+
+def _bm25_text() -> dict[str, Any]:
+    return {"type": "text", "analyzer": "standard", "similarity": SIMILARITY}
+
+
+def _stored_text() -> dict[str, Any]:
+    return {"type": "text", "index": False}
+
+
+def _vector(dimension: int) -> dict[str, Any]:
+    return {
+        "type": "dense_vector",
+        "dims": dimension,
+        "index": True,
+        "similarity": "cosine",
+        "index_options": {"type": "hnsw", "m": HNSW_M, "ef_construction": HNSW_EF_CONSTRUCTION},
+    }
+
+
+def index_mappings(collection: Collection, model: str, dimension: int) -> dict[str, Any]:
+    """The explicit mapping of one collection's index, ``_meta`` included."""
+    keyword = {"type": "keyword"}
+    if collection == "passage":
+        properties: dict[str, Any] = {
+            "id": keyword,
+            "title": _stored_text(),
+            "text": _stored_text(),
+            "content": _bm25_text(),
+            "source": keyword,
+            "extracted": {"type": "boolean"},
+            VECTOR_FIELD: _vector(dimension),
+        }
+    elif collection == "triple":
+        properties = {
+            "id": keyword,
+            "subject": _stored_text(),
+            "predicate": _stored_text(),
+            "object": _stored_text(),
+            "text": _bm25_text(),
+            "head": keyword,
+            "tail": keyword,
+            "passage_id": keyword,
+            "added_ns": {"type": "long"},
+            "position": {"type": "integer"},
+            VECTOR_FIELD: _vector(dimension),
+        }
+    else:
+        raise ValueError(f"unknown collection {collection!r}; use 'passage' or 'triple'")
+    return {
+        "dynamic": "strict",
+        "_meta": {
+            "gear_agent": {
+                "schema_version": SCHEMA_VERSION,
+                "collection": collection,
+                "embedding_model": model,
+                "dimension": dimension,
+            }
+        },
+        "properties": properties,
+    }
+
+
+_CHECKED_KEYS = ("type", "dims", "similarity", "index")
+_ALWAYS_SHOWN = ("type", "dims")
+
+
+def check_mapping(
+    index: str, actual: dict[str, Any], collection: Collection, model: str, dimension: int
+) -> None:
+    """Refuse an existing index built with another model or an incompatible mapping.
+
+    Args:
+        index: Index name, for the messages.
+        actual: The ``mappings`` object ``GET /{index}/_mapping`` returned.
+        collection: What the index should hold.
+        model: The configured embedding model name.
+        dimension: Its vector length.
+
+    Raises:
+        ModelMismatchError: ``_meta`` names another model or dimension.
+        StoreError: no gear-agent ``_meta``, or a field is missing or differs.
+    """
+    meta = (actual.get("_meta") or {}).get("gear_agent")
+    if not isinstance(meta, dict):
+        raise StoreError(
+            f"index {index!r} exists but was not created by gear-agent (no _meta.gear_agent in "
+            "its mapping). Delete it, or choose another GEAR_ES_INDEX_PREFIX."
+        )
+    stored_model, stored_dim = meta.get("embedding_model"), meta.get("dimension")
+    if stored_model != model or stored_dim != dimension:
+        raise ModelMismatchError(
+            f"index {index!r} was built with embedding model {stored_model!r} "
+            f"(dimension {stored_dim}), but the configured model is {model!r} (dimension "
+            f"{dimension}). Set GEAR_EMBEDDING_MODEL={stored_model}, or re-index into another "
+            "GEAR_ES_INDEX_PREFIX."
+        )
+    expected = index_mappings(collection, model, dimension)["properties"]
+    found = actual.get("properties") or {}
+    problems = []
+    for field, spec in expected.items():
+        have = found.get(field)
+        if have is None:
+            problems.append(f"field {field!r} is missing")
+            continue
+        for key in _CHECKED_KEYS:
+            # ES may leave a parameter at its default out of GET _mapping; judge only what
+            # it shows, except type and dims, which it always shows.
+            if key not in spec or (key not in have and key not in _ALWAYS_SHOWN):
+                continue
+            if have.get(key) != spec[key]:
+                problems.append(f"{field}.{key} is {have.get(key)!r}, expected {spec[key]!r}")
+    if meta.get("schema_version") != SCHEMA_VERSION:
+        problems.append(
+            f"schema version is {meta.get('schema_version')!r}, expected {SCHEMA_VERSION}"
+        )
+    if problems:
+        raise StoreError(
+            f"index {index!r} has an incompatible mapping: {'; '.join(problems)}. Delete and "
+            "re-ingest it, or choose another GEAR_ES_INDEX_PREFIX."
+        )
+
+
+# ---- documents ---------------------------------------------------------------
+
+
+def vector_list(vector: np.ndarray) -> list[float]:
+    """A float32 vector as the JSON list a ``dense_vector`` field takes."""
+    return [float(x) for x in np.asarray(vector, dtype=np.float32)]
+
+
+def passage_document(passage: Passage, vector: np.ndarray) -> dict[str, Any]:
+    """The ``_source`` of a passage; ``extracted`` starts false."""
+    return {
+        "id": passage.id,
+        "title": passage.title,
+        "text": passage.text,
+        "content": passage.content,
+        "source": passage.source,
+        "extracted": False,
+        VECTOR_FIELD: vector_list(vector),
+    }
+
+
+def triple_document(
+    triple: Triple, vector: np.ndarray, added_ns: int, position: int
+) -> dict[str, Any]:
+    """The ``_source`` of a triple; ``(added_ns, position)`` records extraction order."""
+    return {
+        "id": triple.id,
+        "subject": triple.subject,
+        "predicate": triple.predicate,
+        "object": triple.object,
+        "text": triple.text,
+        "head": normalise_entity(triple.subject),
+        "tail": normalise_entity(triple.object),
+        "passage_id": triple.passage_id,
+        "added_ns": added_ns,
+        "position": position,
+        VECTOR_FIELD: vector_list(vector),
+    }
+
+
+def passage_from_source(source: dict[str, Any]) -> Passage:
+    return Passage(
+        id=source["id"], title=source["title"], text=source["text"], source=source["source"]
+    )
+
+
+def triple_from_source(source: dict[str, Any]) -> Triple:
+    return Triple(
+        id=source["id"],
+        subject=source["subject"],
+        predicate=source["predicate"],
+        object=source["object"],
+        passage_id=source["passage_id"],
+    )

@@ -1,0 +1,197 @@
+"""Pure functions that build every request the Elasticsearch backend sends.
+
+Each returns the keyword arguments of one ``elasticsearch`` client call
+(``client.search(index=..., **request)``), so tests can check them without a
+cluster. The query DSL used is Elasticsearch 8's:
+
+* BM25: ``match`` on the analysed text field;
+* kNN: the top-level ``knn`` search option (``field``, ``query_vector``, ``k``,
+  ``num_candidates``, optional ``filter``), available from 8.4;
+* neighbours: ``terms`` on the keyword ``head``/``tail`` fields, minus the
+  triple itself (``must_not`` + ``ids``);
+* paging: ``sort`` on unique keyword fields + ``search_after``, with a point in
+  time (``pit``) when a whole index is iterated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from gear_agent.store.es_mappings import VECTOR_FIELD, vector_list
+from gear_agent.text.tokenizer import normalise_entity
+
+__all__ = [
+    "MAX_RESULT_WINDOW",
+    "BulkAction",
+    "bm25_request",
+    "knn_request",
+    "neighbours_filter",
+    "neighbours_request",
+    "normalise_entity",
+    "num_candidates",
+    "page_request",
+    "score_to_cosine",
+]
+
+MAX_RESULT_WINDOW = 10_000
+"""Elasticsearch's default ``index.max_result_window``; also the cap on ``k`` and
+``num_candidates`` of a kNN search."""
+
+PAGE_SIZE = 1_000
+
+
+class BulkAction(NamedTuple):
+    """One bulk operation: ``op`` is ``create``, ``index``, ``update`` or ``delete``."""
+
+    op: str
+    index: str
+    id: str
+    body: dict[str, Any] | None = None
+
+    def lines(self) -> list[dict[str, Any]]:
+        """The NDJSON lines of this action: the header, then the body when there is one."""
+        header: dict[str, Any] = {"_index": self.index, "_id": self.id}
+        if self.op == "update":
+            header["retry_on_conflict"] = 3
+        return [{self.op: header}] if self.body is None else [{self.op: header}, self.body]
+
+
+def create_action(index: str, doc_id: str, source: dict[str, Any]) -> BulkAction:
+    """``create``: a new document; an existing ``_id`` answers 409 and is left untouched."""
+    return BulkAction("create", index, doc_id, source)
+
+
+def update_action(index: str, doc_id: str, fields: dict[str, Any]) -> BulkAction:
+    """Partial update of some fields of an existing document."""
+    return BulkAction("update", index, doc_id, {"doc": fields})
+
+
+def delete_action(index: str, doc_id: str) -> BulkAction:
+    return BulkAction("delete", index, doc_id)
+
+
+def _check_k(k: int, what: str = "k") -> None:
+    if not 1 <= k <= MAX_RESULT_WINDOW:
+        raise ValueError(f"{what} must be between 1 and {MAX_RESULT_WINDOW}, got {k}")
+
+
+def num_candidates(k: int) -> int:
+    """HNSW candidates per shard for a top-``k`` search: ``max(100, 2k)``, at most 10,000.
+
+    >>> num_candidates(10), num_candidates(300), num_candidates(9000)
+    (100, 600, 10000)
+    """
+    return min(MAX_RESULT_WINDOW, max(100, 2 * k))
+
+
+def score_to_cosine(score: float) -> float:
+    """Undo Elasticsearch's cosine ``_score`` of ``(1 + cos) / 2`` to get the cosine back."""
+    return 2.0 * score - 1.0
+
+
+def bm25_request(field: str, query: str, k: int) -> dict[str, Any]:
+    """Top ``k`` by BM25 of ``query`` against the analysed ``field``; ids and scores only."""
+    _check_k(k)
+    return {
+        "query": {"match": {field: {"query": query}}},
+        "size": k,
+        "source": False,
+        "track_total_hits": False,
+    }
+
+
+def knn_request(vector: np.ndarray, k: int, filter: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Top ``k`` by cosine with ``vector`` via the top-level ``knn`` option.
+
+    With ``filter`` the HNSW search only visits matching documents (a
+    pre-filter), so ``k`` hits come back whenever ``k`` documents match.
+    """
+    _check_k(k)
+    knn: dict[str, Any] = {
+        "field": VECTOR_FIELD,
+        "query_vector": vector_list(vector),
+        "k": k,
+        "num_candidates": num_candidates(k),
+    }
+    if filter is not None:
+        knn["filter"] = filter
+    return {"knn": knn, "size": k, "source": False}
+
+
+def neighbours_filter(triple_id: str, entities: Sequence[str]) -> dict[str, Any]:
+    """Triples whose ``head`` or ``tail`` is one of ``entities`` (normalised), except itself."""
+    values = sorted({normalise_entity(e) for e in entities})
+    return {
+        "bool": {
+            "should": [{"terms": {"head": values}}, {"terms": {"tail": values}}],
+            "minimum_should_match": 1,
+            "must_not": [{"ids": {"values": [triple_id]}}],
+        }
+    }
+
+
+def neighbours_request(
+    triple_id: str, entities: Sequence[str], vector: np.ndarray | None, limit: int
+) -> dict[str, Any]:
+    """The neighbours of a triple: the ``limit`` most similar to ``vector``, or by id."""
+    _check_k(limit, "limit")
+    where = neighbours_filter(triple_id, entities)
+    if vector is not None:
+        return knn_request(vector, limit, filter=where)
+    return {
+        "query": {"bool": {"filter": [where]}},
+        "sort": [{"id": "asc"}],
+        "size": limit,
+        "source": False,
+        "track_total_hits": False,
+    }
+
+
+def page_request(
+    query: dict[str, Any],
+    sort: Sequence[tuple[str, str]],
+    *,
+    source: bool | dict[str, list[str]] = False,
+    search_after: list[Any] | None = None,
+    pit: str | None = None,
+    keep_alive: str = "2m",
+    size: int = PAGE_SIZE,
+) -> dict[str, Any]:
+    """One page of a ``search_after`` walk; ``sort`` (field, order) pairs end on a unique field."""
+    request: dict[str, Any] = {
+        "query": query,
+        "sort": [{field: order} for field, order in sort],
+        "size": size,
+        "source": source,
+        "track_total_hits": False,
+    }
+    if search_after is not None:
+        request["search_after"] = search_after
+    if pit is not None:
+        request["pit"] = {"id": pit, "keep_alive": keep_alive}
+    return request
+
+
+def term(field: str, value: Any) -> dict[str, Any]:
+    return {"term": {field: value}}
+
+
+def terms(field: str, values: Sequence[Any]) -> dict[str, Any]:
+    return {"terms": {field: list(values)}}
+
+
+def match_all() -> dict[str, Any]:
+    return {"match_all": {}}
+
+
+BY_ID: tuple[tuple[str, str], ...] = (("id", "asc"),)
+"""Sort of a whole-index walk: the unique ``id`` keyword (``_id`` cannot be sorted on)."""
+EXTRACTION_ORDER: tuple[tuple[str, str], ...] = (
+    ("added_ns", "asc"),
+    ("position", "asc"),
+    ("id", "asc"),
+)
+"""Sort of a passage's triples: the call that added them, their place in it, then id."""
