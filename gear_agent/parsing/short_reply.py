@@ -41,7 +41,7 @@ def parse_short_reply(text: str, *, label: str = "answer") -> str:
     if not lines:
         raise ParseError(f"the reply holds no {label}", text)
     result = lines[0].strip(_STRIP)
-    if result.endswith(".") and " " not in result and not result[:-1].endswith("."):
+    if result.endswith(".") and " " not in result and result.count(".") == 1:
         result = result[:-1].strip(_STRIP)
     if not result:
         raise ParseError(f"the reply holds no {label}", text)

@@ -1,0 +1,209 @@
+"""Extract triples from the passages that have none yet, with an LLM (paper, section 3.1).
+
+Resumable: only ``store.unextracted_passages()`` are sent, and finished passages are
+written (``add_triples`` then ``mark_extracted``) every ``commit_every`` passages and
+when the run stops for any reason, so an interrupted run loses at most the calls in
+flight. A passage whose call fails after retries, or whose reply cannot be read, is
+recorded in the summary and left unextracted for the next run; only errors that
+would fail every call (bad API key, unknown model) stop the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from gear_agent.extraction.summary import ExtractionSummary, PassageFailure
+from gear_agent.ids import triple_id
+from gear_agent.llm.client import LLMClient, LLMReply
+from gear_agent.llm.errors import LLMCallError
+from gear_agent.llm.retry import is_fatal
+from gear_agent.parsing.errors import ParseError
+from gear_agent.parsing.extraction_reply import ExtractionReply, parse_extraction_reply
+from gear_agent.prompts import Prompt, load_prompt
+from gear_agent.store.base import Store
+from gear_agent.types import Passage, Triple
+
+ProgressCallback = Callable[[int, int], None]
+"""Called as ``progress(done, total)`` after each passage, succeeded or failed."""
+
+_SAMPLE_CHARS = 200
+
+
+@dataclass
+class _Outcome:
+    passage: Passage
+    reply: LLMReply | None = None
+    parsed: ExtractionReply | None = None
+    error: str | None = None
+
+
+@dataclass
+class _Run:
+    """Counters and the write buffer of one run."""
+
+    store: Store
+    commit_every: int
+    succeeded: int = 0
+    failed: int = 0
+    without_triples: int = 0
+    triples_kept: int = 0
+    dropped: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached: int = 0
+    failures: list[PassageFailure] = field(default_factory=list)
+    empty_sample: str | None = None
+    pending_triples: list[Triple] = field(default_factory=list)
+    pending_ids: list[str] = field(default_factory=list)
+
+    def take(self, outcome: _Outcome) -> None:
+        reply = outcome.reply
+        if reply is not None:
+            self.input_tokens += reply.input_tokens
+            self.output_tokens += reply.output_tokens
+            self.cached += int(reply.cached)
+        if outcome.parsed is None:
+            self.failed += 1
+            self.failures.append(PassageFailure(outcome.passage.id, outcome.error or "unknown"))
+            return
+        passage = outcome.passage
+        triples = {}
+        for subject, predicate, obj in outcome.parsed.triples:
+            tid = triple_id(passage.id, subject, predicate, obj)
+            triples.setdefault(tid, Triple(tid, subject, predicate, obj, passage.id))
+        self.succeeded += 1
+        self.dropped += len(outcome.parsed.dropped)
+        self.triples_kept += len(triples)
+        if not triples:
+            self.without_triples += 1
+            if self.empty_sample is None and reply is not None:
+                self.empty_sample = reply.text.strip()[:_SAMPLE_CHARS]
+        self.pending_triples.extend(triples.values())
+        self.pending_ids.append(passage.id)
+        if len(self.pending_ids) >= self.commit_every:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write finished passages: triples first, then the extracted marks."""
+        triples, ids = self.pending_triples, self.pending_ids
+        self.pending_triples, self.pending_ids = [], []
+        if triples:
+            self.store.add_triples(triples)
+        if ids:
+            self.store.mark_extracted(ids)
+
+    def summary(self, skipped: int) -> ExtractionSummary:
+        return ExtractionSummary(
+            passages_sent=self.succeeded + self.failed,
+            passages_succeeded=self.succeeded,
+            passages_failed=self.failed,
+            passages_skipped=skipped,
+            passages_without_triples=self.without_triples,
+            triples_kept=self.triples_kept,
+            malformed_dropped=self.dropped,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cached_replies=self.cached,
+            failures=tuple(self.failures),
+            empty_reply_sample=self.empty_sample,
+        )
+
+
+async def _extract_one(
+    passage: Passage, llm: LLMClient, prompt: Prompt, node: str, slots: asyncio.Semaphore
+) -> _Outcome:
+    """One passage's call and parse; releases its concurrency slot however it ends."""
+    try:
+        reply = await llm.ainvoke(prompt.format(title=passage.title, passage=passage.text), node=node)
+        try:
+            return _Outcome(passage, reply, parse_extraction_reply(reply.text))
+        except ParseError as exc:
+            return _Outcome(passage, reply, None, f"unreadable reply: {exc}")
+    except LLMCallError as exc:
+        if is_fatal(exc.last_error):
+            raise
+        return _Outcome(passage, None, None, str(exc))
+    finally:
+        slots.release()
+
+
+async def extract_triples(
+    store: Store,
+    llm: LLMClient,
+    *,
+    concurrency: int = 4,
+    progress: ProgressCallback | None = None,
+    commit_every: int = 32,
+    prompt: Prompt | None = None,
+    node: str = "extraction",
+) -> ExtractionSummary:
+    """Extract and store triples for every passage not extracted yet.
+
+    Store writes happen in the event loop's thread (stores need not be thread-safe).
+
+    Args:
+        store: Where passages come from and triples go.
+        llm: The client to call (retries, usage and cache are its business).
+        concurrency: LLM calls in flight at once (``GEAR_LLM_CONCURRENCY``).
+        progress: Called as ``progress(done, total)`` after each passage.
+        commit_every: Finished passages buffered before they are written.
+        prompt: The extraction template; the built-in ``extraction`` prompt when None.
+        node: Name the calls are accounted under.
+
+    Returns:
+        The run's counts; read :meth:`ExtractionSummary.warnings`.
+
+    Raises:
+        ValueError: ``concurrency`` or ``commit_every`` is below 1.
+        LLMCallError: An error that every call would hit (authentication, permission,
+            unknown model); finished work is written before it is raised.
+
+    Example:
+        >>> summary = asyncio.run(extract_triples(store, llm, concurrency=8))  # doctest: +SKIP
+        >>> summary.warnings()  # doctest: +SKIP
+        []
+    """
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    if commit_every < 1:
+        raise ValueError(f"commit_every must be at least 1, got {commit_every}")
+    template = prompt or load_prompt("extraction")
+    passages = store.unextracted_passages()
+    skipped = max(0, store.count("passage") - len(passages))
+    run = _Run(store, commit_every)
+    slots = asyncio.Semaphore(concurrency)
+    pending: set[asyncio.Task[_Outcome]] = set()
+    total, done = len(passages), 0
+
+    def take(task: asyncio.Task[_Outcome]) -> None:
+        nonlocal done
+        run.take(task.result())
+        done += 1
+        if progress is not None:
+            progress(done, total)
+
+    writing = False
+    try:
+        for passage in passages:
+            await slots.acquire()
+            pending.add(asyncio.create_task(_extract_one(passage, llm, template, node, slots)))
+            for task in [t for t in pending if t.done()]:
+                pending.discard(task)
+                take(task)
+        while pending:
+            finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in finished:
+                take(task)
+        writing = True
+        run.flush()
+    except BaseException:
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+        if not writing:
+            run.flush()  # keep the finished work of an interrupted run
+        raise
+    return run.summary(skipped)
