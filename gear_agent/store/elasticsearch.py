@@ -20,7 +20,7 @@ Example:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -60,12 +60,21 @@ def _unique(ids: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
-def _first_by_id(records: Iterable[Any]) -> list[Any]:
-    """Records with distinct ids, first occurrence kept, in order."""
-    seen: dict[str, Any] = {}
+def _split_new(records: Sequence[Any], stored: Container[str]) -> tuple[list[Any], list[str]]:
+    """Records to write (first of each id, not stored) and the ids that are no-ops, in order.
+
+    As in the embedded store, a repeat of an id within the same call counts as existing.
+    """
+    new: list[Any] = []
+    existing: list[str] = []
+    seen: set[str] = set()
     for record in records:
-        seen.setdefault(record.id, record)
-    return list(seen.values())
+        if record.id in stored or record.id in seen:
+            existing.append(record.id)
+        else:
+            seen.add(record.id)
+            new.append(record)
+    return new, existing
 
 
 def _body(response: Any) -> dict[str, Any]:
@@ -93,6 +102,7 @@ class ElasticsearchStore(Store):
         embedder: Embeds passages (``Passage.content``) and triples
             (``Triple.text``); its ``name`` and ``dimension`` are recorded in
             each index's mapping ``_meta``.
+        create: Create missing indices (else a missing index is an error).
         client: An ``elasticsearch.Elasticsearch`` to use instead of one built
             from ``settings`` (it is then not closed by :meth:`close`).
         bulk_batch_size: Documents per ``_bulk`` request.
@@ -112,6 +122,7 @@ class ElasticsearchStore(Store):
         embedder: Embedder,
         client: Elasticsearch | None = None,
         *,
+        create: bool = True,
         bulk_batch_size: int = 500,
         max_retries: int = 5,
         initial_backoff_s: float = 0.5,
@@ -129,7 +140,7 @@ class ElasticsearchStore(Store):
         try:
             self.server_version = check_server(self._client, self._where)
             for collection in ("passage", "triple"):
-                self._open_index(collection)
+                self._open_index(collection, create)
         except BaseException:
             self.close()
             raise
@@ -148,12 +159,17 @@ class ElasticsearchStore(Store):
         )
 
     # ---- start-up ----------------------------------------------------------
-    def _open_index(self, collection: Collection) -> None:
+    def _open_index(self, collection: Collection, create: bool) -> None:
         """Create the index if it is missing, else check its mapping and model."""
         name = self.indices.of(collection)
         es = self._client
         with translate_errors(f"checking index {name!r}"):
             exists = bool(es.indices.exists(index=name))
+        if not exists and not create:
+            raise StoreError(
+                f"no index {name!r} at {self._where}: build one first with `gear index` "
+                "(GEAR_BACKEND=elasticsearch), or check GEAR_ES_INDEX_PREFIX"
+            )
         if not exists:
             mappings = index_mappings(collection, self.embedding_model, self.dimension)
             try:
@@ -182,13 +198,23 @@ class ElasticsearchStore(Store):
             self._client.indices.refresh(index=",".join(indices))
 
     def _mget(
-        self, index: str, ids: Sequence[str], source: bool | dict[str, list[str]]
+        self, index: str, ids: Sequence[str], fields: Sequence[str] | None = None
     ) -> dict[str, dict[str, Any]]:
-        """Found documents by id: ``{id: _source}`` (``{}`` sources when ``source`` is False)."""
+        """Found documents by id: ``{id: _source}``, real-time (no refresh needed).
+
+        ``fields`` picks the ``_source`` fields to return: ``None`` is all but the
+        vector, ``[]`` none (an existence check).
+        """
+        if fields is None:
+            source: dict[str, Any] = {"source_excludes": [VECTOR_FIELD]}
+        elif fields:
+            source = {"source_includes": list(fields)}
+        else:
+            source = {"source": False}
         found: dict[str, dict[str, Any]] = {}
         for chunk in _chunks(_unique(ids), _MGET_CHUNK):
             with translate_errors(f"reading {len(chunk)} document(s) from {index!r}"):
-                response = _body(self._client.mget(index=index, ids=list(chunk), source=source))
+                response = _body(self._client.mget(index=index, ids=list(chunk), **source))
             for doc in response["docs"]:
                 if "error" in doc:
                     error = doc["error"]
@@ -284,9 +310,8 @@ class ElasticsearchStore(Store):
                 which and why, ``err.result`` is the :class:`AddResult` of the rest.
         """
         index = self.indices.passages
-        unique = _first_by_id(passages)
-        stored = self._mget(index, [p.id for p in unique], source=False)
-        new = [p for p in unique if p.id not in stored]
+        stored = self._mget(index, [p.id for p in passages], [])
+        new, existing = _split_new(passages, stored)
         refused: list[BulkFailure] = []
 
         def actions() -> Iterator[Any]:
@@ -300,7 +325,7 @@ class ElasticsearchStore(Store):
                         )
 
         outcome = self._write(f"adding passages to {index!r}", actions(), [index], refused)
-        result = AddResult(added=outcome.done, existing=[*stored, *outcome.conflicts])
+        result = AddResult(added=outcome.done, existing=[*existing, *outcome.conflicts])
         if not outcome.ok:
             raise BulkWriteError(f"adding passages to {index!r}", outcome, result)
         return result
@@ -313,10 +338,9 @@ class ElasticsearchStore(Store):
             BulkWriteError: some triples were not stored (see :meth:`add_passages`).
         """
         index = self.indices.triples
-        unique = _first_by_id(triples)
-        stored = self._mget(index, [t.id for t in unique], source=False)
-        new = [t for t in unique if t.id not in stored]
-        parents = self._mget(self.indices.passages, [t.passage_id for t in new], source=False)
+        stored = self._mget(index, [t.id for t in triples], [])
+        new, existing = _split_new(triples, stored)
+        parents = self._mget(self.indices.passages, [t.passage_id for t in new], [])
         orphans = sorted({t.passage_id for t in new if t.passage_id not in parents})
         if orphans:
             raise StoreError(
@@ -338,7 +362,7 @@ class ElasticsearchStore(Store):
                         yield q.create_action(index, triple.id, doc)
 
         outcome = self._write(f"adding triples to {index!r}", actions(), [index], refused)
-        result = AddResult(added=outcome.done, existing=[*stored, *outcome.conflicts])
+        result = AddResult(added=outcome.done, existing=[*existing, *outcome.conflicts])
         if not outcome.ok:
             raise BulkWriteError(f"adding triples to {index!r}", outcome, result)
         return result
@@ -358,7 +382,7 @@ class ElasticsearchStore(Store):
         deleted passage behind as neighbours. Returns the ids that were stored
         and are now deleted, in the order asked.
         """
-        stored = self._mget(self.indices.passages, passage_ids, source=False)
+        stored = self._mget(self.indices.passages, passage_ids, [])
         ids = [pid for pid in _unique(passage_ids) if pid in stored]
         if not ids:
             return []
@@ -400,7 +424,10 @@ class ElasticsearchStore(Store):
             return int(_body(self._client.count(index=index))["count"])
 
     def bm25_search(self, collection: Collection, query: str, k: int) -> list[Hit]:
+        """Top ``k`` by BM25 (only matching documents); ``k`` <= 0 gives ``[]``."""
         index = self.indices.of(collection)
+        if k <= 0:
+            return []
         request = q.bm25_request(TEXT_FIELD[collection], query, k)
         response = self._search(f"BM25 search on {index!r}", index, request)
         return [Hit(h["_id"], float(h["_score"])) for h in response["hits"]["hits"]]
@@ -408,6 +435,8 @@ class ElasticsearchStore(Store):
     def vector_search(self, collection: Collection, vector: np.ndarray, k: int) -> list[Hit]:
         """Top ``k`` by cosine; scores are cosines (ES's ``(1 + cos) / 2`` undone)."""
         index = self.indices.of(collection)
+        if k <= 0:
+            return []
         request = q.knn_request(self._query_vector(vector), k)
         response = self._search(f"kNN search on {index!r}", index, request)
         return [
@@ -415,11 +444,11 @@ class ElasticsearchStore(Store):
         ]
 
     def get_passages(self, ids: Sequence[str]) -> list[Passage]:
-        found = self._mget(self.indices.passages, ids, source=_NO_VECTOR)
+        found = self._mget(self.indices.passages, ids)
         return [passage_from_source(found[i]) for i in ids if i in found]
 
     def get_triples(self, ids: Sequence[str]) -> list[Triple]:
-        found = self._mget(self.indices.triples, ids, source=_NO_VECTOR)
+        found = self._mget(self.indices.triples, ids)
         return [triple_from_source(found[i]) for i in ids if i in found]
 
     def triple_vectors(self, ids: Sequence[str]) -> np.ndarray:
@@ -428,7 +457,7 @@ class ElasticsearchStore(Store):
         Raises:
             KeyError: some ids are not stored triples.
         """
-        found = self._mget(self.indices.triples, ids, source={"includes": [VECTOR_FIELD]})
+        found = self._mget(self.indices.triples, ids, [VECTOR_FIELD])
         missing = [i for i in ids if i not in found]
         if missing:
             raise KeyError(f"not stored triples: {', '.join(missing[:5])}")
@@ -452,8 +481,8 @@ class ElasticsearchStore(Store):
         An unknown ``triple_id`` has no neighbours.
         """
         index = self.indices.triples
-        found = self._mget(index, [triple_id], source={"includes": ["head", "tail"]})
-        if triple_id not in found:
+        found = self._mget(index, [triple_id], ["head", "tail"])
+        if triple_id not in found or limit <= 0:
             return []
         entities = [found[triple_id]["head"], found[triple_id]["tail"]]
         vector = None if query_vector is None else self._query_vector(query_vector)

@@ -158,13 +158,13 @@ def page_request(
     search_after: list[Any] | None = None,
     pit: str | None = None,
     keep_alive: str = "2m",
-    size: int = PAGE_SIZE,
+    size: int | None = None,
 ) -> dict[str, Any]:
     """One page of a ``search_after`` walk; ``sort`` (field, order) pairs end on a unique field."""
     request: dict[str, Any] = {
         "query": query,
         "sort": [{field: order} for field, order in sort],
-        "size": size,
+        "size": PAGE_SIZE if size is None else size,
         "source": source,
         "track_total_hits": False,
     }

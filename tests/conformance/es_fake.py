@@ -1,0 +1,628 @@
+"""An in-memory stand-in for the part of the Elasticsearch 8 REST API the backend uses.
+
+It lets the conformance suite run :class:`ElasticsearchStore` end to end
+without a cluster, through the real ``elasticsearch`` client (a custom
+``node_class`` answers the HTTP requests). It emulates, after the ES 8 docs:
+
+* near-real-time search: writes are visible to ``_search``/``_count`` only
+  after a refresh (``_refresh``, ``refresh=true|wait_for``), while ``_mget``
+  is real-time; a point in time (``_pit``) is a frozen copy;
+* strict mappings: unknown fields, wrong ``dense_vector`` dims and zero
+  vectors under ``cosine`` are refused per bulk item; ``match`` on a field with
+  ``index: false``, sorting on ``_id`` or on a ``text`` field, ``size`` over
+  10,000, kNN ``k`` over ``num_candidates`` answer 400;
+* ``create`` on an existing ``_id`` answers 409, ``update``/``delete`` of a
+  missing one 404;
+* the 8.x media-type check (``compatible-with=8``) and the product header.
+
+Scores: BM25 (Lucene form, the index's k1/b) over the project's
+standard-analyzer approximation; kNN is exact cosine, ``_score = (1 + cos) / 2``.
+Passing the suite against this fake checks the backend's logic and request
+shapes against *this reading* of the docs, not against Elasticsearch itself.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from elastic_transport import ApiResponseMeta, BaseNode, HttpHeaders
+from elastic_transport._node import NodeApiResponse
+
+from gear_agent.text.tokenizer import tokenize
+
+MEDIA_TYPE = "application/vnd.elasticsearch+json;compatible-with=8"
+
+
+class EsError(Exception):
+    def __init__(self, status: int, error_type: str, reason: str) -> None:
+        super().__init__(reason)
+        self.status, self.error_type, self.reason = status, error_type, reason
+
+    def body(self) -> dict[str, Any]:
+        return {"error": {"type": self.error_type, "reason": self.reason}, "status": self.status}
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    params: dict[str, str]
+    body: Any
+
+
+@dataclass
+class FakeIndex:
+    name: str
+    settings: dict[str, Any]
+    mappings: dict[str, Any]
+    live: dict[str, dict[str, Any]] = field(default_factory=dict)
+    visible: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def refresh(self) -> None:
+        self.visible = copy.deepcopy(self.live)
+
+    @property
+    def properties(self) -> dict[str, Any]:
+        return self.mappings.get("properties", {})
+
+    def bm25_params(self, field_name: str) -> tuple[float, float]:
+        name = self.properties[field_name].get("similarity", "BM25")
+        if name == "BM25":
+            return 1.2, 0.75
+        sim = self.settings.get("index", {}).get("similarity", {})[name]
+        return float(sim.get("k1", 1.2)), float(sim.get("b", 0.75))
+
+
+class FakeElasticsearch:
+    """One fake single-node cluster; ``requests`` records every request it answered."""
+
+    def __init__(self, version: str = "8.15.0") -> None:
+        self.version = version
+        self.indices: dict[str, FakeIndex] = {}
+        self.pits: dict[str, dict[str, dict[str, Any]]] = {}
+        self.pit_index: dict[str, str] = {}
+        self.requests: list[Request] = []
+        self._pit_ids = itertools.count(1)
+
+    # ---- transport -----------------------------------------------------------
+    def node_class(self) -> type[BaseNode]:
+        server = self
+
+        class FakeNode(BaseNode):
+            _CLIENT_META_HTTP_CLIENT = ("fake", "1.0")
+
+            def perform_request(
+                self, method, target, body=None, headers=None, request_timeout=None
+            ):  # type: ignore[override]
+                status, payload = server.handle(method, target, body, headers or {})
+                raw = b"" if payload is None else json.dumps(payload).encode()
+                meta = ApiResponseMeta(
+                    status=status,
+                    http_version="1.1",
+                    headers=HttpHeaders(
+                        {"content-type": MEDIA_TYPE, "x-elastic-product": "Elasticsearch"}
+                    ),
+                    duration=0.0,
+                    node=self.config,
+                )
+                return NodeApiResponse(meta, raw)
+
+        return FakeNode
+
+    def client(self, **kwargs: Any) -> Any:
+        from elasticsearch import Elasticsearch
+
+        return Elasticsearch("http://fake-es:9200", node_class=self.node_class(), **kwargs)
+
+    def handle(self, method: str, target: str, body: bytes | None, headers: Any) -> tuple[int, Any]:
+        url = urlsplit(target)
+        params = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        parts = [unquote(p) for p in url.path.split("/") if p]
+        text = body.decode() if body else ""
+        ndjson = parts[-1:] == ["_bulk"]
+        parsed: Any = (
+            [json.loads(line) for line in text.splitlines() if line.strip()]
+            if ndjson
+            else (json.loads(text) if text else None)
+        )
+        self.requests.append(Request(method, url.path, params, parsed))
+        try:
+            accept = str(headers.get("accept", ""))
+            if "compatible-with" in accept and "compatible-with=8" not in accept:
+                raise EsError(
+                    400,
+                    "media_type_header_exception",
+                    f"Invalid media-type value on header [Accept]: {accept}",
+                )
+            return self._route(method, parts, params, parsed)
+        except EsError as err:
+            return err.status, (None if method == "HEAD" else err.body())
+
+    def _route(
+        self, method: str, parts: list[str], params: dict[str, str], body: Any
+    ) -> tuple[int, Any]:
+        if not parts:
+            return 200, {
+                "name": "fake",
+                "cluster_name": "fake",
+                "version": {"number": self.version, "build_flavor": "default"},
+                "tagline": "You Know, for Search",
+            }
+        if parts == ["_bulk"]:
+            return 200, self._bulk(body, params)
+        if parts == ["_search"]:
+            return 200, self._search(None, body or {})
+        if parts == ["_pit"] and method == "DELETE":
+            self.pits.pop(body["id"], None)
+            return 200, {"succeeded": True, "num_freed": 1}
+        index_names = parts[0].split(",")
+        if len(parts) == 1:
+            name = index_names[0]
+            if method == "HEAD":
+                return (200 if name in self.indices else 404), None
+            if method == "PUT":
+                return 200, self._create_index(name, body or {})
+            if method == "DELETE":
+                for n in index_names:
+                    self._index(n)
+                    del self.indices[n]
+                return 200, {"acknowledged": True}
+        op = parts[1]
+        if op == "_mapping":
+            return 200, {
+                n: {"mappings": copy.deepcopy(self._index(n).mappings)} for n in index_names
+            }
+        if op == "_refresh":
+            for n in index_names:
+                self._index(n).refresh()
+            return 200, {"_shards": {"total": 1, "successful": 1, "failed": 0}}
+        index = self._index(index_names[0])
+        if op == "_mget":
+            return 200, self._mget(index, body, params)
+        if op == "_search":
+            if "pit" in (body or {}):
+                raise EsError(
+                    400,
+                    "action_request_validation_exception",
+                    "[indices] cannot be used with point in time",
+                )
+            return 200, self._search(index, body or {})
+        if op == "_count":
+            query = (body or {}).get("query", {"match_all": {}})
+            return 200, {
+                "count": sum(
+                    1 for i, d in index.visible.items() if self._matches(index, i, d, query)
+                )
+            }
+        if op == "_delete_by_query":
+            doomed = [
+                i for i, d in index.visible.items() if self._matches(index, i, d, body["query"])
+            ]
+            for doc_id in doomed:
+                index.live.pop(doc_id, None)
+            if params.get("refresh") in ("true", ""):
+                index.refresh()
+            return 200, {"deleted": len(doomed), "failures": [], "version_conflicts": 0}
+        if op == "_pit":
+            if "keep_alive" not in params:
+                raise EsError(
+                    400, "action_request_validation_exception", "[keep_alive] is required"
+                )
+            pit = f"pit-{next(self._pit_ids)}"
+            self.pits[pit] = copy.deepcopy(index.visible)
+            self.pit_index[pit] = index.name
+            return 200, {"id": pit}
+        raise EsError(400, "unsupported", f"the fake does not emulate {method} /{'/'.join(parts)}")
+
+    def _index(self, name: str) -> FakeIndex:
+        if name not in self.indices:
+            raise EsError(404, "index_not_found_exception", f"no such index [{name}]")
+        return self.indices[name]
+
+    # ---- indices -------------------------------------------------------------
+    def _create_index(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        if name in self.indices:
+            raise EsError(
+                400, "resource_already_exists_exception", f"index [{name}] already exists"
+            )
+        settings, mappings = body.get("settings", {}), body.get("mappings", {})
+        similarities = settings.get("index", {}).get("similarity", {})
+        for fname, spec in mappings.get("properties", {}).items():
+            sim = spec.get("similarity")
+            if (
+                spec["type"] == "text"
+                and sim
+                and sim not in similarities
+                and sim not in ("BM25", "boolean")
+            ):
+                raise EsError(
+                    400,
+                    "mapper_parsing_exception",
+                    f"Unknown Similarity type [{sim}] for field [{fname}]",
+                )
+            if spec["type"] == "dense_vector" and not isinstance(spec.get("dims"), int):
+                raise EsError(
+                    400, "mapper_parsing_exception", f"[dims] must be an integer on [{fname}]"
+                )
+        self.indices[name] = FakeIndex(name, copy.deepcopy(settings), copy.deepcopy(mappings))
+        return {"acknowledged": True, "shards_acknowledged": True, "index": name}
+
+    def _check_document(self, index: FakeIndex, doc: dict[str, Any]) -> None:
+        props = index.properties
+        for fname, value in doc.items():
+            spec = props.get(fname)
+            if spec is None:
+                if index.mappings.get("dynamic") == "strict":
+                    raise EsError(
+                        400,
+                        "strict_dynamic_mapping_exception",
+                        f"mapping set to strict, dynamic introduction of [{fname}] within [_doc] is not allowed",
+                    )
+                continue
+            if spec["type"] == "dense_vector":
+                if not isinstance(value, list) or len(value) != spec["dims"]:
+                    raise EsError(
+                        400,
+                        "document_parsing_exception",
+                        f"The [dense_vector] field [{fname}] in doc has a different number of dimensions than defined in the mapping [{spec['dims']}]",
+                    )
+                if spec.get("similarity", "cosine") == "cosine" and not any(value):
+                    raise EsError(
+                        400,
+                        "document_parsing_exception",
+                        f"The [cosine] similarity does not support vectors with zero magnitude. Preview of invalid vector: {value[:3]}",
+                    )
+            if spec["type"] == "keyword" and not isinstance(value, str):
+                raise EsError(
+                    400,
+                    "document_parsing_exception",
+                    f"failed to parse field [{fname}] of type [keyword]",
+                )
+            if spec["type"] == "boolean" and not isinstance(value, bool):
+                raise EsError(
+                    400,
+                    "document_parsing_exception",
+                    f"failed to parse field [{fname}] of type [boolean]",
+                )
+
+    # ---- documents -----------------------------------------------------------
+    def _bulk(self, lines: list[dict[str, Any]], params: dict[str, str]) -> dict[str, Any]:
+        items, errors, touched = [], False, set()
+        i = 0
+        while i < len(lines):
+            ((op, header),) = lines[i].items()
+            body = lines[i + 1] if op in ("index", "create", "update") else None
+            i += 2 if body is not None else 1
+            try:
+                index = self._index(header["_index"])
+                touched.add(index.name)
+                status = self._bulk_item(index, op, header["_id"], body)
+                items.append({op: {"_index": index.name, "_id": header["_id"], "status": status}})
+                if status == 404:
+                    items[-1][op]["result"] = "not_found"
+            except EsError as err:
+                errors = True
+                items.append(
+                    {
+                        op: {
+                            "_index": header["_index"],
+                            "_id": header["_id"],
+                            "status": err.status,
+                            "error": {"type": err.error_type, "reason": err.reason},
+                        }
+                    }
+                )
+        if params.get("refresh") in ("true", "wait_for", ""):
+            for name in touched:
+                self.indices[name].refresh()
+        return {"took": 1, "errors": errors, "items": items}
+
+    def _bulk_item(
+        self, index: FakeIndex, op: str, doc_id: str, body: dict[str, Any] | None
+    ) -> int:
+        if op == "create":
+            if doc_id in index.live:
+                raise EsError(
+                    409,
+                    "version_conflict_engine_exception",
+                    f"[{doc_id}]: version conflict, document already exists",
+                )
+            self._check_document(index, body or {})
+            index.live[doc_id] = copy.deepcopy(body)
+            return 201
+        if op == "index":
+            self._check_document(index, body or {})
+            created = doc_id not in index.live
+            index.live[doc_id] = copy.deepcopy(body)
+            return 201 if created else 200
+        if op == "update":
+            if doc_id not in index.live:
+                raise EsError(404, "document_missing_exception", f"[{doc_id}]: document missing")
+            merged = {**index.live[doc_id], **copy.deepcopy(body["doc"])}
+            self._check_document(index, merged)
+            index.live[doc_id] = merged
+            return 200
+        if op == "delete":
+            if doc_id not in index.live:
+                return 404
+            del index.live[doc_id]
+            return 200
+        raise EsError(400, "illegal_argument_exception", f"unknown bulk action [{op}]")
+
+    def _mget(
+        self, index: FakeIndex, body: dict[str, Any], params: dict[str, str]
+    ) -> dict[str, Any]:
+        docs = []
+        for doc_id in body["ids"]:
+            doc = index.live.get(doc_id)
+            if doc is None:
+                docs.append({"_index": index.name, "_id": doc_id, "found": False})
+                continue
+            entry: dict[str, Any] = {"_index": index.name, "_id": doc_id, "found": True}
+            source = _filter_source(doc, params)
+            if source is not None:
+                entry["_source"] = source
+            docs.append(entry)
+        return {"docs": docs}
+
+    # ---- search --------------------------------------------------------------
+    def _search(self, index: FakeIndex | None, body: dict[str, Any]) -> dict[str, Any]:
+        pit = body.get("pit")
+        if pit is not None:
+            if pit["id"] not in self.pits:
+                raise EsError(404, "search_context_missing_exception", "No search context found")
+            if "keep_alive" not in pit:
+                raise EsError(400, "parsing_exception", "pit without keep_alive")
+            index = self.indices[self.pit_index[pit["id"]]]
+            docs = self.pits[pit["id"]]
+        elif index is None:
+            raise EsError(400, "illegal_argument_exception", "the fake needs an index or a pit")
+        else:
+            docs = index.visible
+        size = body.get("size", 10)
+        if size > 10_000:
+            raise EsError(
+                400,
+                "illegal_argument_exception",
+                "Result window is too large, from + size must be less than or equal to: [10000]",
+            )
+        if "knn" in body:
+            scored = self._knn(index, docs, body["knn"])
+        else:
+            query = body.get("query", {"match_all": {}})
+            scored = [
+                (i, self._score(index, docs, i, d, query))
+                for i, d in docs.items()
+                if self._matches(index, i, d, query)
+            ]
+        sort = body.get("sort")
+        hits: list[dict[str, Any]] = []
+        if sort:
+            keyed = [(self._sort_key(index, docs[i], i, sort), i, s) for i, s in scored]
+            keyed.sort(key=lambda t: t[0])
+            after = body.get("search_after")
+            if after is not None:
+                keyed = [t for t in keyed if list(t[0]) > list(after)]
+            for key, doc_id, _ in keyed[:size]:
+                hits.append(self._hit(index, docs, doc_id, None, body, sort=list(key)))
+        else:
+            scored.sort(key=lambda t: -t[1])
+            for doc_id, score in scored[:size]:
+                hits.append(self._hit(index, docs, doc_id, score, body))
+        response: dict[str, Any] = {
+            "took": 1,
+            "timed_out": False,
+            "hits": {"hits": hits, "max_score": None},
+        }
+        if pit is not None:
+            response["pit_id"] = pit["id"]
+        return response
+
+    def _hit(
+        self,
+        index: FakeIndex,
+        docs: dict[str, Any],
+        doc_id: str,
+        score: float | None,
+        body: dict[str, Any],
+        sort: list[Any] | None = None,
+    ) -> dict[str, Any]:
+        hit: dict[str, Any] = {"_index": index.name, "_id": doc_id, "_score": score}
+        spec = body.get("_source", True)
+        if spec is not False:
+            hit["_source"] = _filter_source(docs[doc_id], {}, spec)
+        if sort is not None:
+            hit["sort"] = sort
+        return hit
+
+    def _sort_key(
+        self, index: FakeIndex, doc: dict[str, Any], doc_id: str, sort: list[dict[str, str]]
+    ) -> tuple[Any, ...]:
+        key = []
+        for clause in sort:
+            ((fname, order),) = clause.items()
+            if fname == "_id":
+                raise EsError(
+                    400,
+                    "illegal_argument_exception",
+                    "Fielddata access on the _id field is disallowed",
+                )
+            spec = index.properties.get(fname)
+            if spec is None or spec["type"] == "text":
+                raise EsError(400, "illegal_argument_exception", f"cannot sort on field [{fname}]")
+            if order != "asc":
+                raise EsError(400, "unsupported", "the fake sorts ascending only")
+            key.append(doc.get(fname))
+        return tuple(key)
+
+    def _knn(
+        self, index: FakeIndex, docs: dict[str, Any], knn: dict[str, Any]
+    ) -> list[tuple[str, float]]:
+        spec = index.properties.get(knn["field"], {})
+        if spec.get("type") != "dense_vector" or spec.get("index") is False:
+            raise EsError(
+                400,
+                "illegal_argument_exception",
+                f"[knn] queries are only supported on indexed [dense_vector] fields, not [{knn['field']}]",
+            )
+        k, candidates = knn.get("k"), knn.get("num_candidates")
+        if k is None or candidates is None:
+            raise EsError(
+                400, "illegal_argument_exception", "the fake wants explicit k and num_candidates"
+            )
+        if k > candidates or candidates > 10_000:
+            raise EsError(
+                400,
+                "illegal_argument_exception",
+                "[num_candidates] cannot be less than [k] or exceed [10000]",
+            )
+        query = knn["query_vector"]
+        if len(query) != spec["dims"]:
+            raise EsError(
+                400,
+                "illegal_argument_exception",
+                f"the query vector has a different number of dimensions [{len(query)}] than the document vectors [{spec['dims']}]",
+            )
+        qnorm = math.sqrt(sum(x * x for x in query))
+        if qnorm == 0:
+            raise EsError(
+                400,
+                "illegal_argument_exception",
+                "The [cosine] similarity does not support vectors with zero magnitude",
+            )
+        flt = knn.get("filter")
+        filters = flt if isinstance(flt, list) else ([flt] if flt else [])
+        scored = []
+        for doc_id, doc in docs.items():
+            vector = doc.get(knn["field"])
+            if vector is None or not all(self._matches(index, doc_id, doc, f) for f in filters):
+                continue
+            vnorm = math.sqrt(sum(x * x for x in vector))
+            cos = sum(a * b for a, b in zip(query, vector)) / (qnorm * vnorm)
+            scored.append((doc_id, (1.0 + cos) / 2.0))
+        scored.sort(key=lambda t: -t[1])
+        return scored[:k]
+
+    # ---- queries -------------------------------------------------------------
+    def _matches(
+        self, index: FakeIndex, doc_id: str, doc: dict[str, Any], query: dict[str, Any]
+    ) -> bool:
+        ((kind, spec),) = query.items()
+        if kind == "match_all":
+            return True
+        if kind == "match":
+            ((fname, arg),) = spec.items()
+            self._check_indexed(index, fname)
+            text = arg["query"] if isinstance(arg, dict) else arg
+            return bool(set(tokenize(text)) & set(tokenize(str(doc.get(fname, "")))))
+        if kind == "term":
+            ((fname, value),) = spec.items()
+            value = value["value"] if isinstance(value, dict) else value
+            self._check_indexed(index, fname, text_ok=False)
+            return doc.get(fname) == value
+        if kind == "terms":
+            ((fname, values),) = spec.items()
+            self._check_indexed(index, fname, text_ok=False)
+            if len(values) > 65_536:
+                raise EsError(400, "illegal_argument_exception", "too many terms")
+            return doc.get(fname) in values
+        if kind == "ids":
+            return doc_id in spec["values"]
+        if kind == "bool":
+            must = _as_list(spec.get("must")) + _as_list(spec.get("filter"))
+            should = _as_list(spec.get("should"))
+            must_not = _as_list(spec.get("must_not"))
+            if not all(self._matches(index, doc_id, doc, q) for q in must):
+                return False
+            if any(self._matches(index, doc_id, doc, q) for q in must_not):
+                return False
+            if should:
+                needed = spec.get("minimum_should_match", 0 if must else 1)
+                return sum(self._matches(index, doc_id, doc, q) for q in should) >= needed
+            return True
+        raise EsError(400, "parsing_exception", f"the fake does not know the [{kind}] query")
+
+    def _check_indexed(self, index: FakeIndex, fname: str, text_ok: bool = True) -> None:
+        spec = index.properties.get(fname)
+        if spec is None:
+            return  # ES matches nothing on an unmapped field
+        if spec.get("index") is False:
+            raise EsError(
+                400,
+                "query_shard_exception",
+                f"failed to create query: Cannot search on field [{fname}] since it is not indexed.",
+            )
+        if spec["type"] == "text" and not text_ok:
+            raise EsError(400, "test_smell", f"term query on analysed text field [{fname}]")
+
+    def _score(
+        self,
+        index: FakeIndex,
+        docs: dict[str, Any],
+        doc_id: str,
+        doc: dict[str, Any],
+        query: dict[str, Any],
+    ) -> float:
+        ((kind, spec),) = query.items()
+        if kind != "match":
+            return (
+                1.0
+                if kind != "bool"
+                else sum(
+                    self._score(index, docs, doc_id, doc, q)
+                    for q in _as_list(spec.get("must")) + _as_list(spec.get("should"))
+                    if self._matches(index, doc_id, doc, q)
+                )
+                or 0.0
+            )
+        ((fname, arg),) = spec.items()
+        text = arg["query"] if isinstance(arg, dict) else arg
+        k1, b = index.bm25_params(fname)
+        corpus = [tokenize(str(d.get(fname, ""))) for d in docs.values()]
+        avgdl = sum(map(len, corpus)) / max(1, len(corpus))
+        tokens = tokenize(str(doc.get(fname, "")))
+        score = 0.0
+        for term in tokenize(text):
+            df = sum(1 for toks in corpus if term in toks)
+            tf = tokens.count(term)
+            if tf == 0:
+                continue
+            idf = math.log(1 + (len(corpus) - df + 0.5) / (df + 0.5))
+            score += idf * tf / (tf + k1 * (1 - b + b * len(tokens) / avgdl))
+        return score
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def _filter_source(
+    doc: dict[str, Any], params: dict[str, str], spec: Any = True
+) -> dict[str, Any] | None:
+    """``_source`` after the ``_source*`` query parameters or a search ``_source`` spec."""
+    if params.get("_source") == "false" or spec is False:
+        return None
+    includes = params.get("_source_includes")
+    excludes = params.get("_source_excludes")
+    inc = (
+        includes.split(",")
+        if includes
+        else (spec.get("includes") if isinstance(spec, dict) else None)
+    )
+    exc = (
+        excludes.split(",")
+        if excludes
+        else (spec.get("excludes", []) if isinstance(spec, dict) else [])
+    )
+    out = {k: copy.deepcopy(v) for k, v in doc.items() if k not in exc}
+    if inc:
+        out = {k: v for k, v in out.items() if k in inc}
+    return out

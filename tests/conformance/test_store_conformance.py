@@ -1,0 +1,272 @@
+"""One behaviour for every Store backend (see conftest.py for the backends).
+
+The corpus: four passages about landmarks, six triples whose entities meet at
+"Paris" (written differently on purpose: ``Paris``, ``  PARIS ``, ``paris``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from gear_agent.embedding.base import Embedder
+from gear_agent.ids import passage_id, triple_id
+from gear_agent.store.base import ModelMismatchError, Store, StoreError
+from gear_agent.types import Passage, Triple
+
+
+def _passage(title: str, text: str, source: str) -> Passage:
+    return Passage(passage_id(title, text), title, text, source)
+
+
+P_EIFFEL = _passage(
+    "Eiffel Tower", "The Eiffel Tower is a wrought-iron lattice tower in Paris.", "a.txt"
+)
+P_COLOSSEUM = _passage("Colosseum", "The Colosseum is an elliptical amphitheatre in Rome.", "a.txt")
+P_GATE = _passage(
+    "Brandenburg Gate", "The Brandenburg Gate is a neoclassical monument in Berlin.", "b.txt"
+)
+P_SEINE = _passage("Seine", "The Seine is a river that flows through Paris.", "b.txt")
+PASSAGES = [P_EIFFEL, P_COLOSSEUM, P_GATE, P_SEINE]
+
+
+def _triple(passage: Passage, subject: str, predicate: str, obj: str) -> Triple:
+    return Triple(
+        triple_id(passage.id, subject, predicate, obj), subject, predicate, obj, passage.id
+    )
+
+
+T_EIFFEL_PARIS = _triple(P_EIFFEL, "Eiffel Tower", "located in", "Paris")
+T_EIFFEL_IRON = _triple(P_EIFFEL, "Eiffel Tower", "made of", "wrought iron")
+T_SEINE_PARIS = _triple(P_SEINE, "Seine", "flows through", "  PARIS ")
+T_COLOSSEUM_ROME = _triple(P_COLOSSEUM, "Colosseum", "located in", "Rome")
+T_GATE_BERLIN = _triple(P_GATE, "Brandenburg  Gate", "located in", "Berlin")
+T_PARIS_FRANCE = _triple(P_SEINE, "paris", "capital of", "France")
+TRIPLES = [
+    T_EIFFEL_PARIS,
+    T_EIFFEL_IRON,
+    T_SEINE_PARIS,
+    T_COLOSSEUM_ROME,
+    T_GATE_BERLIN,
+    T_PARIS_FRANCE,
+]
+
+
+@pytest.fixture
+def filled(store: Store) -> Store:
+    store.add_passages(PASSAGES)
+    store.add_triples(TRIPLES)
+    return store
+
+
+def ids(records: list) -> list[str]:
+    return [r.id for r in records]
+
+
+# ---- writes ------------------------------------------------------------------
+
+
+def test_add_passages_then_readd_is_a_noop(store: Store) -> None:
+    first = store.add_passages(PASSAGES)
+    assert first.added == ids(PASSAGES)
+    assert first.existing == []
+    again = store.add_passages([P_GATE, P_EIFFEL])
+    assert again.added == []
+    assert again.existing == [P_GATE.id, P_EIFFEL.id]
+    assert store.count("passage") == 4
+
+
+def test_a_repeat_within_one_call_counts_as_existing(store: Store) -> None:
+    result = store.add_passages([P_EIFFEL, P_EIFFEL])
+    assert result.added == [P_EIFFEL.id]
+    assert result.existing == [P_EIFFEL.id]
+    assert store.count("passage") == 1
+
+
+def test_add_triples_then_readd_is_a_noop(store: Store) -> None:
+    store.add_passages(PASSAGES)
+    first = store.add_triples(TRIPLES)
+    assert first.added == ids(TRIPLES)
+    again = store.add_triples([T_SEINE_PARIS])
+    assert again.added == [] and again.existing == [T_SEINE_PARIS.id]
+    assert store.count("triple") == 6
+
+
+def test_triples_must_name_a_stored_passage(store: Store) -> None:
+    store.add_passages([P_EIFFEL])
+    with pytest.raises(StoreError):
+        store.add_triples([T_EIFFEL_PARIS, T_SEINE_PARIS])
+    assert store.count("triple") == 0
+
+
+def test_counts_start_at_zero(store: Store) -> None:
+    assert store.count("passage") == 0
+    assert store.count("triple") == 0
+
+
+# ---- search ------------------------------------------------------------------
+
+
+def test_bm25_finds_the_passage_with_a_distinctive_word(filled: Store) -> None:
+    hits = filled.bm25_search("passage", "amphitheatre", k=3)
+    assert hits[0].id == P_COLOSSEUM.id
+    assert hits[0].score > 0
+    assert len(hits) == 1  # only matching documents come back
+
+
+def test_bm25_over_triples(filled: Store) -> None:
+    hits = filled.bm25_search("triple", "wrought iron", k=5)
+    assert hits[0].id == T_EIFFEL_IRON.id
+
+
+def test_bm25_scores_descend_and_respect_k(filled: Store) -> None:
+    hits = filled.bm25_search("passage", "Paris tower river", k=2)
+    assert len(hits) == 2
+    assert hits[0].score >= hits[1].score
+    assert filled.bm25_search("passage", "zeppelin", k=5) == []
+
+
+def test_vector_search_finds_the_same_text_first(filled: Store, embedder: Embedder) -> None:
+    query = embedder.embed_one(P_GATE.content)
+    hits = filled.vector_search("passage", query, k=4)
+    assert hits[0].id == P_GATE.id
+    assert hits[0].score == pytest.approx(1.0, abs=1e-4)  # a cosine, not a rescaled score
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert len(hits) == 4
+
+
+def test_vector_search_over_triples(filled: Store, embedder: Embedder) -> None:
+    hits = filled.vector_search("triple", embedder.embed_one(T_COLOSSEUM_ROME.text), k=2)
+    assert hits[0].id == T_COLOSSEUM_ROME.id
+    assert len(hits) == 2
+
+
+# ---- reads -------------------------------------------------------------------
+
+
+def test_get_by_ids_keeps_the_order_asked_and_skips_unknown(filled: Store) -> None:
+    assert filled.get_passages([P_SEINE.id, "p-unknown", P_EIFFEL.id]) == [P_SEINE, P_EIFFEL]
+    assert filled.get_triples([T_PARIS_FRANCE.id, "t-unknown", T_EIFFEL_PARIS.id]) == [
+        T_PARIS_FRANCE,
+        T_EIFFEL_PARIS,
+    ]
+    assert filled.get_passages([]) == []
+
+
+def test_triple_vectors_are_the_stored_embeddings(filled: Store, embedder: Embedder) -> None:
+    wanted = [T_GATE_BERLIN, T_EIFFEL_PARIS]
+    vectors = filled.triple_vectors([t.id for t in wanted])
+    assert vectors.shape == (2, embedder.dimension)
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(vectors, embedder.embed([t.text for t in wanted]), atol=1e-6)
+
+
+def test_triples_of_passage_in_extraction_order(store: Store) -> None:
+    store.add_passages(PASSAGES)
+    later = _triple(P_EIFFEL, "Eiffel Tower", "opened in", "1889")
+    first_call = sorted([T_EIFFEL_PARIS, T_EIFFEL_IRON], key=lambda t: t.id, reverse=True)
+    store.add_triples(first_call)
+    store.add_triples([later])
+    assert store.triples_of_passage(P_EIFFEL.id) == [*ids(first_call), later.id]
+    assert store.triples_of_passage(P_GATE.id) == []
+    assert store.triples_of_passage("p-unknown") == []
+
+
+def test_iterators_return_everything(filled: Store) -> None:
+    assert sorted(filled.iter_passages(), key=lambda p: p.id) == sorted(
+        PASSAGES, key=lambda p: p.id
+    )
+    assert sorted(filled.iter_triples(), key=lambda t: t.id) == sorted(TRIPLES, key=lambda t: t.id)
+
+
+# ---- entity graph ------------------------------------------------------------
+
+
+def test_neighbours_share_a_normalised_head_or_tail(filled: Store) -> None:
+    found = filled.neighbours(T_EIFFEL_PARIS.id)
+    # head "Eiffel Tower" -> T_EIFFEL_IRON; tail "Paris" -> "  PARIS " and "paris"
+    assert sorted(found) == sorted([T_EIFFEL_IRON.id, T_SEINE_PARIS.id, T_PARIS_FRANCE.id])
+    assert T_EIFFEL_PARIS.id not in found
+    assert filled.neighbours(T_COLOSSEUM_ROME.id) == []
+    assert filled.neighbours("t-unknown") == []
+
+
+def test_neighbours_order_is_stable_and_limited(filled: Store) -> None:
+    found = filled.neighbours(T_EIFFEL_PARIS.id)
+    assert filled.neighbours(T_EIFFEL_PARIS.id) == found
+    assert filled.neighbours(T_EIFFEL_PARIS.id, limit=2) == found[:2]
+
+
+def test_neighbours_most_query_similar_first(filled: Store, embedder: Embedder) -> None:
+    query = embedder.embed_one("Seine flows through Paris")
+    found = filled.neighbours(T_EIFFEL_PARIS.id, query_vector=query)
+    assert found[0] == T_SEINE_PARIS.id
+    assert sorted(found) == sorted([T_EIFFEL_IRON.id, T_SEINE_PARIS.id, T_PARIS_FRANCE.id])
+    query = embedder.embed_one("capital of France")
+    assert filled.neighbours(T_EIFFEL_PARIS.id, query_vector=query, limit=1) == [T_PARIS_FRANCE.id]
+
+
+# ---- deletes -----------------------------------------------------------------
+
+
+def test_delete_passages_cascades_to_triples_and_neighbours(filled: Store) -> None:
+    deleted = filled.delete_passages([P_SEINE.id, "p-unknown"])
+    assert deleted == [P_SEINE.id]
+    assert filled.count("passage") == 3
+    assert filled.count("triple") == 4
+    assert filled.get_triples([T_SEINE_PARIS.id, T_PARIS_FRANCE.id]) == []
+    assert filled.triples_of_passage(P_SEINE.id) == []
+    assert filled.neighbours(T_EIFFEL_PARIS.id) == [T_EIFFEL_IRON.id]
+    assert filled.bm25_search("passage", "river", k=5) == []
+    assert filled.bm25_search("triple", "France", k=5) == []
+    assert filled.delete_passages([P_SEINE.id]) == []
+
+
+def test_delete_source_removes_its_passages_and_their_triples(filled: Store) -> None:
+    deleted = filled.delete_source("a.txt")
+    assert sorted(deleted) == sorted([P_EIFFEL.id, P_COLOSSEUM.id])
+    assert sorted(ids(list(filled.iter_passages()))) == sorted([P_GATE.id, P_SEINE.id])
+    assert sorted(ids(list(filled.iter_triples()))) == sorted(
+        [T_SEINE_PARIS.id, T_GATE_BERLIN.id, T_PARIS_FRANCE.id]
+    )
+    assert filled.neighbours(T_SEINE_PARIS.id) == [T_PARIS_FRANCE.id]
+    assert filled.delete_source("no-such-source") == []
+
+
+# ---- extraction bookkeeping --------------------------------------------------
+
+
+def test_mark_extracted_and_unextracted_passages(store: Store) -> None:
+    store.add_passages(PASSAGES)
+    assert sorted(ids(store.unextracted_passages())) == sorted(ids(PASSAGES))
+    store.mark_extracted([P_EIFFEL.id, P_COLOSSEUM.id, "p-unknown"])
+    assert sorted(ids(store.unextracted_passages())) == sorted([P_GATE.id, P_SEINE.id])
+    store.add_passages([P_EIFFEL])  # a no-op re-add keeps the mark
+    assert sorted(ids(store.unextracted_passages())) == sorted([P_GATE.id, P_SEINE.id])
+    assert store.unextracted_passages()[0] in (P_GATE, P_SEINE)
+
+
+# ---- model checks ------------------------------------------------------------
+
+
+def test_reopening_with_another_model_is_refused(backend: Any, embedder: Embedder) -> None:
+    store = backend.open(embedder)
+    store.add_passages([P_EIFFEL])
+    store.close()
+    other = type(embedder)(dimension=embedder.dimension, name="another-model")
+    with pytest.raises(ModelMismatchError) as caught:
+        backend.open(other)
+    assert embedder.name in str(caught.value) and "another-model" in str(caught.value)
+    with pytest.raises(ModelMismatchError):
+        backend.open(type(embedder)(dimension=32, name=embedder.name))
+
+
+def test_reopening_with_the_same_model_keeps_the_data(backend: Any, embedder: Embedder) -> None:
+    store = backend.open(embedder)
+    store.add_passages(PASSAGES)
+    store.close()
+    again = backend.open(type(embedder)(dimension=embedder.dimension, name=embedder.name))
+    assert again.count("passage") == 4
+    assert again.embedding_model == embedder.name
