@@ -1,0 +1,177 @@
+"""Test doubles for the LLM layer and extraction: a scripted chat model and an in-memory store.
+
+``ScriptedChatModel`` is a real LangChain ``BaseChatModel`` (so ``LLMClient`` drives it
+exactly like ``ChatOpenAI``) whose replies come from a function of the prompt text;
+the function may return a string, an ``AIMessage``, :data:`EMPTY_CHOICES`, or an
+exception to raise. ``FakeStore`` implements the parts of ``Store`` that extraction uses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import ConfigDict, Field
+
+from gear_agent.ids import passage_id
+from gear_agent.store.base import Store
+from gear_agent.types import AddResult, Collection, Hit, Passage, Triple
+
+EMPTY_CHOICES = object()
+"""Return this from a script to produce a reply with no choices at all."""
+
+
+def prompt_text(messages: Sequence[BaseMessage]) -> str:
+    return "\n".join(str(m.content) for m in messages)
+
+
+class ScriptedChatModel(BaseChatModel):
+    """Replies ``respond(prompt_text)``; records every call; optional async delay."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, protected_namespaces=())
+
+    respond: Callable[[str], Any]
+    model_name: str = "scripted-model"
+    temperature: float = 0.0
+    delay_s: float = 0.0
+    calls: list[str] = Field(default_factory=list)
+    async_calls: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
+
+    @classmethod
+    def from_list(cls, replies: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
+        """Replies in order, one per call; fails the test loudly when they run out."""
+        items = list(replies)
+        lock = threading.Lock()
+
+        def respond(_: str) -> Any:
+            with lock:
+                if not items:
+                    raise AssertionError("ScriptedChatModel: more calls than scripted replies")
+                return items.pop(0)
+
+        return cls(respond=respond, **kwargs)
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def _result(self, messages: list[BaseMessage]) -> ChatResult:
+        text = prompt_text(messages)
+        self.calls.append(text)
+        outcome = self.respond(text)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        if outcome is EMPTY_CHOICES:
+            return ChatResult(generations=[])
+        message = outcome if isinstance(outcome, AIMessage) else AIMessage(content=outcome)
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
+                  **kwargs: Any) -> ChatResult:
+        return self._result(messages)
+
+    async def _agenerate(self, messages: list[BaseMessage], stop: Any = None,
+                         run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        self.async_calls += 1
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if self.delay_s:
+                await asyncio.sleep(self.delay_s)
+            return self._result(messages)
+        finally:
+            self.in_flight -= 1
+
+
+def make_passages(count: int, source: str = "test") -> list[Passage]:
+    """``count`` distinct passages titled ``Entity 0``, ``Entity 1``, ..."""
+    passages = []
+    for i in range(count):
+        title, text = f"Entity {i}", f"Entity {i} was founded in {1900 + i} in City {i}."
+        passages.append(Passage(passage_id(title, text), title, text, source))
+    return passages
+
+
+class FakeStore(Store):
+    """In memory: passages, triples and the extracted marks; no search."""
+
+    embedding_model = "fake"
+    dimension = 4
+
+    def __init__(self, passages: Sequence[Passage] = ()) -> None:
+        self.passages: dict[str, Passage] = {}
+        self.triples: dict[str, Triple] = {}
+        self.extracted: set[str] = set()
+        self.writes: list[tuple[str, int]] = []  # ("triples" | "marks", size), in order
+        self.add_passages(passages)
+
+    def add_passages(self, passages: Sequence[Passage]) -> AddResult:
+        result = AddResult()
+        for passage in passages:
+            target = result.existing if passage.id in self.passages else result.added
+            target.append(passage.id)
+            self.passages.setdefault(passage.id, passage)
+        return result
+
+    def add_triples(self, triples: Sequence[Triple]) -> AddResult:
+        result = AddResult()
+        for triple in triples:
+            if triple.passage_id not in self.passages:
+                raise ValueError(f"unknown passage {triple.passage_id}")
+            target = result.existing if triple.id in self.triples else result.added
+            target.append(triple.id)
+            self.triples.setdefault(triple.id, triple)
+        self.writes.append(("triples", len(triples)))
+        return result
+
+    def mark_extracted(self, passage_ids: Sequence[str]) -> None:
+        self.extracted.update(passage_ids)
+        self.writes.append(("marks", len(passage_ids)))
+
+    def delete_passages(self, passage_ids: Sequence[str]) -> list[str]:
+        raise NotImplementedError
+
+    def delete_source(self, source: str) -> list[str]:
+        raise NotImplementedError
+
+    def count(self, collection: Collection) -> int:
+        return len(self.passages) if collection == "passage" else len(self.triples)
+
+    def bm25_search(self, collection: Collection, query: str, k: int) -> list[Hit]:
+        raise NotImplementedError
+
+    def vector_search(self, collection: Collection, vector: np.ndarray, k: int) -> list[Hit]:
+        raise NotImplementedError
+
+    def get_passages(self, ids: Sequence[str]) -> list[Passage]:
+        return [self.passages[i] for i in ids if i in self.passages]
+
+    def get_triples(self, ids: Sequence[str]) -> list[Triple]:
+        return [self.triples[i] for i in ids if i in self.triples]
+
+    def triple_vectors(self, ids: Sequence[str]) -> np.ndarray:
+        raise NotImplementedError
+
+    def triples_of_passage(self, passage_id: str) -> list[str]:
+        return [t.id for t in self.triples.values() if t.passage_id == passage_id]
+
+    def neighbours(self, triple_id: str, query_vector: np.ndarray | None = None,
+                   limit: int = 100) -> list[str]:
+        raise NotImplementedError
+
+    def unextracted_passages(self) -> list[Passage]:
+        return [p for p in self.passages.values() if p.id not in self.extracted]
+
+    def iter_passages(self) -> Iterator[Passage]:
+        return iter(list(self.passages.values()))
+
+    def iter_triples(self) -> Iterator[Triple]:
+        return iter(list(self.triples.values()))
