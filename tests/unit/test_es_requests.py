@@ -1,0 +1,897 @@
+"""Every request the Elasticsearch backend sends, checked against the ES 8 query DSL.
+
+The real ``elasticsearch`` client talks to a recording node (``node_class``)
+that answers from a small script, so what is checked is the JSON that would go
+on the wire. Reference (Elasticsearch 8 docs): index similarity settings
+(``index.similarity.<name>``, ``type: BM25``, ``k1``, ``b``), ``dense_vector``
+(``dims``, ``index``, ``similarity``, ``index_options``), the search API's
+top-level ``knn`` option (``field``, ``query_vector``, ``k``,
+``num_candidates``, ``filter``), ``match``/``term``/``terms``/``ids``/``bool``
+queries, ``_bulk`` actions (``create``/``update``/``delete`` with ``_index``,
+``_id``), ``_mget``, ``_delete_by_query``, and point-in-time paging.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import numpy as np
+import pytest
+
+pytest.importorskip("elasticsearch")
+
+from elastic_transport import ApiResponseMeta, BaseNode, HttpHeaders  # noqa: E402
+from elastic_transport._node import NodeApiResponse  # noqa: E402
+from elasticsearch import Elasticsearch  # noqa: E402
+
+from gear_agent.config import GearSettings  # noqa: E402
+from gear_agent.embedding.base import Embedder, normalise_rows  # noqa: E402
+from gear_agent.ids import passage_id, triple_id  # noqa: E402
+from gear_agent.store import es_queries as q  # noqa: E402
+from gear_agent.store.base import ModelMismatchError, StoreError  # noqa: E402
+from gear_agent.store.elasticsearch import BulkWriteError, ElasticsearchStore  # noqa: E402
+from gear_agent.store.es_client import import_elasticsearch, make_client  # noqa: E402
+from gear_agent.store.es_mappings import index_mappings  # noqa: E402
+from gear_agent.types import Passage, Triple  # noqa: E402
+
+DIM = 8
+PASSAGE_INDEX = "gear-passages"
+TRIPLE_INDEX = "gear-triples"
+
+
+class FixedEmbedder(Embedder):
+    """Vector i has a 1 in bucket ``len(text) % DIM`` (never zero unless told)."""
+
+    def __init__(self, name: str = "fixed-model", zero_for: str | None = None) -> None:
+        self.name = name
+        self.zero_for = zero_for
+
+    @property
+    def dimension(self) -> int:
+        return DIM
+
+    def embed(self, texts: Any) -> np.ndarray:
+        rows = np.zeros((len(texts), DIM), dtype=np.float32)
+        for i, text in enumerate(texts):
+            if text != self.zero_for:
+                rows[i, len(text) % DIM] = 1.0
+                rows[i, 0] += 0.5
+        return normalise_rows(rows)
+
+
+@dataclass
+class Sent:
+    method: str
+    path: str
+    params: dict[str, str]
+    body: Any
+
+
+Reply = tuple[int, Any]
+
+
+@dataclass
+class Cluster:
+    """A scripted single node: sane defaults, per-endpoint queues of canned replies."""
+
+    version: str = "8.15.0"
+    mappings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    stored: set[str] = field(default_factory=set)
+    replies: dict[str, list[Reply | Callable[[Sent], Reply]]] = field(default_factory=dict)
+    sent: list[Sent] = field(default_factory=list)
+
+    def queue(self, endpoint: str, *replies: Reply | Callable[[Sent], Reply]) -> None:
+        self.replies.setdefault(endpoint, []).extend(replies)
+
+    def of(self, endpoint: str) -> list[Sent]:
+        return [s for s in self.sent if s.path.split("/")[-1] == endpoint]
+
+    def client(self, **kwargs: Any) -> Elasticsearch:
+        cluster = self
+
+        class RecordingNode(BaseNode):
+            _CLIENT_META_HTTP_CLIENT = ("rec", "1.0")
+
+            def perform_request(
+                self, method, target, body=None, headers=None, request_timeout=None
+            ):  # type: ignore[override]  # noqa: E501
+                status, payload = cluster.answer(method, target, body)
+                meta = ApiResponseMeta(
+                    status=status,
+                    http_version="1.1",
+                    headers=HttpHeaders(
+                        {
+                            "content-type": "application/vnd.elasticsearch+json;compatible-with=8",
+                            "x-elastic-product": "Elasticsearch",
+                        }
+                    ),
+                    duration=0.0,
+                    node=self.config,
+                )
+                raw = b"" if payload is None else json.dumps(payload).encode()
+                return NodeApiResponse(meta, raw)
+
+        return Elasticsearch("http://es.test:9200", node_class=RecordingNode, **kwargs)
+
+    def answer(self, method: str, target: str, body: bytes | None) -> Reply:
+        url = urlsplit(target)
+        params = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        path = unquote(url.path)
+        text = body.decode() if body else ""
+        if path.endswith("/_bulk"):
+            parsed: Any = [json.loads(line) for line in text.splitlines() if line.strip()]
+        else:
+            parsed = json.loads(text) if text else None
+        sent = Sent(method, path, params, parsed)
+        self.sent.append(sent)
+        endpoint = path.split("/")[-1] if path != "/" else "/"
+        if method == "HEAD":
+            endpoint = "HEAD"
+        queued = self.replies.get(endpoint)
+        if queued:
+            reply = queued.pop(0)
+            return reply(sent) if callable(reply) else reply
+        return self.default(sent, endpoint)
+
+    def default(self, sent: Sent, endpoint: str) -> Reply:
+        index = sent.path.strip("/").split("/")[0]
+        if endpoint == "/":
+            return 200, {"version": {"number": self.version}, "tagline": "You Know, for Search"}
+        if endpoint == "HEAD":
+            return (200 if index in self.mappings else 404), None
+        if sent.method == "PUT" and "/" not in sent.path.strip("/") and endpoint != "_bulk":
+            self.mappings[index] = sent.body["mappings"]
+            return 200, {"acknowledged": True}
+        if endpoint == "_mapping":
+            return 200, {index: {"mappings": self.mappings[index]}}
+        if endpoint == "_bulk":
+            return 200, {"errors": False, "items": [_ok(line) for line in _headers(sent.body)]}
+        if endpoint == "_mget":
+            return 200, {"docs": [{"_id": i, "found": i in self.stored} for i in sent.body["ids"]]}
+        if endpoint == "_search":
+            return 200, {"hits": {"hits": []}}
+        if endpoint == "_pit":
+            return 200, ({"id": "pit-xyz"} if sent.method == "POST" else {"succeeded": True})
+        if endpoint == "_delete_by_query":
+            return 200, {"deleted": 0, "failures": []}
+        if endpoint == "_count":
+            return 200, {"count": 0}
+        if endpoint == "_refresh":
+            return 200, {"_shards": {"failed": 0}}
+        raise AssertionError(f"unexpected request {sent}")
+
+
+def _headers(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The action lines of a bulk body (bodies follow create/index/update headers)."""
+    out, i = [], 0
+    while i < len(lines):
+        out.append(lines[i])
+        (op,) = lines[i]
+        i += 1 if op == "delete" else 2
+    return out
+
+
+def _ok(header: dict[str, Any]) -> dict[str, Any]:
+    ((op, meta),) = header.items()
+    return {
+        op: {"_index": meta["_index"], "_id": meta["_id"], "status": 201 if op == "create" else 200}
+    }
+
+
+def _item(header: dict[str, Any], status: int, error_type: str = "", reason: str = "") -> dict:
+    ((op, meta),) = header.items()
+    item: dict[str, Any] = {"_index": meta["_index"], "_id": meta["_id"], "status": status}
+    if error_type:
+        item["error"] = {"type": error_type, "reason": reason}
+    return {op: item}
+
+
+def _every_item(status: int, error_type: str, reason: str) -> Callable[[Sent], Reply]:
+    """A bulk reply giving every item the same status."""
+
+    def reply(sent: Sent) -> Reply:
+        items = [_item(h, status, error_type, reason) for h in _headers(sent.body)]
+        return 200, {"errors": True, "items": items}
+
+    return reply
+
+
+def _passages(n: int) -> list[Passage]:
+    return [
+        Passage(passage_id(f"T{i}", f"text {i}"), f"T{i}", f"text {i}", "src") for i in range(n)
+    ]
+
+
+def _open(cluster: Cluster, embedder: Embedder | None = None, **kwargs: Any) -> ElasticsearchStore:
+    sleeps = kwargs.pop("sleeps", [])
+    return ElasticsearchStore(
+        GearSettings(backend="elasticsearch"),
+        embedder or FixedEmbedder(),
+        client=cluster.client(max_retries=0),
+        sleep=sleeps.append,
+        **kwargs,
+    )
+
+
+# ---- start-up: version, mappings, model ----------------------------------------
+
+
+def test_startup_asks_info_then_creates_both_indices_with_explicit_mappings() -> None:
+    cluster = Cluster()
+    _open(cluster)
+    assert [(s.method, s.path) for s in cluster.sent] == [
+        ("GET", "/"),
+        ("HEAD", "/gear-passages"),
+        ("PUT", "/gear-passages"),
+        ("HEAD", "/gear-triples"),
+        ("PUT", "/gear-triples"),
+    ]
+    for create in (cluster.sent[2], cluster.sent[4]):
+        settings = create.body["settings"]["index"]
+        assert settings["number_of_shards"] == 1
+        assert settings["similarity"] == {"gear_bm25": {"type": "BM25", "k1": 1.2, "b": 0.75}}
+        mappings = create.body["mappings"]
+        assert mappings["dynamic"] == "strict"
+        assert mappings["_meta"]["gear_agent"]["embedding_model"] == "fixed-model"
+        assert mappings["_meta"]["gear_agent"]["dimension"] == DIM
+        vector = mappings["properties"]["vector"]
+        assert vector == {
+            "type": "dense_vector",
+            "dims": DIM,
+            "index": True,
+            "similarity": "cosine",
+            "index_options": {"type": "hnsw", "m": 16, "ef_construction": 100},
+        }
+        assert mappings["properties"]["id"] == {"type": "keyword"}
+    passages = cluster.sent[2].body["mappings"]["properties"]
+    assert passages["content"] == {
+        "type": "text",
+        "analyzer": "standard",
+        "similarity": "gear_bm25",
+    }
+    assert passages["source"] == {"type": "keyword"}
+    assert passages["extracted"] == {"type": "boolean"}
+    assert passages["title"] == passages["text"] == {"type": "text", "index": False}
+    triples = cluster.sent[4].body["mappings"]["properties"]
+    assert triples["text"] == {"type": "text", "analyzer": "standard", "similarity": "gear_bm25"}
+    for name in ("head", "tail", "passage_id"):
+        assert triples[name] == {"type": "keyword"}
+
+
+@pytest.mark.parametrize(
+    "version", ["7.17.20", "9.0.1", "8.3.3"], ids=["7.x", "9.x", "8.3-no-knn-option"]
+)
+def test_an_unsupported_server_is_refused_with_words(version: str) -> None:
+    with pytest.raises(StoreError, match=r"version .*supports 8\.x servers from 8\.4"):
+        _open(Cluster(version=version))
+
+
+def test_opensearch_is_refused() -> None:
+    cluster = Cluster()
+    cluster.queue("/", (200, {"version": {"number": "2.11.0", "distribution": "opensearch"}}))
+    with pytest.raises(StoreError, match="OpenSearch"):
+        _open(cluster)
+
+
+def test_existing_index_with_another_model_is_refused_naming_both() -> None:
+    cluster = Cluster(mappings={PASSAGE_INDEX: index_mappings("passage", "old-model", DIM)})
+    with pytest.raises(ModelMismatchError, match="old-model.*fixed-model"):
+        _open(cluster)
+
+
+def test_existing_index_of_another_dimension_is_refused() -> None:
+    cluster = Cluster(mappings={PASSAGE_INDEX: index_mappings("passage", "fixed-model", 384)})
+    with pytest.raises(ModelMismatchError, match="384"):
+        _open(cluster)
+
+
+def test_existing_index_not_made_by_gear_is_refused() -> None:
+    cluster = Cluster(mappings={PASSAGE_INDEX: {"properties": {"body": {"type": "text"}}}})
+    with pytest.raises(StoreError, match="not created by gear-agent"):
+        _open(cluster)
+
+
+def test_existing_index_with_an_incompatible_field_is_refused() -> None:
+    mapping = index_mappings("triple", "fixed-model", DIM)
+    mapping["properties"]["head"] = {"type": "text"}
+    del mapping["properties"]["passage_id"]
+    cluster = Cluster(mappings={TRIPLE_INDEX: mapping})
+    with pytest.raises(StoreError, match="incompatible mapping.*head.type.*passage_id' is missing"):
+        _open(cluster)
+
+
+def test_existing_compatible_indices_are_used_as_they_are() -> None:
+    cluster = Cluster(
+        mappings={
+            PASSAGE_INDEX: index_mappings("passage", "fixed-model", DIM),
+            TRIPLE_INDEX: index_mappings("triple", "fixed-model", DIM),
+        }
+    )
+    # what GET _mapping shows may leave defaults out: no 'index' or 'similarity' here
+    del cluster.mappings[PASSAGE_INDEX]["properties"]["vector"]["index"]
+    _open(cluster)
+    assert not [s for s in cluster.sent if s.method == "PUT"]
+
+
+def test_missing_index_with_create_false_is_an_error() -> None:
+    with pytest.raises(StoreError, match="gear index"):
+        _open(Cluster(), create=False)
+
+
+def test_index_created_meanwhile_by_another_process_is_checked_not_recreated() -> None:
+    cluster = Cluster()
+
+    def lost_race(sent: Sent) -> Reply:
+        cluster.mappings[sent.path.strip("/")] = sent.body["mappings"]
+        return 400, {"error": {"type": "resource_already_exists_exception", "reason": "exists"}}
+
+    cluster.queue("gear-passages", lost_race)
+    _open(cluster)
+    assert ("GET", "/gear-passages/_mapping") in [(s.method, s.path) for s in cluster.sent]
+
+
+# ---- connection problems -------------------------------------------------------
+
+
+def test_unauthorised_says_which_settings_to_set() -> None:
+    cluster = Cluster()
+    cluster.queue("/", (401, {"error": {"type": "security_exception", "reason": "missing auth"}}))
+    with pytest.raises(StoreError, match="authentication failed.*GEAR_ES_API_KEY"):
+        _open(cluster)
+
+
+def test_unreachable_cluster_says_what_to_check() -> None:
+    client = Elasticsearch("http://127.0.0.1:1", max_retries=0, request_timeout=2)
+    with pytest.raises(StoreError, match="cannot reach the cluster.*GEAR_ES_URL"):
+        ElasticsearchStore(GearSettings(backend="elasticsearch"), FixedEmbedder(), client=client)
+
+
+def test_make_client_needs_a_url_and_complete_credentials() -> None:
+    with pytest.raises(StoreError, match="GEAR_ES_URL"):
+        make_client(GearSettings(backend="elasticsearch"))
+    with pytest.raises(StoreError, match="GEAR_ES_PASSWORD"):
+        make_client(GearSettings(es_url="http://x:9200", es_username="elastic"))
+    client = make_client(GearSettings(es_url="http://x:9200", es_api_key="k3y"))
+    assert client._headers["authorization"] == "ApiKey k3y"
+    client = make_client(GearSettings(es_url="http://x:9200", es_username="u", es_password="p"))
+    assert client._headers["authorization"].startswith("Basic ")
+
+
+def test_missing_package_gives_the_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "elasticsearch", None)
+    with pytest.raises(StoreError, match=r"pip install 'gear-agent\[elasticsearch\]'"):
+        import_elasticsearch()
+
+
+def test_a_9x_client_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    import elasticsearch
+
+    monkeypatch.setattr(elasticsearch, "VERSION", (9, 0, 0))
+    monkeypatch.setattr(elasticsearch, "__versionstr__", "9.0.0")
+    with pytest.raises(StoreError, match=r"9\.0\.0.*only the 8\.x client.*media-type"):
+        import_elasticsearch()
+
+
+# ---- writes --------------------------------------------------------------------
+
+
+def test_add_passages_checks_existence_then_bulk_creates_with_content_hash_ids() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    passages = _passages(3)
+    cluster.stored.add(passages[1].id)
+    result = store.add_passages(passages)
+    assert result.added == [passages[0].id, passages[2].id]
+    assert result.existing == [passages[1].id]
+    (mget,) = cluster.of("_mget")
+    assert mget.path == "/gear-passages/_mget"
+    assert mget.params == {"_source": "false"}
+    assert mget.body == {"ids": [p.id for p in passages]}
+    (bulk,) = cluster.of("_bulk")
+    assert bulk.params == {}  # refreshed by one explicit _refresh at the end instead
+    assert bulk.body[0] == {"create": {"_index": PASSAGE_INDEX, "_id": passages[0].id}}
+    doc = bulk.body[1]
+    assert doc["id"] == passages[0].id
+    assert doc["content"] == "T0\ntext 0"
+    assert doc["extracted"] is False
+    assert len(doc["vector"]) == DIM
+    assert bulk.body[2] == {"create": {"_index": PASSAGE_INDEX, "_id": passages[2].id}}
+    assert len(bulk.body) == 4
+    assert cluster.sent[-1].path == "/gear-passages/_refresh"
+
+
+def test_bulk_is_sent_in_batches() -> None:
+    cluster = Cluster()
+    store = _open(cluster, bulk_batch_size=2)
+    store.add_passages(_passages(5))
+    assert [len(_headers(b.body)) for b in cluster.of("_bulk")] == [2, 2, 1]
+    assert len(cluster.of("_refresh")) == 1
+
+
+def test_a_create_conflict_counts_as_existing_not_as_failure() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    passages = _passages(2)
+    cluster.queue(
+        "_bulk",
+        lambda s: (
+            200,
+            {
+                "errors": True,
+                "items": [
+                    _ok(s.body[0]),
+                    _item(s.body[2], 409, "version_conflict_engine_exception", "already exists"),
+                ],
+            },
+        ),
+    )
+    result = store.add_passages(passages)
+    assert result.added == [passages[0].id]
+    assert result.existing == [passages[1].id]
+
+
+def test_only_rejected_items_are_retried_after_a_backoff() -> None:
+    cluster = Cluster()
+    sleeps: list[float] = []
+    store = _open(cluster, sleeps=sleeps, initial_backoff_s=0.25)
+    passages = _passages(4)
+    rejected = (
+        429,
+        "es_rejected_execution_exception",
+        "rejected execution of coordinating operation",
+    )
+
+    def first(s: Sent) -> Reply:
+        h = _headers(s.body)
+        return 200, {
+            "errors": True,
+            "items": [_ok(h[0]), _item(h[1], *rejected), _ok(h[2]), _item(h[3], *rejected)],
+        }
+
+    def second(s: Sent) -> Reply:
+        h = _headers(s.body)
+        return 200, {"errors": True, "items": [_ok(h[0]), _item(h[1], *rejected)]}
+
+    cluster.queue("_bulk", first, second)
+    result = store.add_passages(passages)
+    bulks = cluster.of("_bulk")
+    assert [[next(iter(h.values()))["_id"] for h in _headers(b.body)] for b in bulks] == [
+        [p.id for p in passages],
+        [passages[1].id, passages[3].id],
+        [passages[3].id],
+    ]
+    assert bulks[1].body[1]["id"] == passages[1].id  # the document travels again with its header
+    assert sleeps == [0.25, 0.5]
+    assert result.added == [passages[0].id, passages[2].id, passages[1].id, passages[3].id]
+
+
+def test_a_whole_request_answered_429_is_sent_again() -> None:
+    cluster = Cluster()
+    sleeps: list[float] = []
+    store = _open(cluster, sleeps=sleeps)
+    cluster.queue(
+        "_bulk", (429, {"error": {"type": "es_rejected_execution_exception", "reason": "busy"}})
+    )
+    result = store.add_passages(_passages(2))
+    assert len(cluster.of("_bulk")) == 2
+    assert sleeps == [0.5]
+    assert len(result.added) == 2
+
+
+def test_items_still_rejected_after_the_retries_are_reported() -> None:
+    cluster = Cluster()
+    sleeps: list[float] = []
+    store = _open(cluster, sleeps=sleeps, max_retries=2)
+    busy = _every_item(503, "unavailable_shards_exception", "primary not active")
+    cluster.queue("_bulk", busy, busy, busy)
+    with pytest.raises(BulkWriteError, match="1 document.*failed") as caught:
+        store.add_passages(_passages(1))
+    assert len(cluster.of("_bulk")) == 3
+    assert sleeps == [0.5, 1.0]
+    (failure,) = caught.value.failures
+    assert failure.status == 503 and "still rejected after 2 retries" in failure.reason
+
+
+def test_partial_failures_are_reported_per_document_and_not_retried() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    passages = _passages(3)
+    cluster.queue(
+        "_bulk",
+        lambda s: (
+            200,
+            {
+                "errors": True,
+                "items": [
+                    _ok(_headers(s.body)[0]),
+                    _item(
+                        _headers(s.body)[1],
+                        400,
+                        "document_parsing_exception",
+                        "failed to parse field [vector]",
+                    ),
+                    _ok(_headers(s.body)[2]),
+                ],
+            },
+        ),
+    )
+    with pytest.raises(BulkWriteError) as caught:
+        store.add_passages(passages)
+    (failure,) = caught.value.failures
+    assert (failure.id, failure.status, failure.error_type) == (
+        passages[1].id,
+        400,
+        "document_parsing_exception",
+    )
+    assert caught.value.result.added == [passages[0].id, passages[2].id]
+    assert len(cluster.of("_bulk")) == 1
+    assert cluster.sent[-1].path == "/gear-passages/_refresh"  # what was written is searchable
+
+
+def test_a_zero_embedding_is_reported_and_never_sent() -> None:
+    cluster = Cluster()
+    passages = _passages(2)
+    store = _open(cluster, embedder=FixedEmbedder(zero_for=passages[0].content))
+    with pytest.raises(BulkWriteError) as caught:
+        store.add_passages(passages)
+    assert [f.id for f in caught.value.failures] == [passages[0].id]
+    assert caught.value.failures[0].error_type == "zero_vector"
+    (bulk,) = cluster.of("_bulk")
+    assert [h["create"]["_id"] for h in _headers(bulk.body)] == [passages[1].id]
+
+
+def test_add_triples_refuses_unknown_passages_before_writing() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    triple = Triple(triple_id("p-x", "a", "b", "c"), "a", "b", "c", "p-x")
+    with pytest.raises(StoreError, match="not stored.*p-x"):
+        store.add_triples([triple])
+    assert cluster.of("_bulk") == []
+
+
+def test_add_triples_stores_normalised_entities_and_extraction_order() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    cluster.stored.add("p-1")
+    triples = [
+        Triple(triple_id("p-1", s, "r", o), s, "r", o, "p-1")
+        for s, o in [("  New   York ", "USA"), ("Big Apple", "NEW YORK")]
+    ]
+    store.add_triples(triples)
+    (bulk,) = cluster.of("_bulk")
+    docs = bulk.body[1::2]
+    assert [(d["head"], d["tail"]) for d in docs] == [
+        ("new york", "usa"),
+        ("big apple", "new york"),
+    ]
+    assert [d["position"] for d in docs] == [0, 1]
+    assert docs[0]["added_ns"] == docs[1]["added_ns"] > 0
+    assert docs[0]["passage_id"] == "p-1"
+    assert docs[0]["text"] == "  New   York  r USA"
+    assert bulk.body[0] == {"create": {"_index": TRIPLE_INDEX, "_id": triples[0].id}}
+
+
+def test_mark_extracted_is_a_bulk_partial_update_and_ignores_unknown_ids() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    cluster.queue(
+        "_bulk",
+        lambda s: (
+            200,
+            {
+                "errors": True,
+                "items": [
+                    _ok(s.body[0]),
+                    _item(
+                        s.body[2],
+                        404,
+                        "document_missing_exception",
+                        "[p-unknown]: document missing",
+                    ),
+                ],
+            },
+        ),
+    )
+    store.mark_extracted(["p-1", "p-unknown", "p-1"])
+    (bulk,) = cluster.of("_bulk")
+    assert bulk.body == [
+        {"update": {"_index": PASSAGE_INDEX, "_id": "p-1", "retry_on_conflict": 3}},
+        {"doc": {"extracted": True}},
+        {"update": {"_index": PASSAGE_INDEX, "_id": "p-unknown", "retry_on_conflict": 3}},
+        {"doc": {"extracted": True}},
+    ]
+    assert cluster.sent[-1].path == "/gear-passages/_refresh"
+
+
+def test_delete_passages_deletes_triples_by_query_first_then_the_passages() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    cluster.stored.update({"p-1", "p-2"})
+    assert store.delete_passages(["p-1", "p-unknown", "p-2"]) == ["p-1", "p-2"]
+    start = next(i for i, s in enumerate(cluster.sent) if s.path.endswith("_mget"))
+    steps = [(s.method, s.path, s.params) for s in cluster.sent[start:]]
+    assert steps == [
+        ("POST", "/gear-passages/_mget", {"_source": "false"}),
+        ("POST", "/gear-triples/_delete_by_query", {"refresh": "true"}),
+        ("PUT", "/_bulk", {}),
+        ("POST", "/gear-passages/_refresh", {}),
+    ]
+    dbq = cluster.of("_delete_by_query")[0]
+    assert dbq.body == {"query": {"terms": {"passage_id": ["p-1", "p-2"]}}}
+    assert cluster.of("_bulk")[0].body == [
+        {"delete": {"_index": PASSAGE_INDEX, "_id": "p-1"}},
+        {"delete": {"_index": PASSAGE_INDEX, "_id": "p-2"}},
+    ]
+
+
+def test_a_failed_triple_delete_keeps_the_passages() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    cluster.stored.add("p-1")
+    cluster.queue("_delete_by_query", (200, {"deleted": 0, "failures": [{"cause": "boom"}]}))
+    with pytest.raises(StoreError, match="passages were kept"):
+        store.delete_passages(["p-1"])
+    assert cluster.of("_bulk") == []
+
+
+# ---- reads ---------------------------------------------------------------------
+
+
+def test_bm25_search_is_a_match_query_on_the_analysed_field() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    cluster.queue("_search", (200, {"hits": {"hits": [{"_id": "p-1", "_score": 3.5}]}}))
+    hits = store.bm25_search("passage", "Eiffel tower", k=7)
+    (search,) = cluster.of("_search")
+    assert search.path == "/gear-passages/_search"
+    assert search.body == {
+        "query": {"match": {"content": {"query": "Eiffel tower"}}},
+        "size": 7,
+        "_source": False,
+        "track_total_hits": False,
+    }
+    assert [(h.id, h.score) for h in hits] == [("p-1", 3.5)]
+    store.bm25_search("triple", "x", k=1)
+    assert cluster.of("_search")[1].body["query"] == {"match": {"text": {"query": "x"}}}
+
+
+def test_vector_search_is_a_top_level_knn_and_scores_come_back_as_cosines() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    cluster.queue("_search", (200, {"hits": {"hits": [{"_id": "t-1", "_score": 0.9}]}}))
+    vector = np.eye(DIM, dtype=np.float32)[2]
+    hits = store.vector_search("triple", vector, k=60)
+    (search,) = cluster.of("_search")
+    assert search.path == "/gear-triples/_search"
+    assert search.body == {
+        "knn": {
+            "field": "vector",
+            "query_vector": [0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+            "k": 60,
+            "num_candidates": 120,
+        },
+        "size": 60,
+        "_source": False,
+    }
+    assert hits[0].score == pytest.approx(0.8)  # (1 + cos) / 2 = 0.9
+
+
+def test_vector_search_refuses_a_wrong_query_vector_before_sending() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    with pytest.raises(ValueError, match="dimension 8"):
+        store.vector_search("passage", np.ones(3, dtype=np.float32), k=5)
+    with pytest.raises(ValueError, match="zero"):
+        store.vector_search("passage", np.zeros(DIM, dtype=np.float32), k=5)
+    assert cluster.of("_search") == []
+
+
+def test_neighbours_with_a_query_vector_is_knn_filtered_by_shared_entities() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    cluster.queue(
+        "_mget",
+        (
+            200,
+            {
+                "docs": [
+                    {"_id": "t-1", "found": True, "_source": {"head": "paris", "tail": "france"}}
+                ]
+            },
+        ),
+    )
+    cluster.queue("_search", (200, {"hits": {"hits": [{"_id": "t-2", "_score": 0.7}]}}))
+    vector = np.eye(DIM, dtype=np.float32)[0]
+    assert store.neighbours("t-1", query_vector=vector, limit=100) == ["t-2"]
+    (mget,) = cluster.of("_mget")
+    assert mget.params == {"_source_includes": "head,tail"}
+    (search,) = cluster.of("_search")
+    assert search.body["knn"] == {
+        "field": "vector",
+        "query_vector": vector.tolist(),
+        "k": 100,
+        "num_candidates": 200,
+        "filter": {
+            "bool": {
+                "should": [
+                    {"terms": {"head": ["france", "paris"]}},
+                    {"terms": {"tail": ["france", "paris"]}},
+                ],
+                "minimum_should_match": 1,
+                "must_not": [{"ids": {"values": ["t-1"]}}],
+            }
+        },
+    }
+    assert search.body["size"] == 100
+
+
+def test_neighbours_without_a_vector_are_the_first_by_id() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    cluster.queue(
+        "_mget",
+        (200, {"docs": [{"_id": "t-1", "found": True, "_source": {"head": "a", "tail": "a"}}]}),
+    )
+    store.neighbours("t-1", limit=5)
+    (search,) = cluster.of("_search")
+    assert search.body == {
+        "query": {"bool": {"filter": [q.neighbours_filter("t-1", ["a"])]}},
+        "sort": [{"id": "asc"}],
+        "size": 5,
+        "_source": False,
+        "track_total_hits": False,
+    }
+    assert search.body["query"]["bool"]["filter"][0]["bool"]["should"][0] == {
+        "terms": {"head": ["a"]}
+    }
+
+
+def test_neighbours_of_an_unknown_triple_send_no_search() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    assert store.neighbours("t-unknown") == []
+    assert cluster.of("_search") == []
+
+
+def test_get_passages_is_an_mget_without_vectors_in_the_order_asked() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    src = {"id": "p-2", "title": "T", "text": "x", "source": "s"}
+    cluster.queue(
+        "_mget",
+        (
+            200,
+            {
+                "docs": [
+                    {"_id": "p-1", "found": False},
+                    {"_id": "p-2", "found": True, "_source": src},
+                ]
+            },
+        ),
+    )
+    assert store.get_passages(["p-1", "p-2"]) == [Passage("p-2", "T", "x", "s")]
+    (mget,) = cluster.of("_mget")
+    assert mget.path == "/gear-passages/_mget"
+    assert mget.params == {"_source_excludes": "vector"}
+
+
+def test_triple_vectors_reads_only_the_vector_field() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    cluster.queue(
+        "_mget",
+        (200, {"docs": [{"_id": "t-1", "found": True, "_source": {"vector": [1.0] + [0.0] * 7}}]}),
+    )
+    vectors = store.triple_vectors(["t-1", "t-1"])
+    assert vectors.shape == (2, DIM) and vectors.dtype == np.float32
+    assert cluster.of("_mget")[0].params == {"_source_includes": "vector"}
+    assert cluster.of("_mget")[0].body == {"ids": ["t-1"]}
+    with pytest.raises(KeyError, match="t-2"):
+        store.triple_vectors(["t-2"])
+
+
+def test_triples_of_passage_is_a_term_query_sorted_by_extraction_order() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    store.triples_of_passage("p-1")
+    (search,) = cluster.of("_search")
+    assert search.path == "/gear-triples/_search"
+    assert search.body["query"] == {"term": {"passage_id": "p-1"}}
+    assert search.body["sort"] == [{"added_ns": "asc"}, {"position": "asc"}, {"id": "asc"}]
+
+
+def test_iteration_pages_a_point_in_time_with_search_after(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(q, "PAGE_SIZE", 2)
+    cluster = Cluster()
+    store = _open(cluster)
+
+    def hit(i: int) -> dict[str, Any]:
+        src = {"id": f"p-{i}", "title": "", "text": f"t{i}", "source": ""}
+        return {"_id": f"p-{i}", "_source": src, "sort": [f"p-{i}", i]}
+
+    cluster.queue(
+        "_search",
+        (200, {"pit_id": "pit-2", "hits": {"hits": [hit(1), hit(2)]}}),
+        (200, {"pit_id": "pit-3", "hits": {"hits": [hit(3)]}}),
+    )
+    assert [p.id for p in store.iter_passages()] == ["p-1", "p-2", "p-3"]
+    pit_open, first, second, pit_close = cluster.sent[-4:]
+    assert (pit_open.method, pit_open.path, pit_open.params) == (
+        "POST",
+        "/gear-passages/_pit",
+        {"keep_alive": "2m"},
+    )
+    assert first.path == second.path == "/_search"  # a pit search names no index
+    assert first.body == {
+        "query": {"match_all": {}},
+        "sort": [{"id": "asc"}],
+        "size": 2,
+        "_source": {"excludes": ["vector"]},
+        "track_total_hits": False,
+        "pit": {"id": "pit-xyz", "keep_alive": "2m"},
+    }
+    assert second.body["search_after"] == ["p-2", 2]
+    assert second.body["pit"]["id"] == "pit-2"
+    assert (pit_close.method, pit_close.path, pit_close.body) == (
+        "DELETE",
+        "/_pit",
+        {"id": "pit-3"},
+    )
+
+
+def test_unextracted_passages_filter_on_the_boolean() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    store.unextracted_passages()
+    (search,) = cluster.of("_search")
+    assert search.body["query"] == {"term": {"extracted": False}}
+
+
+def test_delete_source_finds_passages_by_a_term_on_source() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    store.delete_source("docs/a.md")
+    (search,) = cluster.of("_search")
+    assert search.body["query"] == {"term": {"source": "docs/a.md"}}
+    assert cluster.of("_delete_by_query") == []  # nothing found, nothing deleted
+
+
+def test_count_asks_the_count_api() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    cluster.queue("_count", (200, {"count": 42}))
+    assert store.count("triple") == 42
+    assert cluster.of("_count")[0].path == "/gear-triples/_count"
+
+
+# ---- pure request builders -----------------------------------------------------
+
+
+def test_num_candidates_is_max_100_2k_capped() -> None:
+    assert [q.num_candidates(k) for k in (1, 50, 51, 400, 5000, 10_000)] == [
+        100,
+        100,
+        102,
+        800,
+        10_000,
+        10_000,
+    ]
+
+
+def test_k_outside_what_elasticsearch_accepts_is_refused() -> None:
+    with pytest.raises(ValueError, match="between 1 and 10000"):
+        q.knn_request(np.ones(DIM, dtype=np.float32), 10_001)
+    with pytest.raises(ValueError):
+        q.bm25_request("content", "x", 0)
+
+
+def test_normalise_entity_is_the_shared_one() -> None:
+    from gear_agent.text.tokenizer import normalise_entity
+
+    assert q.normalise_entity is normalise_entity
+    assert q.normalise_entity("  New \t York ") == "new york"
