@@ -102,9 +102,9 @@ class ElasticsearchStore(Store):
         embedder: Embeds passages (``Passage.content``) and triples
             (``Triple.text``); its ``name`` and ``dimension`` are recorded in
             each index's mapping ``_meta``.
-        create: Create missing indices (else a missing index is an error).
         client: An ``elasticsearch.Elasticsearch`` to use instead of one built
             from ``settings`` (it is then not closed by :meth:`close`).
+        create: Create missing indices (else a missing index is an error).
         bulk_batch_size: Documents per ``_bulk`` request.
         max_retries: Re-sends of items rejected with 429/503.
         initial_backoff_s: First wait before a re-send; doubles each time.
@@ -287,7 +287,7 @@ class ElasticsearchStore(Store):
         return vector
 
     def _write(
-        self, what: str, actions: Iterable[Any], refresh: Sequence[str], failures: list[BulkFailure]
+        self, actions: Iterable[Any], refresh: Sequence[str], failures: list[BulkFailure]
     ) -> BulkOutcome:
         """Run bulk actions, refresh, and add per-document failures found before sending."""
         outcome = self._writer.run(actions)
@@ -324,7 +324,7 @@ class ElasticsearchStore(Store):
                             index, passage.id, passage_document(passage, vectors[i])
                         )
 
-        outcome = self._write(f"adding passages to {index!r}", actions(), [index], refused)
+        outcome = self._write(actions(), [index], refused)
         result = AddResult(added=outcome.done, existing=[*existing, *outcome.conflicts])
         if not outcome.ok:
             raise BulkWriteError(f"adding passages to {index!r}", outcome, result)
@@ -361,7 +361,7 @@ class ElasticsearchStore(Store):
                         doc = triple_document(triple, vectors[i], added_ns, start + i)
                         yield q.create_action(index, triple.id, doc)
 
-        outcome = self._write(f"adding triples to {index!r}", actions(), [index], refused)
+        outcome = self._write(actions(), [index], refused)
         result = AddResult(added=outcome.done, existing=[*existing, *outcome.conflicts])
         if not outcome.ok:
             raise BulkWriteError(f"adding triples to {index!r}", outcome, result)
@@ -371,7 +371,7 @@ class ElasticsearchStore(Store):
         """Set ``extracted`` on these passages; ids that are not stored are ignored."""
         index = self.indices.passages
         actions = (q.update_action(index, pid, {"extracted": True}) for pid in _unique(passage_ids))
-        outcome = self._write(f"marking passages in {index!r}", actions, [index], [])
+        outcome = self._write(actions, [index], [])
         if not outcome.ok:
             raise BulkWriteError(f"marking passages in {index!r}", outcome)
 
@@ -400,12 +400,7 @@ class ElasticsearchStore(Store):
                     f"{response['failures'][:3]}; the passages were kept, retry the delete"
                 )
         index = self.indices.passages
-        outcome = self._write(
-            f"deleting passages from {index!r}",
-            (q.delete_action(index, pid) for pid in ids),
-            [index],
-            [],
-        )
+        outcome = self._write((q.delete_action(index, pid) for pid in ids), [index], [])
         if not outcome.ok:
             raise BulkWriteError(f"deleting passages from {index!r}", outcome, outcome.done)
         done = set(outcome.done)

@@ -24,6 +24,8 @@ SUPPORTED_CLIENT_MAJOR = 8
 SUPPORTED_SERVER_MAJOR = 8
 MIN_SERVER_VERSION = (8, 4)
 INSTALL_HINT = "pip install 'gear-agent[elasticsearch]'  (i.e. elasticsearch>=8.12,<9)"
+REQUEST_TIMEOUT_S = 60.0
+"""Per-request timeout; the client's default of 10 s is short for a large bulk or delete."""
 COMPOSE_HINT = "docker compose -f docker-compose.elasticsearch.yml up -d"
 
 
@@ -64,7 +66,10 @@ def make_client(settings: GearSettings) -> Elasticsearch:
         )
     if (settings.es_username is None) != (settings.es_password is None):
         raise StoreError("set both GEAR_ES_USERNAME and GEAR_ES_PASSWORD, or neither")
-    kwargs: dict[str, Any] = {"verify_certs": settings.es_verify_certs}
+    kwargs: dict[str, Any] = {
+        "verify_certs": settings.es_verify_certs,
+        "request_timeout": REQUEST_TIMEOUT_S,
+    }
     if settings.es_api_key:
         kwargs["api_key"] = settings.es_api_key
     elif settings.es_username is not None and settings.es_password is not None:
