@@ -55,7 +55,8 @@ _HEADERS = {
     ("s", "p", "o"),
 }
 _QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019", "`": "`"}
-_STRIP = " \t\r\n\"'`\u201c\u201d\u2018\u2019*"
+_CLOSING_QUOTES = set(_QUOTES.values())
+_OPENING_QUOTE = {close: open_ for open_, close in _QUOTES.items()}
 _OPEN = {"(": ")", "[": "]", "{": "}"}
 _CLOSE = {")", "]", "}"}
 _BULLET = re.compile(r"^\s*(?:[-*\u2022+>]|\d+\s*[.):]|#+|(?:triple|fact)\s*#?\d*\s*[:.)-])\s*", re.I)
@@ -77,11 +78,27 @@ class ParsedTriples:
     dropped: list[str] = field(default_factory=list)
 
 
-def clean_part(value: Any) -> str | None:
+def _unwrap(text: str) -> str:
+    """Remove wrapping quotes and emphasis, and a lone unmatched quote at either end."""
+    while True:
+        before = text
+        text = text.strip().strip("*").strip()
+        if len(text) >= 2 and text[0] in _QUOTES and text[-1] == _QUOTES[text[0]]:
+            text = text[1:-1]
+        elif text and text[0] in _QUOTES and _QUOTES[text[0]] not in text[1:]:
+            text = text[1:]
+        elif text and text[-1] in _CLOSING_QUOTES and _OPENING_QUOTE[text[-1]] not in text[:-1]:
+            text = text[:-1]
+        if text == before:
+            return text
+
+
+def clean_part(value: Any, *, unescape: bool = False) -> str | None:
     """One triple part as clean text, or None when it is empty or not a scalar.
 
-    Strips whitespace, quotes and markdown emphasis, undoes quote escapes and
-    collapses inner whitespace. Numbers become text (``1961`` -> ``"1961"``).
+    Strips whitespace, wrapping quotes and markdown emphasis, collapses inner
+    whitespace, and with ``unescape`` (raw reply text, not decoded JSON) undoes
+    backslash escapes of quotes. Numbers become text (``1961`` -> ``"1961"``).
 
     Example:
         >>> clean_part(' "Barack  Obama" '), clean_part(1961), clean_part(None)
@@ -92,11 +109,13 @@ def clean_part(value: Any) -> str | None:
     if isinstance(value, int):
         value = str(value)
     elif isinstance(value, float):
-        value = str(int(value)) if value.is_integer() else str(value)
+        value = str(int(value)) if value.is_integer() and abs(value) < 1e16 else str(value)
     if not isinstance(value, str):
         return None
-    text = value.strip(_STRIP).replace('\\"', '"').replace("\\'", "'").replace("\\\\", "\\")
-    text = _SPACES.sub(" ", text).strip(_STRIP)
+    text = value
+    if unescape:
+        text = text.replace('\\"', '"').replace("\\'", "'").replace("\\\\", "\\")
+    text = _SPACES.sub(" ", _unwrap(text)).strip()
     return text or None
 
 
@@ -108,10 +127,10 @@ class _Collector:
         self.dropped: list[str] = []
         self._seen: set[Triple3] = set()
 
-    def add(self, parts: list[Any], raw: str) -> None:
+    def add(self, parts: list[Any], raw: str, *, unescape: bool = False) -> None:
         if len(parts) == 4 and isinstance(parts[0], str) and parts[0].strip().isdigit():
             parts = parts[1:]  # a numbered markdown table row: | 1 | s | p | o |
-        cleaned = [clean_part(p) for p in parts]
+        cleaned = [clean_part(p, unescape=unescape) for p in parts]
         if len(cleaned) != 3 or any(p is None for p in cleaned):
             self.dropped.append(raw.strip()[:200])
             return
@@ -220,7 +239,7 @@ def _add_group(content: str, into: _Collector, depth: int = 0) -> None:
                 _add_group(part[1:-1], into, depth + 1)
         return
     if len(parts) >= 2:
-        into.add(parts, content)
+        into.add(parts, content, unescape=True)
 
 
 def _add_line(line: str, into: _Collector) -> None:
@@ -234,9 +253,9 @@ def _add_line(line: str, into: _Collector) -> None:
             parts = parts[:-1]
         if parts and all(_TABLE_RULE.match(p) for p in parts):
             return
-        into.add(parts, body)
+        into.add(parts, body, unescape=True)
     elif len(_ARROW.findall(body)) == 2:
-        into.add(_ARROW.split(body), body)
+        into.add(_ARROW.split(body), body, unescape=True)
 
 
 def _scan_text(text: str, into: _Collector) -> None:
@@ -323,8 +342,8 @@ def _json_items(value: Any) -> list[Any] | None:
             return found
         return [value] if _dict_parts(value) is not None else None
     if isinstance(value, list) and value:
-        if all(isinstance(v, (list, tuple, dict)) for v in value):
-            return value
+        if any(isinstance(v, (list, tuple, dict)) for v in value):
+            return value  # a list of items; those that are not triples are dropped
         if all(isinstance(v, str) for v in value) and len(value) != 3:
             return value  # e.g. ["(a, b, c)", "d | e | f"]
     return None  # a flat list of three strings is read by the text scan, with any others
