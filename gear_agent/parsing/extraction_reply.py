@@ -92,7 +92,9 @@ def parse_extraction_reply(text: str) -> ExtractionReply:
         value = extract_json(text, want=(dict, list), repair_truncated=True)
     except ParseError:
         value = None
-    if isinstance(value, list):
+    if isinstance(value, list) and (
+        not value or any(isinstance(v, (list, tuple, dict)) for v in value)
+    ):
         parsed = triples_from_items(value)
         return ExtractionReply([], parsed.triples, parsed.dropped)
     if isinstance(value, dict):

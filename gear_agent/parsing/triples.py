@@ -63,6 +63,7 @@ _BULLET = re.compile(r"^\s*(?:[-*\u2022+>]|\d+\s*[.):]|#+|(?:triple|fact)\s*#?\d
 _TABLE_RULE = re.compile(r"^:?-{2,}:?$")
 _ARROW = re.compile(r"\s*(?:->|\u2192|=>)\s*")
 _SPACES = re.compile(r"\s+")
+_NUMERIC = re.compile(r"\s*[-+]?[\d.,]*\d[\d.,]*\s*")
 
 
 @dataclass(frozen=True)
@@ -238,8 +239,8 @@ def _add_group(content: str, into: _Collector, depth: int = 0) -> None:
             for part in nested:
                 _add_group(part[1:-1], into, depth + 1)
         return
-    if len(parts) >= 2:
-        into.add(parts, content, unescape=True)
+    if len(parts) >= 2 and not all(_NUMERIC.fullmatch(p) for p in parts):
+        into.add(parts, content, unescape=True)  # all-number groups are citations, not facts
 
 
 def _add_line(line: str, into: _Collector) -> None:

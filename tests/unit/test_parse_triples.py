@@ -115,6 +115,11 @@ def test_prose_parentheses_are_not_triples():
     assert parsed.triples == [] and parsed.dropped == []
 
 
+def test_citations_are_not_triples():
+    parsed = parse_triples("As shown in [1, 2, 3] and (4, 5), the answer holds.")
+    assert parsed.triples == [] and parsed.dropped == []
+
+
 def test_table_header_and_placeholders_are_skipped():
     text = "subject | predicate | object\n... | ... | ...\nParis | capital of | France"
     assert parse_triples(text).triples == [PFF]
