@@ -1,0 +1,53 @@
+"""What a passage retriever returns, and the interface every retriever implements."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RankedPassage:
+    """A passage id in a ranked list, with the evidence that put it there.
+
+    Attributes:
+        id: Passage id.
+        score: The ranking score of the list it is in (higher is better).
+        chain: Ids of the triples, in order, whose path reached this passage
+            (empty when a plain passage search found it).
+    """
+
+    id: str
+    score: float
+    chain: tuple[str, ...] = ()
+
+
+class Retriever(ABC):
+    """Turns a query into a ranked list of passages."""
+
+    #: Short name used in tables and configuration, e.g. ``"hybrid+naive_ge"``.
+    name: str
+
+    @abstractmethod
+    def retrieve(self, query: str, k: int) -> list[RankedPassage]:
+        """The top ``k`` passages for ``query``, best first."""
+
+
+def fuse_passages(lists: list[list[RankedPassage]], k: int, rrf_k: int = 60) -> list[RankedPassage]:
+    """RRF of ranked passage lists; each passage keeps the first non-empty chain it had.
+
+    Example:
+        >>> a = [RankedPassage("p1", 1.0), RankedPassage("p2", 0.5)]
+        >>> b = [RankedPassage("p2", 3.0, ("t9",))]
+        >>> [(p.id, p.chain) for p in fuse_passages([a, b], k=2)]
+        [('p2', ('t9',)), ('p1', ())]
+    """
+    from gear_agent.retrieval.fusion import rrf
+
+    chains: dict[str, tuple[str, ...]] = {}
+    for ranked in lists:
+        for passage in ranked:
+            if passage.chain and passage.id not in chains:
+                chains[passage.id] = passage.chain
+    fused = rrf([[p.id for p in ranked] for ranked in lists], k=rrf_k)
+    return [RankedPassage(pid, score, chains.get(pid, ())) for pid, score in fused[:k]]

@@ -1,0 +1,72 @@
+"""Base retrievers over a store: BM25, dense, and hybrid (RRF of the two), for either collection."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+
+import numpy as np
+
+from gear_agent.embedding.base import Embedder
+from gear_agent.retrieval.base import RankedPassage, Retriever
+from gear_agent.retrieval.fusion import rrf
+from gear_agent.store.base import Store
+from gear_agent.types import Collection, Hit
+
+BASE_MODES = ("bm25", "dense", "hybrid")
+
+
+class QueryEncoder:
+    """Embeds queries, remembering recent ones so a query is encoded once per run."""
+
+    def __init__(self, embedder: Embedder, cache_size: int = 1024) -> None:
+        self.embedder = embedder
+        self._cached: Callable[[str], np.ndarray] = lru_cache(maxsize=cache_size)(embedder.embed_one)
+
+    def __call__(self, query: str) -> np.ndarray:
+        return self._cached(query)
+
+
+def search(
+    store: Store,
+    encode: QueryEncoder,
+    collection: Collection,
+    query: str,
+    k: int,
+    mode: str = "hybrid",
+    rrf_k: int = 60,
+) -> list[Hit]:
+    """Top ``k`` ids of a collection by BM25, by cosine, or by RRF of both (each asked for ``k``).
+
+    Raises:
+        ValueError: ``mode`` is not one of ``bm25``, ``dense``, ``hybrid``.
+    """
+    if mode == "bm25":
+        return store.bm25_search(collection, query, k)
+    if mode == "dense":
+        return store.vector_search(collection, encode(query), k)
+    if mode == "hybrid":
+        lexical = store.bm25_search(collection, query, k)
+        dense = store.vector_search(collection, encode(query), k)
+        fused = rrf([[h.id for h in lexical], [h.id for h in dense]], k=rrf_k)
+        return [Hit(i, s) for i, s in fused[:k]]
+    raise ValueError(f"unknown retrieval mode {mode!r}; choose one of {', '.join(BASE_MODES)}")
+
+
+class BaseRetriever(Retriever):
+    """Passages by BM25, dense or hybrid search.
+
+    Example:
+        >>> retriever = BaseRetriever(store, QueryEncoder(embedder), "hybrid")  # doctest: +SKIP
+        >>> [p.id for p in retriever.retrieve("Who founded Rome?", k=5)]  # doctest: +SKIP
+    """
+
+    def __init__(self, store: Store, encode: QueryEncoder, mode: str = "hybrid", rrf_k: int = 60):
+        if mode not in BASE_MODES:
+            raise ValueError(f"unknown retrieval mode {mode!r}; choose one of {', '.join(BASE_MODES)}")
+        self.store, self.encode, self.mode, self.rrf_k = store, encode, mode, rrf_k
+        self.name = mode
+
+    def retrieve(self, query: str, k: int) -> list[RankedPassage]:
+        hits = search(self.store, self.encode, "passage", query, k, self.mode, self.rrf_k)
+        return [RankedPassage(h.id, h.score) for h in hits]
