@@ -110,6 +110,8 @@ def _es_live(opened: list[Store], cleanup: list[Callable[[], None]]) -> Backend:
     def open_store(embedder: Embedder) -> Store:
         store = ElasticsearchStore(settings, embedder)
         opened.append(store)
+        if drop_indices not in cleanup:  # only once the cluster answered
+            cleanup.append(drop_indices)
         return store
 
     def drop_indices() -> None:
@@ -121,7 +123,6 @@ def _es_live(opened: list[Store], cleanup: list[Callable[[], None]]) -> Backend:
         finally:
             client.close()
 
-    cleanup.append(drop_indices)
     return Backend("elasticsearch", open_store)
 
 
