@@ -220,7 +220,7 @@ def _candidates(text: str, repair_truncated: bool) -> list[tuple[bool, int, Any]
             pos = end
             continue
         except _Truncated as cut:
-            if repair_truncated and cut.partial is not None:
+            if repair_truncated and cut.partial:  # an empty cut-off value says nothing
                 found.append((False, len(text) - start, cut.partial))
         except (_Fail, RecursionError):
             pass

@@ -278,9 +278,12 @@ def _scan_text(text: str, into: _Collector) -> None:
         covered.append((start, end))
         pos = end + 1
     offset = 0
+    index = 0  # groups are found left to right, so ``covered`` is sorted
     for line in text.splitlines(keepends=True):
         line_end = offset + len(line)
-        if not any(s < line_end and e >= offset for s, e in covered):
+        while index < len(covered) and covered[index][1] < offset:
+            index += 1
+        if not (index < len(covered) and covered[index][0] < line_end):
             _add_line(line, into)
         offset = line_end
 
