@@ -193,17 +193,21 @@ async def extract_triples(
                 pending.discard(task)
                 take(task)
         while pending:
-            finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            finished, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             for task in finished:
+                pending.discard(task)  # the rest stay pending until taken, even on error
                 take(task)
         writing = True
         run.flush()
     except BaseException:
+        finished_ok = [t for t in pending if t.done() and not t.cancelled() and not t.exception()]
         for task in pending:
             task.cancel()
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
         if not writing:
+            for task in finished_ok:
+                run.take(task.result())
             run.flush()  # keep the finished work of an interrupted run
         raise
     return run.summary(skipped)
