@@ -23,7 +23,7 @@ def open_store(settings: GearSettings, embedder: Embedder, *, create: bool = Tru
     if settings.backend == "elasticsearch":
         from gear_agent.store.elasticsearch import ElasticsearchStore
 
-        return ElasticsearchStore(settings, embedder)
+        return ElasticsearchStore(settings, embedder, create=create)
     from gear_agent.store.embedded import EmbeddedStore
 
     return EmbeddedStore.open(settings.index_dir, embedder, create=create)

@@ -1,0 +1,174 @@
+"""Diverse triple beam search, GEAR's Algorithm 1 (Shen et al., section 3.3).
+
+Starting from some triples, grow sequences of up to ``length`` triples along
+the entity graph. At each step every beam proposes the ``neighbours`` triples
+adjacent to its last triple that are most similar to the query, skipping
+triples already in a beam; each candidate sequence is scored against the
+query (:mod:`gear_agent.expansion.scorers`); within a beam the candidates are
+sorted and the n-th (0-based) is multiplied by ``exp(-min(n, gamma) / gamma)``
+so that one strong beam cannot fill every slot (the *diverse* part; off gives
+plain beam search, the paper's Table 4 ablation); the best ``width`` over all
+beams survive. The final beams are flattened breadth-first (every beam's first
+triple, then every beam's second, ...), and the triples' passages, in that
+order, form the expansion's ranked list.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from gear_agent.embedding.base import Embedder
+from gear_agent.expansion.scorers import check_scorer, score_concat, score_sum, sequence_text
+from gear_agent.retrieval.base import RankedPassage
+from gear_agent.store.base import Store
+
+
+@dataclass(frozen=True)
+class BeamSettings:
+    """Algorithm 1's knobs, the paper's values as defaults.
+
+    Attributes:
+        width: ``b``, beams kept per step.
+        length: ``l``, triples per beam.
+        neighbours: candidates per beam: the neighbours most similar to the query.
+        gamma: rank-penalty constant; None means ``2 * width``.
+        scorer: ``"sum"`` or ``"concat"``.
+        diverse: apply the rank penalty (False = plain beam search).
+    """
+
+    width: int = 10
+    length: int = 2
+    neighbours: int = 100
+    gamma: float | None = None
+    scorer: str = "sum"
+    diverse: bool = True
+
+    def __post_init__(self) -> None:
+        check_scorer(self.scorer)
+        if self.width < 1 or self.length < 1 or self.neighbours < 1:
+            raise ValueError("beam width, length and neighbours must all be >= 1")
+
+    @property
+    def effective_gamma(self) -> float:
+        return self.gamma if self.gamma is not None else 2.0 * self.width
+
+
+@dataclass(frozen=True)
+class Beam:
+    """A sequence of triple ids with its (possibly penalised) score."""
+
+    triples: tuple[str, ...]
+    score: float
+
+
+def rank_penalty(n: int, gamma: float) -> float:
+    """``exp(-min(n, gamma) / gamma)`` for the candidate of 0-based rank ``n`` in its beam."""
+    return math.exp(-min(n, gamma) / gamma)
+
+
+class TripleBeamSearch:
+    """Algorithm 1 over a store's entity graph.
+
+    Example:
+        >>> search = TripleBeamSearch(store, embedder, BeamSettings())  # doctest: +SKIP
+        >>> beams = search.run(query_vector, start_triple_ids, query_text)  # doctest: +SKIP
+    """
+
+    def __init__(self, store: Store, embedder: Embedder, settings: BeamSettings) -> None:
+        self.store, self.embedder, self.settings = store, embedder, settings
+        self._texts: dict[str, str] = {}
+
+    def _text(self, triple_ids: Sequence[str]) -> list[str]:
+        missing = [t for t in triple_ids if t not in self._texts]
+        for triple in self.store.get_triples(missing):
+            self._texts[triple.id] = triple.text
+        return [self._texts[t] for t in triple_ids]
+
+    def _score(
+        self, query: np.ndarray, prefix: tuple[str, ...], prefix_sum: np.ndarray | None,
+        candidates: list[str], candidate_vectors: np.ndarray,
+    ) -> np.ndarray:
+        if self.settings.scorer == "sum":
+            base = 0.0 if prefix_sum is None else prefix_sum
+            return score_sum(query, candidate_vectors + base)
+        prefix_texts = self._text(prefix)
+        texts = [sequence_text([*prefix_texts, t]) for t in self._text(candidates)]
+        return score_concat(query, texts, self.embedder)
+
+    def run(self, query: np.ndarray, start: Sequence[str]) -> list[Beam]:
+        """The final beams, best first, grown from the ``start`` triple ids."""
+        start = [t for t in dict.fromkeys(start)]
+        if not start:
+            return []
+        settings = self.settings
+        vectors = self.store.triple_vectors(start)
+        scores = self._score(query, (), None, start, vectors)
+        order = np.lexsort((np.arange(len(start)), -scores))[: settings.width]
+        beams = [Beam((start[i],), float(scores[i])) for i in order]
+        sums = {beam.triples: vectors[i] for beam, i in zip(beams, order)}
+        gamma = settings.effective_gamma
+        for _ in range(settings.length - 1):
+            used = {t for beam in beams for t in beam.triples}
+            pool: list[Beam] = []
+            next_sums: dict[tuple[str, ...], np.ndarray] = {}
+            for beam in beams:
+                candidates = [
+                    t for t in self.store.neighbours(beam.triples[-1], query, settings.neighbours)
+                    if t not in used
+                ]
+                if not candidates:
+                    pool.append(beam)  # a beam that cannot grow competes as it is
+                    next_sums[beam.triples] = sums[beam.triples]
+                    continue
+                candidate_vectors = self.store.triple_vectors(candidates)
+                cand_scores = self._score(
+                    query, beam.triples, sums[beam.triples], candidates, candidate_vectors
+                )
+                ranked = np.lexsort((np.arange(len(candidates)), -cand_scores))
+                for n, i in enumerate(ranked):
+                    penalty = rank_penalty(n, gamma) if settings.diverse else 1.0
+                    grown = (*beam.triples, candidates[i])
+                    pool.append(Beam(grown, float(cand_scores[i]) * penalty))
+                    next_sums[grown] = sums[beam.triples] + candidate_vectors[i]
+            pool.sort(key=lambda b: -b.score)  # stable: earlier beams win ties
+            beams = pool[: settings.width]
+            sums = {beam.triples: next_sums[beam.triples] for beam in beams}
+        return beams
+
+
+def flatten_breadth_first(beams: Sequence[Beam]) -> list[tuple[str, tuple[str, ...]]]:
+    """Unique triples of the beams, position by position across beams, with the chain to each.
+
+    Example:
+        >>> flatten_breadth_first([Beam(("a", "b"), 1.0), Beam(("c", "b"), 0.9)])
+        [('a', ('a',)), ('c', ('c',)), ('b', ('a', 'b'))]
+    """
+    seen: dict[str, tuple[str, ...]] = {}
+    longest = max((len(b.triples) for b in beams), default=0)
+    for position in range(longest):
+        for beam in beams:
+            if position < len(beam.triples) and beam.triples[position] not in seen:
+                seen[beam.triples[position]] = beam.triples[: position + 1]
+    return list(seen.items())
+
+
+def beams_to_passages(store: Store, beams: Sequence[Beam]) -> list[RankedPassage]:
+    """The passages of the flattened beams' triples, unique, in order, each with its chain.
+
+    Scores are ``1 / rank`` (the list is only ever fused by rank).
+    """
+    flat = flatten_breadth_first(beams)
+    passage_of = {t.id: t.passage_id for t in store.get_triples([tid for tid, _ in flat])}
+    ranked: list[RankedPassage] = []
+    seen: set[str] = set()
+    for triple_id, chain in flat:
+        pid = passage_of.get(triple_id)
+        if pid is None or pid in seen:
+            continue
+        seen.add(pid)
+        ranked.append(RankedPassage(pid, 1.0 / (len(ranked) + 1), chain))
+    return ranked
