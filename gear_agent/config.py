@@ -60,6 +60,10 @@ class GearSettings(BaseSettings):
     base_k: int = Field(15, ge=1, description="Passages the base retriever hands to expansion.")
     top_k: int = Field(15, ge=1, description="Passages returned to the caller.")
     base_retriever: Literal["bm25", "dense", "hybrid"] = Field("hybrid")
+    bm25_tokenizer: Literal["standard", "word"] = Field(
+        "standard", description="'standard' approximates Elasticsearch's standard analyzer; "
+        "'word' is lower-cased \\w+ runs (HippoRAG-style scripts).",
+    )
 
     # ---- diverse triple beam search (paper, Algorithm 1) ---------------------
     beam_width: int = Field(10, ge=1, description="b: beams kept.")

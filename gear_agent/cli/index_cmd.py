@@ -4,24 +4,24 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.table import Table
 
 from gear_agent.cli.common import console, load_settings, progress_bar, reports_errors
 
-IndexOpt = Annotated[Optional[Path], typer.Option("--index", "-i", help="Index directory (GEAR_INDEX_DIR).")]
+IndexOpt = Annotated[Path | None, typer.Option("--index", "-i", help="Index directory (GEAR_INDEX_DIR).")]
 
 
 @reports_errors
 def index(
     corpus: Annotated[Path, typer.Argument(help="HippoRAG corpus .json, .jsonl, or a folder of .txt/.md")],
-    openie: Annotated[Optional[Path], typer.Option(help="Import HippoRAG OpenIE triples from this file.")] = None,
+    openie: Annotated[Path | None, typer.Option(help="Import HippoRAG OpenIE triples from this file.")] = None,
     extract: Annotated[bool, typer.Option("--extract", help="Extract triples with the LLM for passages without any.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="With --extract: estimate tokens and cost, send nothing.")] = False,
     index_dir: IndexOpt = None,
-    model: Annotated[Optional[str], typer.Option(help="Embedding model (GEAR_EMBEDDING_MODEL).")] = None,
+    model: Annotated[str | None, typer.Option(help="Embedding model (GEAR_EMBEDDING_MODEL).")] = None,
 ) -> None:
     """Ingest a corpus into the index; then import OpenIE triples or extract them with an LLM."""
     from gear_agent.embedding import make_embedder
@@ -101,8 +101,8 @@ def _print_info(store, settings) -> None:
 def info(index_dir: IndexOpt = None) -> None:
     """Counts, embedding model and size on disk of the index (loads no model)."""
     from gear_agent.store import generations
-    from gear_agent.store.embedded import read_manifest
     from gear_agent.store.base import StoreError
+    from gear_agent.store.embedded import read_manifest
 
     settings = load_settings(index_dir)
     manifest = read_manifest(settings.index_dir)
@@ -121,8 +121,8 @@ def info(index_dir: IndexOpt = None) -> None:
 
 @reports_errors
 def delete(
-    ids: Annotated[Optional[list[str]], typer.Argument(help="Passage ids to delete.")] = None,
-    source: Annotated[Optional[str], typer.Option(help="Delete every passage from this source.")] = None,
+    ids: Annotated[list[str] | None, typer.Argument(help="Passage ids to delete.")] = None,
+    source: Annotated[str | None, typer.Option(help="Delete every passage from this source.")] = None,
     index_dir: IndexOpt = None,
 ) -> None:
     """Delete passages (by id or by source) with their triples and graph edges."""

@@ -26,4 +26,6 @@ def open_store(settings: GearSettings, embedder: Embedder, *, create: bool = Tru
         return ElasticsearchStore(settings, embedder, create=create)
     from gear_agent.store.embedded import EmbeddedStore
 
-    return EmbeddedStore.open(settings.index_dir, embedder, create=create)
+    return EmbeddedStore.open(
+        settings.index_dir, embedder, create=create, tokenizer=settings.bm25_tokenizer
+    )

@@ -24,7 +24,7 @@ from gear_agent.store import generations as gen
 from gear_agent.store.base import ModelMismatchError, Store, StoreError
 from gear_agent.store.bm25 import BM25Index, top_k
 from gear_agent.store.entity_graph import EntityGraph
-from gear_agent.text.tokenizer import tokenize
+from gear_agent.text.tokenizer import get_tokenizer
 from gear_agent.types import AddResult, Collection, Hit, Passage, Triple
 
 FORMAT_VERSION = 1
@@ -46,8 +46,12 @@ class EmbeddedStore(Store):
         >>> store.bm25_search("passage", "Eiffel tower", k=5)  # doctest: +SKIP
     """
 
-    def __init__(self, root: Path, embedder: Embedder, lock_timeout_s: float = 600.0) -> None:
+    def __init__(
+        self, root: Path, embedder: Embedder, lock_timeout_s: float = 600.0,
+        tokenizer: str = "standard",
+    ) -> None:
         self.root = Path(root)
+        self.tokenize = get_tokenizer(tokenizer)
         self.embedder = embedder
         self.embedding_model = embedder.name
         self.dimension = embedder.dimension
@@ -59,9 +63,13 @@ class EmbeddedStore(Store):
 
     @classmethod
     def open(
-        cls, path: Path, embedder: Embedder, *, create: bool = True, lock_timeout_s: float = 600.0
+        cls, path: Path, embedder: Embedder, *, create: bool = True, lock_timeout_s: float = 600.0,
+        tokenizer: str = "standard",
     ) -> EmbeddedStore:
         """Open the index at ``path`` (created empty when missing and ``create`` is true).
+
+        ``tokenizer`` names the BM25 tokenizer (:data:`gear_agent.text.tokenizer.TOKENIZERS`);
+        BM25 is rebuilt in memory at open, so it is a reading choice, not part of the index.
 
         Raises:
             ModelMismatchError: the index was built with another embedding model.
@@ -73,7 +81,7 @@ class EmbeddedStore(Store):
         if path.exists() and not path.is_dir():
             raise StoreError(f"{path} is a file, not an index directory")
         path.mkdir(parents=True, exist_ok=True)
-        store = cls(path, embedder, lock_timeout_s=lock_timeout_s)
+        store = cls(path, embedder, lock_timeout_s=lock_timeout_s, tokenizer=tokenizer)
         store._load()
         return store
 
@@ -303,7 +311,7 @@ class EmbeddedStore(Store):
                 if collection == "passage"
                 else [t.text for t in self._triples]
             )
-            self._derived[key] = BM25Index([tokenize(text) for text in texts])
+            self._derived[key] = BM25Index([self.tokenize(text) for text in texts])
         return self._derived[key]
 
     @property
@@ -330,7 +338,7 @@ class EmbeddedStore(Store):
 
     def bm25_search(self, collection: Collection, query: str, k: int) -> list[Hit]:
         records = self._records(collection)
-        indices, scores = self._bm25(collection).search(tokenize(query), k)
+        indices, scores = self._bm25(collection).search(self.tokenize(query), k)
         return [Hit(records[i].id, float(s)) for i, s in zip(indices, scores)]
 
     def vector_search(self, collection: Collection, vector: np.ndarray, k: int) -> list[Hit]:

@@ -48,6 +48,30 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
+_WORD = re.compile(r"\w+")
+
+
+def tokenize_words(text: str) -> list[str]:
+    """Lower-cased ``\\w+`` runs: the plain tokenizer of many research scripts.
+
+    Example:
+        >>> tokenize_words("Beyoncé's 2nd album")
+        ['beyoncé', 's', '2nd', 'album']
+    """
+    return [token.lower() for token in _WORD.findall(text)]
+
+
+TOKENIZERS = {"standard": tokenize, "word": tokenize_words}
+
+
+def get_tokenizer(name: str):
+    """The tokenizer called ``name``; a ValueError lists the valid names."""
+    try:
+        return TOKENIZERS[name]
+    except KeyError:
+        raise ValueError(f"unknown tokenizer {name!r}; choose one of {', '.join(TOKENIZERS)}") from None
+
+
 _SPACE = re.compile(r"\s+")
 
 
