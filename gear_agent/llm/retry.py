@@ -1,8 +1,8 @@
 """Which failed calls are worth repeating, and how long to wait before the next try.
 
 Retried: rate limits (429), request timeouts (408), server errors (5xx), timeouts and
-connection errors (openai SDK, httpx or the standard library), and empty replies
-(no text, or no choices at all). Everything else (bad request, authentication, a bug)
+connection errors (openai SDK, langchain-core's provider-neutral ``Model*Error`` types,
+httpx or the standard library), and empty replies (no text, or no choices at all). Everything else (bad request, authentication, a bug)
 fails at once: asking again gives the same answer.
 """
 
@@ -38,6 +38,26 @@ class RetryPolicy:
             raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
         if self.base_delay_s < 0 or self.max_delay_s < 0 or self.max_retry_after_s < 0:
             raise ValueError("retry delays must be >= 0")
+
+
+# Provider-neutral errors of langchain-core >= 1.x (absent from older versions).
+_RETRIABLE_MODEL_ERRORS = (
+    "ModelRateLimitError",
+    "ModelTimeoutError",
+    "ModelConnectionError",
+    "ModelAPIError",
+)
+_FATAL_MODEL_ERRORS = (
+    "ModelAuthenticationError",
+    "ModelPermissionDeniedError",
+    "ModelNotFoundError",
+)
+
+
+def _langchain_errors(names: tuple[str, ...]) -> tuple[type[BaseException], ...]:
+    from langchain_core import exceptions
+
+    return tuple(t for t in (getattr(exceptions, n, None) for n in names) if isinstance(t, type))
 
 
 def _status_code(exc: BaseException) -> int | None:
@@ -80,6 +100,8 @@ def is_retriable(exc: BaseException) -> bool:
         return True
     if isinstance(exc, (TimeoutError, ConnectionError)):
         return True
+    if isinstance(exc, _langchain_errors(_RETRIABLE_MODEL_ERRORS)):
+        return True
     try:
         import openai
     except ImportError:  # pragma: no cover - openai is a core dependency
@@ -115,6 +137,8 @@ def is_fatal(exc: BaseException) -> bool:
 
     Batch jobs such as triple extraction stop on these instead of failing item by item.
     """
+    if isinstance(exc, _langchain_errors(_FATAL_MODEL_ERRORS)):
+        return True
     try:
         import openai
     except ImportError:  # pragma: no cover

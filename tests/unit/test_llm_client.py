@@ -184,6 +184,15 @@ def test_error_classification(error, retriable):
     assert is_retriable(error) is retriable
 
 
+def test_langchain_provider_neutral_errors():
+    from langchain_core import exceptions
+
+    assert is_retriable(exceptions.ModelRateLimitError("slow down"))
+    assert is_retriable(exceptions.ModelAPIError("502"))
+    assert not is_retriable(exceptions.ModelInvalidRequestError("bad"))
+    assert is_fatal(exceptions.ModelAuthenticationError("bad key"))
+
+
 def test_fatal_errors():
     assert is_fatal(status_error(openai.AuthenticationError, 401))
     assert is_fatal(status_error(openai.NotFoundError, 404))
@@ -429,3 +438,73 @@ def test_prices():
     assert price_of("qwen2.5-7b-instruct") is None
     assert cost_usd("gpt-4o-mini", 1_000_000, 1_000_000) == pytest.approx(0.75)
     assert cost_usd("my-local-model", 10, 10) is None
+
+
+# ---- the real ChatOpenAI against a scripted HTTP server (httpx MockTransport) -----------------
+
+
+def _completion(content, usage=True, choices=None) -> dict:
+    body = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "gpt-4o-mini",
+        "choices": choices
+        if choices is not None
+        else [{"index": 0, "finish_reason": "stop",
+               "message": {"role": "assistant", "content": content}}],
+    }
+    if usage:
+        body["usage"] = {"prompt_tokens": 21, "completion_tokens": 2, "total_tokens": 23}
+    return body
+
+
+def _chat_openai_with(responses: list[httpx.Response]):
+    from langchain_openai import ChatOpenAI
+
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return responses.pop(0)
+
+    model = ChatOpenAI(
+        model="gpt-4o-mini", api_key="sk-test", base_url="http://llm.test/v1", max_retries=0,
+        http_client=httpx.Client(transport=httpx.MockTransport(handler)),
+        http_async_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)),
+    )
+    return model, seen
+
+
+def test_chat_openai_errors_are_classified_end_to_end():
+    model, seen = _chat_openai_with(
+        [
+            httpx.Response(429, headers={"retry-after": "3"}, json={"error": {"message": "slow"}}),
+            httpx.Response(503, json={"error": {"message": "overloaded"}}),
+            httpx.Response(200, json=_completion(None, choices=[])),
+            httpx.Response(200, json=_completion(None, choices=None)),
+            httpx.Response(200, json=_completion("")),
+            httpx.Response(200, json=_completion("Paris")),
+        ]
+    )
+    sleeps = Sleeps()
+    reply = client_for(model, sleeps, retries=5).invoke("Capital of France?", node="qa")
+    assert reply == LLMReply("Paris", 21, 2, cached=False)
+    assert len(seen) == 6 and sleeps.waits[0] == 3.0 and len(sleeps.waits) == 5
+
+
+def test_chat_openai_async_and_fatal_errors():
+    model, _ = _chat_openai_with(
+        [
+            httpx.Response(500, json={"error": {"message": "oops"}}),
+            httpx.Response(200, json=_completion("Paris", usage=False)),
+            httpx.Response(401, json={"error": {"message": "bad key"}}),
+        ]
+    )
+    sleeps = Sleeps()
+    client = client_for(model, sleeps)
+    reply = asyncio.run(client.ainvoke("Capital of France?", node="qa"))
+    assert reply.text == "Paris" and reply.output_tokens == tokens.estimate_tokens("Paris")
+    with pytest.raises(LLMCallError) as caught:
+        asyncio.run(client.ainvoke("again", node="qa"))
+    assert caught.value.attempts == 1 and is_fatal(caught.value.last_error)
