@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from gear_agent.cli import index_cmd
+from gear_agent.cli import eval_cmd, index_cmd
 
 app = typer.Typer(
     name="gear",
@@ -16,6 +16,8 @@ app = typer.Typer(
 app.command("index")(index_cmd.index)
 app.command("info")(index_cmd.info)
 app.command("delete")(index_cmd.delete)
+app.command("search")(eval_cmd.search)
+app.command("eval")(eval_cmd.eval_)
 
 
 def main() -> None:

@@ -1,0 +1,39 @@
+"""Building (once) and reusing the index a benchmark runs on."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from gear_agent.config import GearSettings
+from gear_agent.embedding.sentence_transformer import canonical_model_name
+from gear_agent.indexing import IndexReport, Progress, add_passages, import_openie
+from gear_agent.ingest.corpus import read_corpus
+from gear_agent.runtime import Runtime
+
+EVAL_CACHE = Path(".gear/eval")
+
+
+def eval_index_dir(corpus: Path, openie: Path | None, model: str, cache: Path = EVAL_CACHE) -> Path:
+    """A cache folder named by the corpus, the OpenIE file and the model, so reruns reuse it."""
+    digest = hashlib.sha256()
+    for part in (corpus, openie):
+        if part is not None:
+            digest.update(str(Path(part).resolve()).encode())
+            stat = Path(part).stat()
+            digest.update(f"{stat.st_size}:{stat.st_mtime_ns}".encode())
+    digest.update(canonical_model_name(model).encode())
+    return cache / f"{Path(corpus).stem}-{digest.hexdigest()[:12]}"
+
+
+def prepare_index(
+    settings: GearSettings, corpus: Path, openie: Path | None, progress: Progress
+) -> tuple[Runtime, IndexReport]:
+    """Open ``settings.index_dir``, add the corpus and OpenIE triples (no-ops when present)."""
+    runtime = Runtime.open(settings, create=True)
+    report = IndexReport()
+    passages = read_corpus(corpus, settings.chunk_words, settings.chunk_overlap_words)
+    add_passages(runtime.store, passages, report, progress)
+    if openie is not None:  # stored triples are no-ops: nothing is embedded twice
+        import_openie(runtime.store, openie, report, progress)
+    return runtime, report

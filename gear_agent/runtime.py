@@ -1,0 +1,40 @@
+"""The parts a running GEAR needs, opened once: settings, embedder, store, query encoder."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gear_agent.config import GearSettings
+from gear_agent.embedding import Embedder, make_embedder
+from gear_agent.expansion.beam import BeamSettings
+from gear_agent.retrieval.search import QueryEncoder
+from gear_agent.store import Store, open_store
+
+
+@dataclass
+class Runtime:
+    """Everything retrievers and the agent are built from.
+
+    Example:
+        >>> runtime = Runtime.open(GearSettings(index_dir="my-index"))  # doctest: +SKIP
+    """
+
+    settings: GearSettings
+    embedder: Embedder
+    store: Store
+    encode: QueryEncoder
+
+    @classmethod
+    def open(cls, settings: GearSettings, *, create: bool = False) -> Runtime:
+        """Load the embedding model and open the configured index (it must exist unless ``create``)."""
+        embedder = make_embedder(settings)
+        store = open_store(settings, embedder, create=create)
+        return cls(settings, embedder, store, QueryEncoder(embedder))
+
+    def beam_settings(self) -> BeamSettings:
+        """The beam search's knobs from the settings."""
+        s = self.settings
+        return BeamSettings(
+            width=s.beam_width, length=s.beam_length, neighbours=s.beam_neighbours,
+            gamma=s.beam_gamma, scorer=s.beam_scorer, diverse=s.beam_diverse,
+        )
