@@ -189,15 +189,27 @@ class _Lenient:
                 raise _Fail
 
 
-def _candidates(text: str, repair_truncated: bool) -> list[tuple[bool, int, Any]]:
-    """Every JSON value found in ``text`` as ``(complete, length, value)``."""
+def _wanted(value: Any, want: type | tuple[type, ...] | None) -> bool:
+    return want is None or isinstance(value, want)
+
+
+def _candidates(
+    text: str, repair_truncated: bool, want: type | tuple[type, ...] | None
+) -> list[tuple[bool, int, Any]]:
+    """Every wanted JSON value in ``text`` as ``(complete, length, value)``.
+
+    After a value of an unwanted type the search goes on inside it, so a wanted
+    object nested in a list is still found.
+    """
     found: list[tuple[bool, int, Any]] = []
     stripped = text.strip()
     try:
-        found.append((True, len(stripped), json.loads(stripped)))
-        return found
+        value = json.loads(stripped)
     except (ValueError, RecursionError):
         pass
+    else:
+        if _wanted(value, want):
+            return [(True, len(stripped), value)]
     decoder = json.JSONDecoder()
     lenient = _Lenient(text)
     failures = 0
@@ -207,25 +219,26 @@ def _candidates(text: str, repair_truncated: bool) -> list[tuple[bool, int, Any]
         if not starts:
             break
         start = min(starts)
+        parsed: tuple[Any, int] | None = None
         try:
-            value, end = decoder.raw_decode(text, start)
-            found.append((True, end - start, value))
-            pos = end
-            continue
+            parsed = decoder.raw_decode(text, start)
         except (ValueError, RecursionError):
-            pass
-        try:
-            value, end = lenient.parse(start)
-            found.append((True, end - start, value))
-            pos = end
-            continue
-        except _Truncated as cut:
-            if repair_truncated and cut.partial:  # an empty cut-off value says nothing
-                found.append((False, len(text) - start, cut.partial))
-        except (_Fail, RecursionError):
-            pass
-        failures += 1
-        pos = start + 1
+            try:
+                parsed = lenient.parse(start)
+            except _Truncated as cut:
+                # an empty cut-off value says nothing
+                if repair_truncated and cut.partial and _wanted(cut.partial, want):
+                    found.append((False, len(text) - start, cut.partial))
+            except (_Fail, RecursionError):
+                pass
+        if parsed is None:
+            failures += 1
+            pos = start + 1
+        elif _wanted(parsed[0], want):
+            found.append((True, parsed[1] - start, parsed[0]))
+            pos = parsed[1]
+        else:
+            pos = start + 1
     return found
 
 
@@ -257,9 +270,7 @@ def extract_json(
         raise ParseError(f"expected the reply as text, got {type(text).__name__}")
 
     def best(source: str) -> tuple[bool, Any]:
-        options = [c for c in _candidates(source, repair_truncated) if want is None or (
-            isinstance(c[2], want) and not (want is int and isinstance(c[2], bool))
-        )]
+        options = _candidates(source, repair_truncated, want)
         if not options:
             return False, None
         top = max(options, key=lambda c: (c[1], c[0]))  # longest, complete on a tie
@@ -272,5 +283,11 @@ def extract_json(
     ok, value = best(text)
     if ok:
         return value
-    kind = f" {want.__name__ if isinstance(want, type) else '/'.join(t.__name__ for t in want)}" if want else ""
-    raise ParseError(f"no JSON{kind} value found in the model reply", text)
+    raise ParseError(f"no JSON{_type_names(want)} value found in the model reply", text)
+
+
+def _type_names(want: type | tuple[type, ...] | None) -> str:
+    if want is None:
+        return ""
+    types = want if isinstance(want, tuple) else (want,)
+    return " " + "/".join(t.__name__ for t in types)

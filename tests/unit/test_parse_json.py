@@ -51,6 +51,7 @@ def test_want_filters_by_type():
     assert extract_json("[1, 2] and [3]", want=list) == [1, 2]
     with pytest.raises(ParseError, match="no JSON dict"):
         extract_json("[1, 2]", want=dict)
+    assert extract_json('[{"answerable": true}]', want=dict) == {"answerable": True}
 
 
 def test_truncated_values_only_on_request():
