@@ -250,9 +250,12 @@ class LLMClient:
     def _record(self, key: str | None, node: str, reply: LLMReply) -> LLMReply:
         self.usage.record(node, reply.input_tokens, reply.output_tokens)
         if key is not None and self.cache is not None:
-            self.cache.put(
-                key,
-                CachedReply(reply.text, reply.input_tokens, reply.output_tokens),
-                model=self.model_name,
-            )
+            entry = CachedReply(reply.text, reply.input_tokens, reply.output_tokens)
+            try:
+                self.cache.put(key, entry, model=self.model_name)
+            except OSError as exc:  # the reply is good; only the saving failed
+                logger.warning(
+                    "could not write the LLM cache entry under %s (%s); check "
+                    "GEAR_LLM_CACHE_DIR is writable", self.cache.directory, exc,
+                )
         return reply

@@ -365,6 +365,24 @@ def test_unreadable_cache_entry_is_a_miss_and_is_rewritten(tmp_path):
     assert list(tmp_path.rglob("*.tmp")) == []
 
 
+def test_cache_write_failure_keeps_the_reply(tmp_path, monkeypatch, caplog):
+    cache = ResponseCache(tmp_path)
+
+    def disk_full(*args, **kwargs):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(cache, "put", disk_full)
+    reply = LLMClient(ScriptedChatModel.from_list(["Paris"]), cache=cache).invoke("q", node="qa")
+    assert reply.text == "Paris"
+    assert "could not write the LLM cache entry" in caplog.text
+
+
+def test_cache_dir_that_is_a_file_is_refused(tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(NotADirectoryError, match="GEAR_LLM_CACHE_DIR"):
+        ResponseCache(tmp_path / "file")
+
+
 def test_from_settings_wires_retries_and_cache(tmp_path):
     settings = GearSettings(llm_cache_dir=tmp_path / "c", llm_max_retries=2)
     client = LLMClient.from_settings(settings, model=FakeListChatModel(responses=["x"]))
