@@ -116,7 +116,9 @@ async def _extract_one(
 ) -> _Outcome:
     """One passage's call and parse; releases its concurrency slot however it ends."""
     try:
-        reply = await llm.ainvoke(prompt.format(title=passage.title, passage=passage.text), node=node)
+        reply = await llm.ainvoke(
+            prompt.format(title=passage.title, passage=passage.text), node=node
+        )
         try:
             return _Outcome(passage, reply, parse_extraction_reply(reply.text))
         except ParseError as exc:

@@ -75,11 +75,12 @@ class ExtractionSummary:
                 f"First error: {first}"
             )
         done, empty = self.passages_succeeded, self.passages_without_triples
-        sample = f" (first such reply: {self.empty_reply_sample!r})" if self.empty_reply_sample else ""
+        sample = (
+            f" (first such reply: {self.empty_reply_sample!r})" if self.empty_reply_sample else ""
+        )
         if done and empty == done:
             found.append(
-                f"all {_plural(done, 'passage')} yielded no triples: check the model/prompt"
-                f"{sample}"
+                f"all {_plural(done, 'passage')} yielded no triples: check the model/prompt{sample}"
             )
         elif done and empty / done > MOSTLY_EMPTY:
             found.append(

@@ -243,7 +243,13 @@ class LLMClient:
         delay = backoff_delay(attempt, self.retry, self._rng, retry_after_s(exc))
         logger.info(
             "LLM call (model=%s, node=%s) failed with %s: %s; retry %d/%d in %.1fs",
-            self.model_name, node, type(exc).__name__, exc, attempt, self.retry.max_retries, delay,
+            self.model_name,
+            node,
+            type(exc).__name__,
+            exc,
+            attempt,
+            self.retry.max_retries,
+            delay,
         )
         return delay
 
@@ -256,6 +262,8 @@ class LLMClient:
             except OSError as exc:  # the reply is good; only the saving failed
                 logger.warning(
                     "could not write the LLM cache entry under %s (%s); check "
-                    "GEAR_LLM_CACHE_DIR is writable", self.cache.directory, exc,
+                    "GEAR_LLM_CACHE_DIR is writable",
+                    self.cache.directory,
+                    exc,
                 )
         return reply

@@ -2,8 +2,9 @@
 
 Retried: rate limits (429), request timeouts (408), server errors (5xx), timeouts and
 connection errors (openai SDK, langchain-core's provider-neutral ``Model*Error`` types,
-httpx or the standard library), and empty replies (no text, or no choices at all). Everything else (bad request, authentication, a bug)
-fails at once: asking again gives the same answer.
+httpx or the standard library), and empty replies (no text, or no choices at all).
+Everything else (bad request, authentication, a bug) fails at once: asking again
+gives the same answer.
 """
 
 from __future__ import annotations

@@ -55,9 +55,7 @@ def usage_of_call(node: str, reply: LLMReply) -> UsageDict:
     return {
         "input": reply.input_tokens,
         "output": reply.output_tokens,
-        "by_node": {
-            node: {"input": reply.input_tokens, "output": reply.output_tokens, "calls": 1}
-        },
+        "by_node": {node: {"input": reply.input_tokens, "output": reply.output_tokens, "calls": 1}},
     }
 
 

@@ -74,7 +74,9 @@ def _pick(mapping: dict[str, Any], keys: tuple[str, ...]) -> Any:
 
 def _verdict(answerable: bool, answer: str | None, reason: str | None) -> ReasonerVerdict:
     if answerable and answer is None:
-        return ReasonerVerdict(False, None, reason or "the reasoner said answerable but gave no answer")
+        return ReasonerVerdict(
+            False, None, reason or "the reasoner said answerable but gave no answer"
+        )
     return ReasonerVerdict(answerable, answer if answerable else None, reason)
 
 

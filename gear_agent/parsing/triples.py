@@ -59,7 +59,9 @@ _CLOSING_QUOTES = set(_QUOTES.values())
 _OPENING_QUOTE = {close: open_ for open_, close in _QUOTES.items()}
 _OPEN = {"(": ")", "[": "]", "{": "}"}
 _CLOSE = {")", "]", "}"}
-_BULLET = re.compile(r"^\s*(?:[-*\u2022+>]|\d+\s*[.):]|#+|(?:triple|fact)\s*#?\d*\s*[:.)-])\s*", re.I)
+_BULLET = re.compile(
+    r"^\s*(?:[-*\u2022+>]|\d+\s*[.):]|#+|(?:triple|fact)\s*#?\d*\s*[:.)-])\s*", re.I
+)
 _TABLE_RULE = re.compile(r"^:?-{2,}:?$")
 _ARROW = re.compile(r"\s*(?:->|\u2192|=>)\s*")
 _SPACES = re.compile(r"\s+")

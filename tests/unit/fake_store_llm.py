@@ -74,12 +74,14 @@ class ScriptedChatModel(BaseChatModel):
         message = outcome if isinstance(outcome, AIMessage) else AIMessage(content=outcome)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         return self._result(messages)
 
-    async def _agenerate(self, messages: list[BaseMessage], stop: Any = None,
-                         run_manager: Any = None, **kwargs: Any) -> ChatResult:
+    async def _agenerate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         self.async_calls += 1
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
@@ -163,8 +165,9 @@ class FakeStore(Store):
     def triples_of_passage(self, passage_id: str) -> list[str]:
         return [t.id for t in self.triples.values() if t.passage_id == passage_id]
 
-    def neighbours(self, triple_id: str, query_vector: np.ndarray | None = None,
-                   limit: int = 100) -> list[str]:
+    def neighbours(
+        self, triple_id: str, query_vector: np.ndarray | None = None, limit: int = 100
+    ) -> list[str]:
         raise NotImplementedError
 
     def unextracted_passages(self) -> list[Passage]:

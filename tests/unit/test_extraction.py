@@ -42,7 +42,10 @@ def good_reply(prompt: str) -> str:
     return json.dumps(
         {
             "entities": [name, f"City {number}"],
-            "triples": [[name, "founded in", str(1900 + int(number))], [name, "located in", f"City {number}"]],
+            "triples": [
+                [name, "founded in", str(1900 + int(number))],
+                [name, "located in", f"City {number}"],
+            ],
         }
     )
 
@@ -83,7 +86,12 @@ def test_writes_in_batches_triples_before_marks():
     store = FakeStore(make_passages(5))
     run(store, client(ScriptedChatModel(respond=good_reply)), concurrency=1, commit_every=2)
     assert store.writes == [
-        ("triples", 4), ("marks", 2), ("triples", 4), ("marks", 2), ("triples", 2), ("marks", 1)
+        ("triples", 4),
+        ("marks", 2),
+        ("triples", 4),
+        ("marks", 2),
+        ("triples", 2),
+        ("marks", 1),
     ]
 
 
@@ -98,8 +106,13 @@ def test_interrupted_run_keeps_finished_work_and_resume_sends_only_the_rest():
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        run(store, client(first_model), concurrency=1, commit_every=100,
-            progress=interrupt_after_four)
+        run(
+            store,
+            client(first_model),
+            concurrency=1,
+            commit_every=100,
+            progress=interrupt_after_four,
+        )
     assert len(store.extracted) == 4  # flushed although commit_every was not reached
     assert len(store.triples) == 8
     done_first = {title_of(c) for c in first_model.calls}
@@ -120,8 +133,9 @@ def test_cancelled_run_keeps_finished_work():
     model = ScriptedChatModel(respond=good_reply, delay_s=0.01)
 
     async def main() -> None:
-        task = asyncio.create_task(extract_triples(store, client(model), concurrency=2,
-                                                   commit_every=100))
+        task = asyncio.create_task(
+            extract_triples(store, client(model), concurrency=2, commit_every=100)
+        )
         while len(model.calls) < 5:
             await asyncio.sleep(0.005)
         task.cancel()
@@ -162,8 +176,9 @@ def test_a_failed_passage_is_recorded_and_left_for_the_next_run():
 
 def test_unreadable_reply_is_a_failure_not_an_empty_extraction():
     store = FakeStore(make_passages(2))
-    model = ScriptedChatModel(respond=lambda p: "Sorry, I can't." if "Entity 1" in title_of(p)
-                              else good_reply(p))
+    model = ScriptedChatModel(
+        respond=lambda p: "Sorry, I can't." if "Entity 1" in title_of(p) else good_reply(p)
+    )
     summary = run(store, client(model))
     assert summary.passages_failed == 1
     assert "unreadable reply" in summary.failures[0].error
@@ -185,8 +200,12 @@ def test_fatal_error_stops_the_run_after_writing_finished_work():
         return good_reply(prompt)
 
     with pytest.raises(LLMCallError, match="AuthenticationError"):
-        run(store, client(ScriptedChatModel(respond=auth_fails_later)), concurrency=1,
-            commit_every=100)
+        run(
+            store,
+            client(ScriptedChatModel(respond=auth_fails_later)),
+            concurrency=1,
+            commit_every=100,
+        )
     assert len(store.extracted) == 2
 
 
@@ -221,7 +240,11 @@ def test_concurrency_is_bounded():
 def test_progress_is_reported_per_passage():
     store = FakeStore(make_passages(3))
     seen: list[tuple[int, int]] = []
-    run(store, client(ScriptedChatModel(respond=good_reply)), progress=lambda d, t: seen.append((d, t)))
+    run(
+        store,
+        client(ScriptedChatModel(respond=good_reply)),
+        progress=lambda d, t: seen.append((d, t)),
+    )
     assert seen == [(1, 3), (2, 3), (3, 3)]
 
 

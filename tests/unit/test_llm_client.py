@@ -124,7 +124,10 @@ def test_final_failure_names_model_node_attempts_and_error():
         client.invoke("q", node="reasoner")
     error = caught.value
     assert (error.model, error.node, error.attempts, error.retriable) == (
-        "scripted-model", "reasoner", 3, True
+        "scripted-model",
+        "reasoner",
+        3,
+        True,
     )
     assert isinstance(error.__cause__, openai.InternalServerError)
     message = str(error)
@@ -262,7 +265,9 @@ def test_usage_is_summed_per_node_and_in_total():
     assert totals["input"] == r1.input_tokens + r2.input_tokens + r3.input_tokens
     assert totals["output"] == 10 + 2 + 1
     assert totals["by_node"]["reader"] == {
-        "input": r1.input_tokens + r2.input_tokens, "output": 12, "calls": 2
+        "input": r1.input_tokens + r2.input_tokens,
+        "output": 12,
+        "calls": 2,
     }
     assert totals["by_node"]["reasoner"]["calls"] == 1
 
@@ -469,8 +474,13 @@ def _completion(content, usage=True, choices=None) -> dict:
         "model": "gpt-4o-mini",
         "choices": choices
         if choices is not None
-        else [{"index": 0, "finish_reason": "stop",
-               "message": {"role": "assistant", "content": content}}],
+        else [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": content},
+            }
+        ],
     }
     if usage:
         body["usage"] = {"prompt_tokens": 21, "completion_tokens": 2, "total_tokens": 23}
@@ -487,7 +497,10 @@ def _chat_openai_with(responses: list[httpx.Response]):
         return responses.pop(0)
 
     model = ChatOpenAI(
-        model="gpt-4o-mini", api_key="sk-test", base_url="http://llm.test/v1", max_retries=0,
+        model="gpt-4o-mini",
+        api_key="sk-test",
+        base_url="http://llm.test/v1",
+        max_retries=0,
         http_client=httpx.Client(transport=httpx.MockTransport(handler)),
         http_async_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)),
     )

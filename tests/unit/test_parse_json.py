@@ -21,16 +21,21 @@ from gear_agent.parsing import (
     [
         ('{"a": 1}', {"a": 1}),
         ('```json\n{"a": 1}\n```', {"a": 1}),
-        ('```\n[1, 2]\n```', [1, 2]),
+        ("```\n[1, 2]\n```", [1, 2]),
         ('Here you go:\n{"a": [1, 2]}\nHope this helps!', {"a": [1, 2]}),
         ('{"a": [1, 2,], "b": 3,}', {"a": [1, 2], "b": 3}),
-        ("{'a': 'x', 'b': None, 'c': True, 'd': False}", {"a": "x", "b": None, "c": True, "d": False}),
+        (
+            "{'a': 'x', 'b': None, 'c': True, 'd': False}",
+            {"a": "x", "b": None, "c": True, "d": False},
+        ),
         ("{answerable: true, reason: 'two words'}", {"answerable": True, "reason": "two words"}),
         ("{'name': 'Obama's wife'}", {"name": "Obama's wife"}),
         ('{"q": "He said \\"hi\\""}', {"q": 'He said "hi"'}),
         ("{'u': '\\u00e9t\\u00e9'}", {"u": "été"}),
-        ("According to [1] and [2], the reply is {\"answer\": \"Paris\", \"n\": [1, 2, 3]}",
-         {"answer": "Paris", "n": [1, 2, 3]}),
+        (
+            'According to [1] and [2], the reply is {"answer": "Paris", "n": [1, 2, 3]}',
+            {"answer": "Paris", "n": [1, 2, 3]},
+        ),
         ("[('a', 'b', 'c')]", [["a", "b", "c"]]),
         ("-1.5e3", -1500.0),
         ('```json\n{"a": 1}', {"a": 1}),  # fence never closed
@@ -161,18 +166,28 @@ def test_unreadable_extraction_reply_raises(text):
     ("text", "expected"),
     [
         ('{"answerable": true, "answer": "Paris", "reason": null}', (True, "Paris", None)),
-        ('{"answerable": false, "answer": null, "reason": "birth year of X"}',
-         (False, None, "birth year of X")),
+        (
+            '{"answerable": false, "answer": null, "reason": "birth year of X"}',
+            (False, None, "birth year of X"),
+        ),
         ('```json\n{"answerable": "yes", "answer": "1961"}\n```', (True, "1961", None)),
-        ("{'answerable': 'No', 'answer': 'N/A', 'missing': 'who directed Y'}",
-         (False, None, "who directed Y")),
+        (
+            "{'answerable': 'No', 'answer': 'N/A', 'missing': 'who directed Y'}",
+            (False, None, "who directed Y"),
+        ),
         ('{"answerable": 1, "answer": 1961}', (True, "1961", None)),
         ('{"answerable": false, "answer": "Paris", "reason": "unsure"}', (False, None, "unsure")),
         ("Yes. Paris", (True, "Paris", None)),
         ("yes - **Paris**", (True, "Paris", None)),
-        ("No, the birth date of Jane Doe is missing.", (False, None, "the birth date of Jane Doe is missing.")),
+        (
+            "No, the birth date of Jane Doe is missing.",
+            (False, None, "the birth date of Jane Doe is missing."),
+        ),
         ("Answerable: yes\nAnswer: 1990\nReason: found it", (True, "1990", "found it")),
-        ("**Answerable:** no\n**Reason:** the director's birthplace", (False, None, "the director's birthplace")),
+        (
+            "**Answerable:** no\n**Reason:** the director's birthplace",
+            (False, None, "the director's birthplace"),
+        ),
         ("Let me think.\nAnswerable: no\nMissing: X's spouse", (False, None, "X's spouse")),
     ],
 )

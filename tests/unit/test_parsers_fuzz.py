@@ -22,9 +22,24 @@ FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCh
 
 # Text rich in the characters the parsers care about, plus anything at all.
 _SPECIAL = st.sampled_from(
-    list('()[]{},:|"\'`\\\n -*.>0123456789') + ["->", "```", "```json\n", "true", "null", "None",
-                                                "triples", "entities", "answerable", "yes", "no",
-                                                "Answer:", "\u201c", "\u201d", "\u2192"]
+    list("()[]{},:|\"'`\\\n -*.>0123456789")
+    + [
+        "->",
+        "```",
+        "```json\n",
+        "true",
+        "null",
+        "None",
+        "triples",
+        "entities",
+        "answerable",
+        "yes",
+        "no",
+        "Answer:",
+        "\u201c",
+        "\u201d",
+        "\u2192",
+    ]
 )
 structured_text = st.lists(st.one_of(_SPECIAL, st.text(max_size=4)), max_size=60).map("".join)
 any_text = st.one_of(st.text(max_size=300), structured_text)
@@ -100,7 +115,9 @@ _WORD = st.text(
     max_size=20,
 )
 part = _WORD.map(clean_part).filter(lambda p: p is not None and clean_part(p) == p)
-triple = st.tuples(part, part, part).filter(lambda t: not all(p.replace(".", "").isdigit() for p in t))
+triple = st.tuples(part, part, part).filter(
+    lambda t: not all(p.replace(".", "").isdigit() for p in t)
+)
 triple_lists = st.lists(triple, min_size=1, max_size=8, unique=True)
 
 
