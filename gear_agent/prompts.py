@@ -40,7 +40,8 @@ PROMPT_NAMES = (
 """The prompts gear-agent uses."""
 
 _PACKAGE_DIR = Path(__file__).resolve().parent / "_prompts"
-_REPO_DIR = Path(__file__).resolve().parent.parent / "prompts"
+_REPO_DIR = Path(__file__).resolve().parent.parent / "prompts"  # a source checkout's folder
+_IS_CHECKOUT = (_REPO_DIR.parent / "pyproject.toml").is_file()
 _SUFFIX = ".txt"
 
 
@@ -97,7 +98,8 @@ def _search_dirs(prompts_dir: Path | str | None) -> list[Path]:
                 f"prompts folder {folder} does not exist; fix GEAR_PROMPTS_DIR or leave it unset"
             )
         dirs.append(folder)
-    dirs.extend(d for d in (_PACKAGE_DIR, _REPO_DIR) if d.is_dir() and d not in dirs)
+    builtin = [_PACKAGE_DIR, _REPO_DIR] if _IS_CHECKOUT else [_PACKAGE_DIR]
+    dirs.extend(d for d in builtin if d.is_dir() and d not in dirs)
     return dirs
 
 
