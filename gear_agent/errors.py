@@ -7,6 +7,10 @@ class GearError(Exception):
     """Base of errors whose message is meant for the user as is."""
 
 
+class UnknownNameError(GearError, ValueError):
+    """A name (retriever, scorer, prompt, ...) that is not one of the known ones; lists them."""
+
+
 def user_error_types() -> tuple[type[BaseException], ...]:
     """Every exception type whose message already tells the user what is wrong and what to do."""
     from pydantic import ValidationError
@@ -20,10 +24,9 @@ def user_error_types() -> tuple[type[BaseException], ...]:
         GearError, StoreError, CorpusFormatError, EmbeddingModelError, IndexCorruptError,
         ValidationError,
     ]
-    try:
-        from gear_agent.llm.errors import LLMError
+    from gear_agent.llm.errors import LLMError
+    from gear_agent.parsing.errors import ParseError
+    from gear_agent.prompts import PromptError
 
-        types.append(LLMError)
-    except ImportError:  # pragma: no cover - the LLM layer is always shipped
-        pass
+    types += [LLMError, ParseError, PromptError]
     return tuple(types)

@@ -40,10 +40,10 @@ def eval_(
     from gear_agent.evaluation.dataset import load_questions
     from gear_agent.evaluation.prepare import eval_index_dir, prepare_index
     from gear_agent.evaluation.runner import evaluate
-    from gear_agent.retrieval.registry import make_retriever
+    from gear_agent.retrieval.registry import check_name, make_retriever
 
     settings = load_settings(None, **_overrides(scorer, no_diversity, base_k, tokenizer))
-    names = [n.strip() for n in retrievers.split(",") if n.strip()]
+    names = [check_name(n.strip()) for n in retrievers.split(",") if n.strip()]
     qs = load_questions(questions)[:limit] if limit else load_questions(questions)
     folder = index_dir or eval_index_dir(corpus, openie, settings.embedding_model)
     settings = settings.model_copy(update={"index_dir": folder})
@@ -54,7 +54,8 @@ def eval_(
         runtime.encode(question.question)
     rows = []
     for name, retriever in builders.items():
-        retriever.retrieve(qs[0].question, 15)  # warm-up: lazy indexes are built outside timing
+        if not hasattr(retriever, "arun"):  # warm-up: lazy indexes are built outside timing
+            retriever.retrieve(qs[0].question, 15)
         bar = progress_bar()
         row = evaluate(retriever, qs, concurrency=concurrency,
                        progress=lambda done, total, name=name, bar=bar: bar(name, done, total))
@@ -115,11 +116,12 @@ def search(
     from rich.console import Console
 
     from gear_agent.errors import GearError
-    from gear_agent.retrieval.registry import make_retriever
+    from gear_agent.retrieval.registry import check_name, make_retriever
     from gear_agent.runtime import Runtime
 
     if not question.strip():
         raise GearError("the question is empty")
+    check_name(retriever)
     settings = load_settings(index_dir)
     runtime = Runtime.open(settings)
     ranked = make_retriever(retriever, runtime).retrieve(question, k)

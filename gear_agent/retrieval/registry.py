@@ -1,24 +1,19 @@
 """Retrievers by name, as `gear search --retriever` and `gear eval --retrievers` take them.
 
-LLM-free names: ``bm25``, ``dense``, ``hybrid``, ``{base}+naive_ge`` for each base,
-``ppr``, ``hybrid+naive_ge+ppr``. With an LLM: ``syncge``, ``syncge+ppr``, ``gear``.
+Built in (LLM-free): ``bm25``, ``dense``, ``hybrid``, and ``{base}+naive_ge`` for each
+base. Other parts register more names (PPR, SyncGE, the GEAR agent) with :func:`register`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from gear_agent.errors import UnknownNameError
 from gear_agent.retrieval.base import Retriever
 from gear_agent.retrieval.search import BASE_MODES, BaseRetriever
 from gear_agent.runtime import Runtime
 
-LLM_FREE = (
-    *BASE_MODES,
-    *(f"{mode}+naive_ge" for mode in BASE_MODES),
-    "ppr",
-    "hybrid+naive_ge+ppr",
-)
-NEEDS_LLM = ("syncge", "syncge+ppr", "gear")
+BUILT_IN = (*BASE_MODES, *(f"{mode}+naive_ge" for mode in BASE_MODES))
 _EXTRA: dict[str, Callable[[Runtime], Retriever]] = {}
 
 
@@ -29,15 +24,17 @@ def register(name: str, factory: Callable[[Runtime], Retriever]) -> None:
 
 def available() -> tuple[str, ...]:
     """Every retriever name :func:`make_retriever` knows."""
-    return tuple(dict.fromkeys((*LLM_FREE, *NEEDS_LLM, *_EXTRA)))
+    _load_optional_parts()
+    return tuple(dict.fromkeys((*BUILT_IN, *_EXTRA)))
 
 
 def make_retriever(name: str, runtime: Runtime) -> Retriever:
     """Build the retriever called ``name`` over the runtime's index.
 
     Raises:
-        ValueError: the name is unknown; the message lists the known ones.
+        UnknownNameError: the name is unknown; the message lists the known ones.
     """
+    check_name(name)
     settings = runtime.settings
     if name in BASE_MODES:
         return BaseRetriever(runtime.store, runtime.encode, name, settings.rrf_k)
@@ -50,4 +47,26 @@ def make_retriever(name: str, runtime: Runtime) -> Retriever:
         return NaiveGERetriever(base, beam, runtime.encode, settings.base_k, settings.rrf_k)
     if name in _EXTRA:
         return _EXTRA[name](runtime)
-    raise ValueError(f"unknown retriever {name!r}; known: {', '.join(available())}")
+    raise UnknownNameError(f"unknown retriever {name!r}; known: {', '.join(available())}")
+
+
+def check_name(name: str) -> str:
+    """``name`` if a retriever of that name exists, else UnknownNameError listing the names."""
+    if name not in available():
+        raise UnknownNameError(f"unknown retriever {name!r}; known: {', '.join(available())}")
+    return name
+
+
+def _load_optional_parts() -> None:
+    """Import the modules that register the PPR and LLM-backed retrievers, where present."""
+    import importlib
+
+    for module in _OPTIONAL_MODULES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+
+
+_OPTIONAL_MODULES: tuple[str, ...] = ()
