@@ -1,0 +1,113 @@
+"""The GEAR agent's graph: nodes wired into the iterative loop, and :func:`build_agent`.
+
+::
+
+    START -> start -> retrieve -> read -> link -> expand -> reason
+    reason -(not answerable, iterations left)-> rewrite -> retrieve
+    reason -(answerable or last iteration)-> finalize -> [answer] -> END
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from langgraph.graph import END, START, StateGraph
+
+from gear_agent.agent import nodes
+from gear_agent.agent.state import GearState, InputState, OutputState
+from gear_agent.config import GearSettings
+from gear_agent.llm.client import LLMClient
+from gear_agent.runtime import Runtime
+
+if TYPE_CHECKING:
+    from langgraph.graph.state import CompiledStateGraph
+
+
+def route_after_reason(state: GearState, max_iterations: int) -> Literal["rewrite", "finalize"]:
+    """Stop when the memory answers the question or the iterations are spent, else rewrite."""
+    return "finalize" if nodes.stop_reason_of(state, max_iterations) else "rewrite"
+
+
+def build_graph(
+    runtime: Runtime, llm: LLMClient, settings: GearSettings | None = None
+) -> StateGraph:
+    """The uncompiled GEAR graph over ``runtime``'s index, calling the model through ``llm``.
+
+    Args:
+        runtime: Index, embedder and settings.
+        llm: The client every LLM node calls.
+        settings: Settings for the loop; ``runtime.settings`` when None.
+
+    Returns:
+        The ``StateGraph``; compile it (optionally with a checkpointer) to run it.
+    """
+    settings = settings or runtime.settings
+    if settings is not runtime.settings:
+        runtime = Runtime(settings, runtime.embedder, runtime.store, runtime.encode)
+    graph = StateGraph(GearState, input_schema=InputState, output_schema=OutputState)
+    graph.add_node("start", nodes.make_start(runtime))
+    graph.add_node("retrieve", nodes.make_retrieve(runtime))
+    graph.add_node("read", nodes.make_read(runtime, llm))
+    graph.add_node("link", nodes.make_link(runtime))
+    graph.add_node("expand", nodes.make_expand(runtime))
+    graph.add_node("reason", nodes.make_reason(runtime, llm))
+    graph.add_node("rewrite", nodes.make_rewrite(runtime, llm))
+    graph.add_node("finalize", nodes.make_finalize(runtime))
+    graph.add_edge(START, "start")
+    graph.add_edge("start", "retrieve")
+    graph.add_edge("retrieve", "read")
+    graph.add_edge("read", "link")
+    graph.add_edge("link", "expand")
+    graph.add_edge("expand", "reason")
+    max_iterations = settings.max_iterations
+
+    def after_reason(state: GearState) -> Literal["rewrite", "finalize"]:
+        return route_after_reason(state, max_iterations)
+
+    graph.add_conditional_edges("reason", after_reason, ["rewrite", "finalize"])
+    graph.add_edge("rewrite", "retrieve")
+    if settings.answer:
+        graph.add_node("answer", nodes.make_answer(runtime, llm))
+        graph.add_edge("finalize", "answer")
+        graph.add_edge("answer", END)
+    else:
+        graph.add_edge("finalize", END)
+    return graph
+
+
+def build_agent(
+    settings: GearSettings | None = None,
+    *,
+    runtime: Runtime | None = None,
+    chat_model: Any | None = None,
+    checkpointer: Any | None = None,
+) -> CompiledStateGraph:
+    """The compiled GEAR agent.
+
+    Args:
+        settings: Settings; ``GearSettings()`` (environment ``GEAR_*``) when None, or
+            ``runtime.settings`` when a runtime is given.
+        runtime: An opened index; opened from the settings when None.
+        chat_model: Any LangChain chat model; built from the settings
+            (OPENAI_API_KEY / OPENAI_BASE_URL) when None.
+        checkpointer: A LangGraph checkpointer (then pass a ``thread_id`` in the config).
+
+    Returns:
+        A compiled graph: ``invoke({"question": ...})`` returns ``answer``,
+        ``passages``, ``gist_memory``, ``iterations``, ``queries``, ``stop_reason``,
+        ``tokens`` and ``dropped``; ``ainvoke``, ``stream`` and ``astream`` work too.
+
+    Raises:
+        LLMConfigError: No chat model given and none configured in the environment.
+        StoreError: No index where the settings point.
+
+    Example:
+        >>> agent = build_agent(GearSettings(index_dir="my-index"))  # doctest: +SKIP
+        >>> agent.invoke({"question": "Who is the spouse of the Green performer?"})["answer"]  # doctest: +SKIP
+    """
+    if settings is None:
+        settings = runtime.settings if runtime is not None else GearSettings()
+    if runtime is None:
+        runtime = Runtime.open(settings)
+    llm = LLMClient.from_settings(settings, chat_model)
+    return build_graph(runtime, llm, settings).compile(checkpointer=checkpointer, name="gear")

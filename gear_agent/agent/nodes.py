@@ -1,0 +1,231 @@
+"""The GEAR agent's nodes (Shen et al., section 3.4 and Algorithm 2).
+
+Each factory takes the :class:`~gear_agent.runtime.Runtime` (and the
+:class:`~gear_agent.llm.LLMClient` for LLM nodes) by closure and returns a node:
+a function of the state that returns only the keys it changes. LLM nodes are
+``RunnableLambda`` objects with a sync and an async body, so ``invoke`` calls the
+model's ``invoke`` and ``ainvoke`` awaits its ``ainvoke``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+
+from gear_agent.agent import steps
+from gear_agent.agent.state import GearState
+from gear_agent.llm.client import LLMClient, LLMReply
+from gear_agent.llm.errors import LLMCallError
+from gear_agent.llm.usage import usage_of_call
+from gear_agent.parsing import ParseError, parse_reasoner_reply, parse_short_reply
+from gear_agent.prompts import load_prompt, render_passages, render_triples
+from gear_agent.retrieval.base import fuse_passages
+from gear_agent.runtime import Runtime
+from gear_agent.types import Passage
+
+Update = dict[str, Any]
+Node = Callable[[GearState], Update]
+
+
+def stop_reason_of(state: GearState, max_iterations: int) -> str | None:
+    """Why the loop stops after this iteration's reasoning, or None when it goes on."""
+    if state.get("answerable"):
+        return "answerable"
+    if state.get("iteration", 1) >= state.get("max_iterations", max_iterations):
+        return "max_iterations"
+    return None
+
+
+def _llm_node(
+    name: str,
+    llm: LLMClient,
+    prompt_of: Callable[[GearState], str],
+    update_of: Callable[[GearState, LLMReply], Update],
+    on_call_error: Callable[[GearState, LLMCallError], Update] | None = None,
+) -> RunnableLambda:
+    """A node that builds a prompt, calls the model (sync or async) and turns the reply into an update.
+
+    ``on_call_error`` makes a call that failed for good (retries spent) non-fatal.
+    """
+
+    def finish(state: GearState, reply: LLMReply) -> Update:
+        update = update_of(state, reply)
+        update["tokens"] = usage_of_call(name, reply)
+        return update
+
+    def run(state: GearState, config: RunnableConfig) -> Update:
+        prompt = prompt_of(state)
+        try:
+            reply = llm.invoke(prompt, node=name, config=config)
+        except LLMCallError as exc:
+            if on_call_error is None:
+                raise
+            return on_call_error(state, exc)
+        return finish(state, reply)
+
+    async def arun(state: GearState, config: RunnableConfig) -> Update:
+        prompt = prompt_of(state)
+        try:
+            reply = await llm.ainvoke(prompt, node=name, config=config)
+        except LLMCallError as exc:
+            if on_call_error is None:
+                raise
+            return on_call_error(state, exc)
+        return finish(state, reply)
+
+    afunc: Callable[..., Awaitable[Update]] = arun
+    return RunnableLambda(run, afunc=afunc, name=name)
+
+
+def make_start(runtime: Runtime) -> Node:
+    """Check the question (GearError when empty or too long) and set up iteration 1."""
+
+    def start(state: GearState) -> Update:
+        question = steps.check_question(state.get("question"), runtime.settings.max_question_chars)
+        return {"question": question, "query": question, "queries": [question], "iteration": 1}
+
+    return start
+
+
+def make_retrieve(runtime: Runtime) -> Node:
+    """Base retrieval of the current query: ``base_k`` passages."""
+
+    def retrieve(state: GearState) -> Update:
+        ranked = steps.base_retrieve(runtime, state["query"], runtime.settings.base_k)
+        return {"base": steps.to_dicts(ranked)}
+
+    return retrieve
+
+
+def make_read(runtime: Runtime, llm: LLMClient) -> RunnableLambda:
+    """Reader: proximal triples from the base passages (with the gist memory after iteration 1).
+
+    Items the parser cannot read, and a read that fails after the client's retries,
+    are recorded in ``dropped``; neither stops the loop.
+    """
+
+    def prompt_of(state: GearState) -> str:
+        ids = [p["id"] for p in state.get("base", [])]
+        return steps.reader_prompt(runtime, state["question"], ids, state.get("gist_memory", []))
+
+    def update_of(state: GearState, reply: LLMReply) -> Update:
+        triples, dropped = steps.read_reply(reply.text)
+        iteration = state.get("iteration", 1)
+        return {
+            "proximal": triples,
+            "dropped": [{"iteration": iteration, "node": "read", "item": d} for d in dropped],
+        }
+
+    def on_call_error(state: GearState, exc: LLMCallError) -> Update:
+        record = {"iteration": state.get("iteration", 1), "node": "read", "error": str(exc)}
+        return {"proximal": [], "dropped": [record]}
+
+    return _llm_node("read", llm, prompt_of, update_of, on_call_error)
+
+
+def make_link(runtime: Runtime) -> Node:
+    """tripleLink: proximal triples to their nearest indexed triples; they join the gist memory."""
+
+    def link(state: GearState) -> Update:
+        proximal = state.get("proximal", [])
+        return {"linked": steps.link_triples(runtime, proximal), "gist_memory": proximal}
+
+    return link
+
+
+def make_expand(runtime: Runtime) -> Node:
+    """Expansion from the linked triples, fused (RRF) with the base list into this iteration's list."""
+
+    def expand(state: GearState) -> Update:
+        base = steps.from_dicts(state.get("base", []))
+        expanded = steps.expand(runtime, state["query"], state.get("linked", []))
+        size = max(len({p.id for p in base} | {p.id for p in expanded}), 1)
+        fused = fuse_passages([base, expanded], k=size, rrf_k=runtime.settings.rrf_k)
+        return {"retrieved": [steps.to_dicts(fused)]}
+
+    return expand
+
+
+def make_reason(runtime: Runtime, llm: LLMClient) -> RunnableLambda:
+    """Reasoner: can the question be answered from the gist memory? An unreadable reply counts as no."""
+    prompt = load_prompt("reasoner", runtime.settings.prompts_dir)
+
+    def prompt_of(state: GearState) -> str:
+        memory = render_triples([tuple(t) for t in state.get("gist_memory", [])])
+        return prompt.format(question=state["question"], memory=memory)
+
+    def update_of(state: GearState, reply: LLMReply) -> Update:
+        try:
+            verdict = parse_reasoner_reply(reply.text)
+        except ParseError as exc:
+            record = {"iteration": state.get("iteration", 1), "node": "reason", "error": str(exc)}
+            return {"answerable": False, "answer": None, "reason": None, "dropped": [record]}
+        return {
+            "answerable": verdict.answerable,
+            "answer": verdict.answer,
+            "reason": verdict.reason,
+        }
+
+    return _llm_node("reason", llm, prompt_of, update_of)
+
+
+def make_rewrite(runtime: Runtime, llm: LLMClient) -> RunnableLambda:
+    """Rewriter: the next query from the question, the memory and what is missing."""
+    prompt = load_prompt("rewriter", runtime.settings.prompts_dir)
+
+    def prompt_of(state: GearState) -> str:
+        memory = render_triples([tuple(t) for t in state.get("gist_memory", [])])
+        reason = state.get("reason") or "not stated"
+        return prompt.format(question=state["question"], memory=memory, reason=reason)
+
+    def update_of(state: GearState, reply: LLMReply) -> Update:
+        update: Update = {"iteration": state.get("iteration", 1) + 1}
+        try:
+            query = parse_short_reply(reply.text, label="query")
+        except ParseError as exc:
+            query = " ".join(filter(None, [state["question"], state.get("reason")]))
+            update["dropped"] = [
+                {"iteration": state.get("iteration", 1), "node": "rewrite", "error": str(exc)}
+            ]
+        update.update(query=query, queries=[query])
+        return update
+
+    return _llm_node("rewrite", llm, prompt_of, update_of)
+
+
+def make_finalize(runtime: Runtime) -> Node:
+    """passageLink of every memory triple, RRF with every iteration's list; the top ``top_k``."""
+
+    def finalize(state: GearState) -> Update:
+        settings = runtime.settings
+        k = state.get("top_k", settings.top_k)
+        retrieved = [steps.from_dicts(r) for r in state.get("retrieved", [])]
+        ranked = steps.final_ranking(runtime, state.get("gist_memory", []), retrieved, k)
+        return {
+            "passages": steps.passage_records(runtime, ranked),
+            "stop_reason": stop_reason_of(state, settings.max_iterations),
+            "iterations": state.get("iteration", 1),
+        }
+
+    return finalize
+
+
+def make_answer(runtime: Runtime, llm: LLMClient) -> RunnableLambda:
+    """QA: a short answer from the top ``answer_top_k`` final passages."""
+    prompt = load_prompt("qa", runtime.settings.prompts_dir)
+
+    def prompt_of(state: GearState) -> str:
+        top = state.get("passages", [])[: runtime.settings.answer_top_k]
+        shown = [Passage(p["id"], p["title"], p["text"]) for p in top]
+        return prompt.format(question=state["question"], passages=render_passages(shown))
+
+    def update_of(state: GearState, reply: LLMReply) -> Update:
+        try:
+            return {"answer": parse_short_reply(reply.text, label="answer")}
+        except ParseError as exc:
+            record = {"iteration": state.get("iteration", 1), "node": "answer", "error": str(exc)}
+            return {"answer": None, "dropped": [record]}
+
+    return _llm_node("answer", llm, prompt_of, update_of)

@@ -1,0 +1,112 @@
+"""The GEAR agent's graph state, its input and output schemas, and their reducers.
+
+Accumulating fields use ``Annotated[..., reducer]`` (LangGraph merges what a node
+returns into the state with the reducer); the rest are replaced.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+from typing_extensions import NotRequired
+
+from gear_agent.llm.usage import UsageDict, merge_usage
+
+TripleList = list[list[str]]
+"""Triples as ``[subject, predicate, object]`` lists (JSON-friendly, checkpoint-safe)."""
+
+RankedList = list[dict[str, Any]]
+"""A ranked passage list: ``{"id", "score", "chain": [triple ids]}`` dicts, best first."""
+
+
+def _key(triple: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(" ".join(str(part).split()).lower() for part in triple)
+
+
+def merge_memory(left: TripleList | None, right: TripleList | None) -> TripleList:
+    """Gist-memory reducer: ``left`` then the new triples of ``right``, case-insensitively unique.
+
+    Order is kept (first spelling wins); neither input is changed.
+
+    Example:
+        >>> merge_memory([["Paris", "capital of", "France"]], [["paris", "Capital of", "france"],
+        ...                                                   ["France", "in", "Europe"]])
+        [['Paris', 'capital of', 'France'], ['France', 'in', 'Europe']]
+    """
+    merged: TripleList = []
+    seen: set[tuple[str, ...]] = set()
+    for part in (left or [], right or []):
+        for triple in part:
+            key = _key(triple)
+            if key not in seen:
+                seen.add(key)
+                merged.append([str(p) for p in triple])
+    return merged
+
+
+class InputState(TypedDict):
+    """What a caller passes: the question, and optional per-run overrides of the settings."""
+
+    question: str
+    max_iterations: NotRequired[int]
+    top_k: NotRequired[int]
+
+
+class OutputState(TypedDict):
+    """What ``invoke`` returns."""
+
+    answer: str | None
+    passages: list[dict[str, Any]]
+    gist_memory: TripleList
+    iterations: int
+    queries: list[str]
+    stop_reason: str | None
+    tokens: UsageDict
+    dropped: list[dict[str, Any]]
+
+
+class GearState(TypedDict):
+    """Everything the GEAR loop reads and writes.
+
+    Attributes:
+        question: The user's question.
+        max_iterations: Per-run override of ``GearSettings.max_iterations``.
+        top_k: Per-run override of ``GearSettings.top_k``.
+        query: The current retrieval query (the question in iteration 1).
+        queries: Every query used, in order (appended).
+        iteration: The current iteration, 1-based.
+        base: This iteration's base (hybrid) retrieval list.
+        retrieved: One ranked list per iteration: RRF of the base and expansion lists (appended).
+        proximal: This iteration's reader triples.
+        dropped: Reader items the parser left out and failed LLM reads/parses (appended).
+        linked: Ids of the indexed triples the proximal triples linked to (this iteration).
+        gist_memory: Triples gathered so far, case-insensitively unique, in order.
+        answerable: The reasoner's last verdict.
+        reason: What the reasoner said is missing (when not answerable).
+        answer: The answer (reasoner's, then the QA node's when answering is on).
+        stop_reason: ``"answerable"`` or ``"max_iterations"`` once the loop has stopped.
+        iterations: Iterations run (set at the end).
+        passages: The final ranked passages: ``id, title, text, score, chain``.
+        tokens: LLM usage, in total and per node (summed).
+    """
+
+    question: str
+    max_iterations: NotRequired[int]
+    top_k: NotRequired[int]
+    query: str
+    queries: Annotated[list[str], operator.add]
+    iteration: int
+    base: RankedList
+    retrieved: Annotated[list[RankedList], operator.add]
+    proximal: TripleList
+    dropped: Annotated[list[dict[str, Any]], operator.add]
+    linked: list[str]
+    gist_memory: Annotated[TripleList, merge_memory]
+    answerable: bool
+    reason: str | None
+    answer: str | None
+    stop_reason: str | None
+    iterations: int
+    passages: list[dict[str, Any]]
+    tokens: Annotated[UsageDict, merge_usage]

@@ -1,0 +1,194 @@
+"""GEAR's operations over an index, shared by the agent's nodes and the SyncGE retriever.
+
+Each is a plain function of the :class:`~gear_agent.runtime.Runtime` and its inputs:
+base retrieval, building the reader prompt and reading its reply, tripleLink,
+expansion (beam search, or PPR when that module exists), passageLink and the final
+fusion (Shen et al., sections 3.2-3.4).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from typing import Any
+
+from gear_agent.errors import GearError
+from gear_agent.expansion.beam import TripleBeamSearch, beams_to_passages
+from gear_agent.parsing import parse_triples
+from gear_agent.prompts import load_prompt, render_passages, render_triples
+from gear_agent.retrieval.base import RankedPassage, fuse_passages
+from gear_agent.retrieval.search import search
+from gear_agent.runtime import Runtime
+
+
+def check_question(question: object, max_chars: int) -> str:
+    """The question, stripped; raises :class:`GearError` when it is empty, not text, or too long."""
+    if not isinstance(question, str):
+        raise GearError(f"the question must be text, got {type(question).__name__}")
+    text = question.strip()
+    if not text:
+        raise GearError("the question is empty; ask something, e.g. 'Who founded Rome?'")
+    if len(text) > max_chars:
+        raise GearError(
+            f"the question is {len(text)} characters long; the limit is {max_chars} "
+            "(raise GEAR_MAX_QUESTION_CHARS to allow longer ones)"
+        )
+    return text
+
+
+def to_dicts(ranked: Sequence[RankedPassage]) -> list[dict[str, Any]]:
+    """Ranked passages as plain dicts for the graph state."""
+    return [{"id": p.id, "score": p.score, "chain": list(p.chain)} for p in ranked]
+
+
+def from_dicts(ranked: Sequence[dict[str, Any]]) -> list[RankedPassage]:
+    """The inverse of :func:`to_dicts`."""
+    return [RankedPassage(p["id"], float(p["score"]), tuple(p.get("chain") or ())) for p in ranked]
+
+
+def base_retrieve(runtime: Runtime, query: str, k: int) -> list[RankedPassage]:
+    """Hybrid (or the configured base mode) passage retrieval of ``query``."""
+    s = runtime.settings
+    hits = search(runtime.store, runtime.encode, "passage", query, k, s.base_retriever, s.rrf_k)
+    return [RankedPassage(h.id, h.score) for h in hits]
+
+
+def reader_prompt(
+    runtime: Runtime, question: str, passage_ids: Sequence[str], memory: Sequence[Sequence[str]]
+) -> str:
+    """The reader prompt over the passages; with the gist memory once there is one."""
+    passages = render_passages(runtime.store.get_passages(list(passage_ids)))
+    folder = runtime.settings.prompts_dir
+    if memory:
+        return load_prompt("reader_with_memory", folder).format(
+            question=question, passages=passages, memory=render_triples([tuple(t) for t in memory])
+        )
+    return load_prompt("reader", folder).format(question=question, passages=passages)
+
+
+def read_reply(text: str) -> tuple[list[list[str]], list[str]]:
+    """Proximal triples in a reader reply, and the items the parser dropped."""
+    parsed = parse_triples(text)
+    return [list(t) for t in parsed.triples], list(parsed.dropped)
+
+
+def link_triples(runtime: Runtime, triples: Sequence[Sequence[str]]) -> list[str]:
+    """tripleLink: each triple's nearest indexed triple (hybrid search, top 1), unique, in order."""
+    s = runtime.settings
+    linked: list[str] = []
+    for triple in triples:
+        text = " ".join(triple)
+        hits = search(runtime.store, runtime.encode, "triple", text, 1, s.base_retriever, s.rrf_k)
+        if hits and hits[0].id not in linked:
+            linked.append(hits[0].id)
+    return linked
+
+
+def beam_expand(runtime: Runtime, query: str, start: Sequence[str]) -> list[RankedPassage]:
+    """Diverse triple beam search from ``start`` triples; their passages with chains."""
+    if not start:
+        return []
+    beam = TripleBeamSearch(runtime.store, runtime.embedder, runtime.beam_settings())
+    return beams_to_passages(runtime.store, beam.run(runtime.encode(query), list(start)))
+
+
+def ppr_expand(runtime: Runtime, query: str, start: Sequence[str], k: int) -> list[RankedPassage]:
+    """PPR expansion through ``gear_agent.expansion.ppr.ppr_expand`` when that module exists.
+
+    Raises:
+        GearError: The PPR module is not available in this installation.
+    """
+    try:
+        module = importlib.import_module("gear_agent.expansion.ppr")
+    except ImportError as exc:
+        raise GearError(
+            "expansion 'ppr'/'both' needs gear_agent.expansion.ppr, which is not available "
+            "yet; set GEAR_EXPANSION=beam"
+        ) from exc
+    func = getattr(module, "ppr_expand", None)
+    if func is None:
+        raise GearError("gear_agent.expansion.ppr has no ppr_expand(); set GEAR_EXPANSION=beam")
+    return list(func(runtime, query, list(start), k))
+
+
+def expand(runtime: Runtime, query: str, start: Sequence[str]) -> list[RankedPassage]:
+    """The expansion list chosen by ``settings.expansion``: beam, ppr, or RRF of both."""
+    s = runtime.settings
+    if s.expansion == "beam":
+        return beam_expand(runtime, query, start)
+    if s.expansion == "ppr":
+        return ppr_expand(runtime, query, start, s.base_k)
+    lists = [beam_expand(runtime, query, start), ppr_expand(runtime, query, start, s.base_k)]
+    return fuse_passages(lists, k=max(len(lists[0]) + len(lists[1]), 1), rrf_k=s.rrf_k)
+
+
+def passage_link(runtime: Runtime, triple: Sequence[str]) -> list[RankedPassage]:
+    """passageLink of one memory triple: RRF of its top passages and its top triples' passages.
+
+    Both searches are hybrid and take ``passage_link_k`` hits; a passage reached
+    through a triple carries that triple as its chain.
+    """
+    s = runtime.settings
+    text = " ".join(triple)
+    k = s.passage_link_k
+    direct = search(runtime.store, runtime.encode, "passage", text, k, s.base_retriever, s.rrf_k)
+    hits = search(runtime.store, runtime.encode, "triple", text, k, s.base_retriever, s.rrf_k)
+    via: list[RankedPassage] = []
+    seen: set[str] = set()
+    for t in runtime.store.get_triples([h.id for h in hits]):
+        if t.passage_id not in seen:
+            seen.add(t.passage_id)
+            via.append(RankedPassage(t.passage_id, 1.0 / (len(via) + 1), (t.id,)))
+    direct_list = [RankedPassage(h.id, h.score) for h in direct]
+    return fuse_passages([direct_list, via], k=2 * k, rrf_k=s.rrf_k)
+
+
+def final_ranking(
+    runtime: Runtime,
+    memory: Sequence[Sequence[str]],
+    retrieved: Sequence[Sequence[RankedPassage]],
+    k: int,
+) -> list[RankedPassage]:
+    """One list: RRF of every memory triple's passageLink list and every iteration's list."""
+    lists = [passage_link(runtime, t) for t in memory] + [list(r) for r in retrieved]
+    return fuse_passages(lists, k=k, rrf_k=runtime.settings.rrf_k)
+
+
+def passage_records(runtime: Runtime, ranked: Sequence[RankedPassage]) -> list[dict[str, Any]]:
+    """The ranked passages as ``id, title, text, score, chain`` (chain as ``[s, p, o]`` lists)."""
+    found = {p.id: p for p in runtime.store.get_passages([r.id for r in ranked])}
+    triple_ids = list(dict.fromkeys(t for r in ranked for t in r.chain))
+    triples = {t.id: list(t.as_tuple()) for t in runtime.store.get_triples(triple_ids)}
+    records = []
+    for r in ranked:
+        passage = found.get(r.id)
+        if passage is None:
+            continue
+        chain = [triples[t] for t in r.chain if t in triples]
+        records.append(
+            {
+                "id": r.id,
+                "title": passage.title,
+                "text": passage.text,
+                "score": r.score,
+                "chain": chain,
+            }
+        )
+    return records
+
+
+__all__ = [
+    "base_retrieve",
+    "beam_expand",
+    "check_question",
+    "expand",
+    "final_ranking",
+    "from_dicts",
+    "link_triples",
+    "passage_link",
+    "passage_records",
+    "ppr_expand",
+    "read_reply",
+    "reader_prompt",
+    "to_dicts",
+]
