@@ -141,6 +141,7 @@ def test_finalize_orders_by_rrf_of_iteration_lists(runtime) -> None:
 def test_finalize_passage_links_memory_triples(runtime) -> None:
     state = {
         "iteration": 1,
+        "max_iterations": 1,
         "gist_memory": [["Folsom", "located in", "Sacramento County"]],
         "retrieved": [],
     }
