@@ -1,0 +1,58 @@
+"""On the demo corpus, every backend returns the same top results as the embedded store.
+
+Runs against the Elasticsearch emulation always and a live cluster when GEAR_ES_URL is set.
+BM25 ties aside: a live cluster stores document lengths lossily, so only the top hit's
+score must be clearly ahead of the next before the top ids are compared strictly.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gear_agent.indexing import IndexReport, add_passages, import_openie
+from gear_agent.ingest.corpus import read_corpus
+
+DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo"
+QUERIES = [q["question"] for q in json.loads((DEMO / "questions.json").read_text())] + [
+    "Kestrel Observatory", "painter seascapes", "comet orbital period",
+]
+
+
+def _fill(store):
+    report = IndexReport()
+    add_passages(store, read_corpus(DEMO / "corpus.json"), report)
+    import_openie(store, DEMO / "openie.json", report)
+    return store
+
+
+@pytest.fixture
+def reference(tmp_path, embedder):
+    from gear_agent.store.embedded import EmbeddedStore
+
+    return _fill(EmbeddedStore.open(tmp_path / "reference", embedder))
+
+
+def _top(hits, n=3):
+    return [h.id for h in hits[:n]]
+
+
+def test_same_top_results_as_the_embedded_store(backend, embedder, reference):
+    if backend.name == "embedded":
+        pytest.skip("the embedded store is the reference")
+    other = _fill(backend.open(embedder))
+    assert other.count("passage") == reference.count("passage") == 12
+    assert other.count("triple") == reference.count("triple") == 34
+    for query in QUERIES:
+        vector = embedder.embed_one(query)
+        for collection in ("passage", "triple"):
+            assert _top(other.vector_search(collection, vector, 5)) == _top(
+                reference.vector_search(collection, vector, 5)
+            ), (query, collection)
+            mine, theirs = reference.bm25_search(collection, query, 5), other.bm25_search(collection, query, 5)
+            if len(mine) > 1 and mine[0].score - mine[1].score < 0.05 * mine[0].score:
+                assert {h.id for h in theirs[:2]} & {h.id for h in mine[:2]}, (query, collection)
+            else:
+                assert _top(theirs, 1) == _top(mine, 1), (query, collection)
+        some_triple = reference.vector_search("triple", vector, 1)[0].id
+        assert set(other.neighbours(some_triple, vector, 5)) == set(reference.neighbours(some_triple, vector, 5))
