@@ -204,7 +204,7 @@ def make_finalize(runtime: Runtime) -> Node:
         retrieved = [steps.from_dicts(r) for r in state.get("retrieved", [])]
         ranked = steps.final_ranking(runtime, state.get("gist_memory", []), retrieved, k)
         return {
-            "passages": steps.passage_records(runtime, ranked),
+            "passages": steps.passage_records(runtime.store, ranked),
             "stop_reason": stop_reason_of(state, settings.max_iterations),
             "iterations": state.get("iteration", 1),
         }

@@ -19,6 +19,7 @@ from gear_agent.prompts import load_prompt, render_passages, render_triples
 from gear_agent.retrieval.base import RankedPassage, fuse_passages
 from gear_agent.retrieval.search import search
 from gear_agent.runtime import Runtime
+from gear_agent.store.base import Store
 
 
 def check_question(question: object, max_chars: int) -> str:
@@ -154,11 +155,11 @@ def final_ranking(
     return fuse_passages(lists, k=k, rrf_k=runtime.settings.rrf_k)
 
 
-def passage_records(runtime: Runtime, ranked: Sequence[RankedPassage]) -> list[dict[str, Any]]:
+def passage_records(store: Store, ranked: Sequence[RankedPassage]) -> list[dict[str, Any]]:
     """The ranked passages as ``id, title, text, score, chain`` (chain as ``[s, p, o]`` lists)."""
-    found = {p.id: p for p in runtime.store.get_passages([r.id for r in ranked])}
+    found = {p.id: p for p in store.get_passages([r.id for r in ranked])}
     triple_ids = list(dict.fromkeys(t for r in ranked for t in r.chain))
-    triples = {t.id: list(t.as_tuple()) for t in runtime.store.get_triples(triple_ids)}
+    triples = {t.id: list(t.as_tuple()) for t in store.get_triples(triple_ids)}
     records = []
     for r in ranked:
         passage = found.get(r.id)

@@ -1,0 +1,77 @@
+"""A LangChain ``BaseRetriever`` over the GEAR agent or any gear-agent retriever.
+
+Each passage becomes a ``Document`` whose ``page_content`` is the passage text and
+whose metadata holds ``id``, ``title``, ``score`` and ``chain`` (the ``[s, p, o]``
+triples whose path reached it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, Field
+
+from gear_agent.agent.steps import passage_records
+
+
+def to_documents(passages: list[dict[str, Any]]) -> list[Document]:
+    """Final passage records (``id, title, text, score, chain``) as Documents."""
+    return [
+        Document(
+            page_content=p["text"],
+            id=p["id"],
+            metadata={"id": p["id"], "title": p["title"], "score": p["score"], "chain": p["chain"]},
+        )
+        for p in passages
+    ]
+
+
+class GearLangChainRetriever(BaseRetriever):
+    """Documents from the compiled GEAR agent (``agent``), or a gear ``retriever`` and its ``store``.
+
+    Example:
+        >>> docs = GearLangChainRetriever(agent=build_agent(), k=5).invoke("Who ...?")  # doctest: +SKIP
+        >>> docs[0].metadata["chain"]  # doctest: +SKIP
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    agent: Any | None = Field(None, description="A compiled GEAR graph (build_agent()).")
+    retriever: Any | None = Field(None, description="A gear_agent Retriever, used with store.")
+    store: Any | None = Field(None, description="The store the retriever searches.")
+    k: int = Field(15, ge=1, description="Documents returned.")
+
+    def model_post_init(self, context: Any) -> None:
+        if (self.agent is None) == (self.retriever is None):
+            raise ValueError("give exactly one of agent= or retriever= (with store=)")
+        if self.retriever is not None and self.store is None:
+            raise ValueError("retriever= needs store= to read the passages' text")
+
+    def _records(self, query: str) -> list[dict[str, Any]]:
+        ranked = self.retriever.retrieve(query, self.k)  # type: ignore[union-attr]
+        return passage_records(self.store, ranked)  # type: ignore[arg-type]
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        if self.agent is not None:
+            config = {"callbacks": run_manager.get_child()}
+            result = self.agent.invoke({"question": query, "top_k": self.k}, config)
+            return to_documents(result["passages"])
+        return to_documents(self._records(query))
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        if self.agent is not None:
+            config = {"callbacks": run_manager.get_child()}
+            result = await self.agent.ainvoke({"question": query, "top_k": self.k}, config)
+            return to_documents(result["passages"])
+        return to_documents(await asyncio.to_thread(self._records, query))

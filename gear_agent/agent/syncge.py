@@ -1,0 +1,61 @@
+"""SyncGE: one step of GEAR as a retriever (Shen et al., section 3.3).
+
+Base retrieval, then the reader's proximal triples from the base passages,
+tripleLink to indexed triples, diverse triple beam search from them, and RRF of
+the expansion with the base list. One LLM call per question.
+"""
+
+from __future__ import annotations
+
+from gear_agent.agent import steps
+from gear_agent.evaluation.runner import Outcome
+from gear_agent.llm.client import LLMClient, LLMReply
+from gear_agent.retrieval.base import RankedPassage, Retriever, fuse_passages
+from gear_agent.runtime import Runtime
+
+
+class SyncGERetriever(Retriever):
+    """``syncge``: base retrieval, reader, tripleLink, expansion, RRF with the base list.
+
+    A failed reader call (retries spent) raises :class:`~gear_agent.llm.LLMCallError`;
+    an unreadable reply gives no proximal triples, and then the base list alone.
+
+    Example:
+        >>> syncge = SyncGERetriever(runtime, LLMClient.from_settings(settings))  # doctest: +SKIP
+        >>> [p.id for p in syncge.retrieve("Who is the spouse of the Green performer?", 15)]  # doctest: +SKIP
+    """
+
+    def __init__(self, runtime: Runtime, llm: LLMClient, name: str = "syncge") -> None:
+        self.runtime, self.llm, self.name = runtime, llm, name
+
+    def _prepare(self, query: str) -> tuple[str, list[RankedPassage], str]:
+        s = self.runtime.settings
+        question = steps.check_question(query, s.max_question_chars)
+        base = steps.base_retrieve(self.runtime, question, s.base_k)
+        prompt = steps.reader_prompt(self.runtime, question, [p.id for p in base], [])
+        return question, base, prompt
+
+    def _finish(
+        self, question: str, base: list[RankedPassage], reply: LLMReply, k: int
+    ) -> list[RankedPassage]:
+        proximal, _dropped = steps.read_reply(reply.text)
+        linked = steps.link_triples(self.runtime, proximal)
+        expanded = steps.expand(self.runtime, question, linked)
+        return fuse_passages([base, expanded], k=k, rrf_k=self.runtime.settings.rrf_k)
+
+    def retrieve(self, query: str, k: int) -> list[RankedPassage]:
+        question, base, prompt = self._prepare(query)
+        reply = self.llm.invoke(prompt, node="read")
+        return self._finish(question, base, reply, k)
+
+    async def arun(self, question: str, k: int) -> Outcome:
+        """One question for ``gear eval``: passages and the reader's token cost."""
+        question, base, prompt = self._prepare(question)
+        reply = await self.llm.ainvoke(prompt, node="read")
+        ranked = self._finish(question, base, reply, k)
+        return Outcome(
+            [p.id for p in ranked],
+            input_tokens=reply.input_tokens,
+            output_tokens=reply.output_tokens,
+            iterations=1,
+        )

@@ -1,0 +1,103 @@
+"""SyncGE, the agent as a retriever, the registry names, and the LangChain adapter."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from agent_fakes import INPUT_TOKENS, OUTPUT_TOKENS, QUESTION, client, make_runtime, pid, scripted
+
+from gear_agent.agent.graph import build_graph
+from gear_agent.agent.langchain_retriever import GearLangChainRetriever
+from gear_agent.agent.retrievers import GearRetriever
+from gear_agent.agent.syncge import SyncGERetriever
+from gear_agent.errors import GearError
+from gear_agent.evaluation.runner import Outcome
+from gear_agent.expansion.beam import TripleBeamSearch, beams_to_passages
+from gear_agent.ids import triple_id
+from gear_agent.retrieval.fusion import rrf
+from gear_agent.retrieval.search import BaseRetriever
+
+READ = json.dumps({"triples": [["Rainbow Bridge", "located in", "Folsom"]]})
+YES = json.dumps({"answerable": True, "answer": "Sacramento County", "reason": None})
+
+
+@pytest.fixture
+def runtime(tmp_path: Path):
+    return make_runtime(tmp_path / "index")
+
+
+def test_syncge_is_base_plus_beam_from_linked_triples(runtime) -> None:
+    syncge = SyncGERetriever(runtime, client(scripted([READ])))
+    ranked = syncge.retrieve(QUESTION, k=6)
+    base = BaseRetriever(runtime.store, runtime.encode).retrieve(QUESTION, runtime.settings.base_k)
+    start = triple_id(pid("Rainbow Bridge (Folsom)"), "Rainbow Bridge", "located in", "Folsom")
+    beam = TripleBeamSearch(runtime.store, runtime.embedder, runtime.beam_settings())
+    expanded = beams_to_passages(runtime.store, beam.run(runtime.encode(QUESTION), [start]))
+    expected = rrf([[p.id for p in base], [p.id for p in expanded]])[:6]
+    assert [p.id for p in ranked] == [i for i, _ in expected]
+    assert pid("Folsom, California") in [p.id for p in ranked]
+    assert any(p.chain and p.chain[0] == start for p in ranked)
+
+
+def test_syncge_arun_reports_tokens(runtime) -> None:
+    syncge = SyncGERetriever(runtime, client(scripted([READ])))
+    outcome = asyncio.run(syncge.arun(QUESTION, 5))
+    assert isinstance(outcome, Outcome)
+    assert 3 <= len(outcome.passage_ids) <= 5  # base_k=3 plus what the beams reach
+    assert (outcome.input_tokens, outcome.output_tokens, outcome.iterations) == (
+        INPUT_TOKENS,
+        OUTPUT_TOKENS,
+        1,
+    )
+
+
+def test_syncge_refuses_an_empty_question(runtime) -> None:
+    with pytest.raises(GearError):
+        SyncGERetriever(runtime, client(scripted([]))).retrieve("  ", 5)
+
+
+def test_gear_retriever_arun_gives_answer_tokens_iterations(runtime) -> None:
+    gear = GearRetriever(runtime, client(scripted([READ, YES, "Sacramento County"])))
+    outcome = asyncio.run(gear.arun(QUESTION, 4))
+    assert outcome.answer == "Sacramento County"
+    assert outcome.iterations == 1
+    assert outcome.input_tokens == 3 * INPUT_TOKENS
+    assert outcome.output_tokens == 3 * OUTPUT_TOKENS
+    assert len(outcome.passage_ids) == 4
+
+
+def test_registry_knows_the_llm_retrievers(runtime, monkeypatch) -> None:
+    pytest.importorskip("langchain_openai")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    from gear_agent.retrieval.registry import available, make_retriever
+
+    assert {"syncge", "gear"} <= set(available())
+    assert isinstance(make_retriever("syncge", runtime), SyncGERetriever)
+    assert isinstance(make_retriever("gear", runtime), GearRetriever)
+    assert make_retriever("syncge+ppr", runtime).name == "syncge+ppr"
+
+
+def test_langchain_adapter_over_the_agent(runtime) -> None:
+    agent = build_graph(runtime, client(scripted([READ, YES, "Sacramento County"]))).compile()
+    docs = GearLangChainRetriever(agent=agent, k=3).invoke(QUESTION)
+    assert len(docs) == 3
+    assert set(docs[0].metadata) == {"id", "title", "score", "chain"}
+    by_id = {d.metadata["id"]: d for d in docs}
+    assert by_id[pid("Rainbow Bridge (Folsom)")].page_content.startswith("The Rainbow Bridge")
+
+
+def test_langchain_adapter_over_a_retriever(runtime) -> None:
+    syncge = SyncGERetriever(runtime, client(scripted([READ, READ])))
+    adapter = GearLangChainRetriever(retriever=syncge, store=runtime.store, k=4)
+    docs = adapter.invoke(QUESTION)
+    assert [d.metadata["id"] for d in docs] == [p.id for p in syncge.retrieve(QUESTION, 4)]
+    chained = [d for d in docs if d.metadata["chain"]]
+    assert chained and all(len(t) == 3 for d in chained for t in d.metadata["chain"])
+
+
+def test_langchain_adapter_needs_one_source() -> None:
+    with pytest.raises(ValueError, match="exactly one"):
+        GearLangChainRetriever()
