@@ -1,0 +1,196 @@
+"""The FastAPI app: the agent under ``/gear`` through LangServe, ``GET /health``, and
+exception handlers that answer in JSON words, never with a stack trace.
+
+Routes (LangServe): ``/gear/invoke``, ``/gear/batch``, ``/gear/stream`` (one event per
+node update, in node order), ``/gear/stream_log``, ``/gear/stream_events``,
+``/gear/input_schema``, ``/gear/output_schema``, ``/gear/playground/``.
+
+Status codes: 422 for a bad request body (the ``detail`` says which field and why), 400
+for a question the agent refuses, 502 when the chat model fails, 504 when it times out.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from gear_agent.errors import GearError
+
+try:
+    from fastapi import FastAPI, Request
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse
+    from langchain_core.runnables import Runnable, RunnableLambda
+    from langserve import add_routes
+    from pydantic import ValidationError
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise GearError(
+        f"the GEAR server needs LangServe and FastAPI ({exc.name or exc} is missing): "
+        "pip install gear-agent[serve]"
+    ) from exc
+
+from gear_agent.config import GearSettings
+from gear_agent.llm.errors import LLMCallError, LLMError
+from gear_agent.serve.schemas import GearRequest, GearResponse, request_model
+
+if TYPE_CHECKING:
+    from langchain_core.callbacks import BaseCallbackHandler
+
+logger = logging.getLogger(__name__)
+
+PATH = "/gear"
+"""Where the agent's LangServe routes live."""
+
+
+def gear_runnable(
+    agent: Runnable, settings: GearSettings, callbacks: list[BaseCallbackHandler] | None = None
+) -> Runnable:
+    """The agent behind a request check: ``GearRequest`` dict in, the agent's output out.
+
+    The request is validated again here (so a direct Python caller gets the same checks
+    as an HTTP one) and mapped to the agent's input state; overrides left unset are
+    dropped, so the server's settings apply. ``stream`` yields one ``{node: update}``
+    dict per finished node, in order; ``invoke`` returns the final output.
+
+    Args:
+        agent: The compiled GEAR graph (``build_agent``).
+        settings: Settings; ``max_question_chars`` bounds the question.
+        callbacks: Handlers attached to every run (e.g. a ``JsonlTracer``).
+    """
+    model = request_model(settings.max_question_chars)
+
+    def to_state(request: dict[str, Any] | GearRequest) -> dict[str, Any]:
+        data = request.model_dump() if isinstance(request, GearRequest) else request
+        return model.model_validate(data).to_state()
+
+    # Pregel.invoke always returns the final values; stream follows ``stream_mode``.
+    updates = agent.copy(update={"stream_mode": "updates"}) if hasattr(agent, "copy") else agent
+    chain = RunnableLambda(to_state, name="gear_request") | updates
+    chain = chain.with_types(input_type=model, output_type=GearResponse)
+    config: dict[str, Any] = {"run_name": "gear"}
+    if callbacks:
+        config["callbacks"] = callbacks
+    return chain.with_config(config)
+
+
+def create_app(
+    agent: Runnable,
+    settings: GearSettings,
+    *,
+    callbacks: list[BaseCallbackHandler] | None = None,
+    playground: bool = True,
+) -> FastAPI:
+    """The FastAPI app serving ``agent`` under ``/gear`` and ``GET /health``.
+
+    Args:
+        agent: The compiled GEAR graph (``build_agent``).
+        settings: The settings the agent was built with.
+        callbacks: Handlers attached to every run; a ``JsonlTracer`` when
+            ``settings.trace_dir`` is set and None is given.
+        playground: Serve the LangServe playground at ``/gear/playground/``.
+
+    Returns:
+        The app; run it with ``uvicorn.run(app, host=..., port=...)``.
+
+    Example:
+        >>> app = create_app(build_agent(settings), settings)  # doctest: +SKIP
+        >>> uvicorn.run(app, host="127.0.0.1", port=8000)  # doctest: +SKIP
+    """
+    if callbacks is None and settings.trace_dir is not None:
+        from gear_agent.tracing.jsonl_tracer import JsonlTracer
+
+        callbacks = [JsonlTracer.from_settings(settings)]
+    app = FastAPI(
+        title="GEAR agent",
+        version="1",
+        description="Graph-enhanced multi-step retrieval: ask a question, get passages, "
+        "the gist memory and an answer.",
+    )
+    runnable = gear_runnable(agent, settings, callbacks)
+    model = request_model(settings.max_question_chars)
+    endpoints = ["invoke", "batch", "stream", "stream_log", "stream_events",
+                 "input_schema", "output_schema", "config_schema"]
+    if playground:
+        endpoints.append("playground")
+    add_routes(
+        app,
+        runnable,
+        path=PATH,
+        input_type=model,
+        output_type=GearResponse,
+        enabled_endpoints=endpoints,
+    )
+
+    @app.get("/health")
+    def health() -> dict[str, Any]:
+        """Liveness: the service is up, with the index and model it serves."""
+        return {
+            "status": "ok",
+            "index_dir": str(settings.index_dir),
+            "backend": settings.backend,
+            "llm_model": settings.llm_model,
+            "max_question_chars": settings.max_question_chars,
+        }
+
+    _add_error_handlers(app)
+    return app
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def bad_body(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        return JSONResponse(
+            status_code=422,
+            content={"message": _describe(errors), "detail": _plain(errors)},
+        )
+
+    @app.exception_handler(ValidationError)
+    async def bad_input(_request: Request, exc: ValidationError) -> JSONResponse:
+        errors = exc.errors()
+        return JSONResponse(
+            status_code=422, content={"message": _describe(errors), "detail": _plain(errors)}
+        )
+
+    @app.exception_handler(GearError)
+    async def refused(_request: Request, exc: GearError) -> JSONResponse:
+        return JSONResponse(status_code=400, content={"message": str(exc)})
+
+    @app.exception_handler(LLMCallError)
+    async def llm_failed(_request: Request, exc: LLMCallError) -> JSONResponse:
+        status = 504 if is_timeout(exc.last_error) else 502
+        logger.warning("request failed at the chat model: %s", exc)
+        return JSONResponse(status_code=status, content={"message": str(exc), "node": exc.node})
+
+    @app.exception_handler(LLMError)
+    async def llm_error(_request: Request, exc: LLMError) -> JSONResponse:
+        logger.warning("request failed at the chat model: %s", exc)
+        return JSONResponse(status_code=502, content={"message": str(exc)})
+
+    @app.exception_handler(TimeoutError)
+    async def timed_out(_request: Request, exc: TimeoutError) -> JSONResponse:
+        return JSONResponse(status_code=504, content={"message": f"timed out: {exc}"})
+
+
+def is_timeout(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is a timeout (builtin, asyncio, httpx or OpenAI kinds)."""
+    if exc is None:
+        return False
+    return isinstance(exc, TimeoutError) or "Timeout" in type(exc).__name__
+
+
+def _describe(errors: Any) -> str:
+    parts = []
+    for error in errors:
+        loc = [str(p) for p in error.get("loc", ()) if p not in ("body",)]
+        where = ".".join(loc) or "body"
+        parts.append(f"{where}: {error.get('msg', 'invalid')}")
+    return "invalid request: " + "; ".join(parts) if parts else "invalid request"
+
+
+def _plain(errors: Any) -> list[dict[str, Any]]:
+    """Errors without the raw ``ctx`` objects (which may not be JSON-serialisable)."""
+    return [
+        {"loc": list(e.get("loc", ())), "msg": e.get("msg"), "type": e.get("type")}
+        for e in errors
+    ]

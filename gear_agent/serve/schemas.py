@@ -1,0 +1,90 @@
+"""The HTTP request and response bodies of the GEAR service (pydantic models).
+
+``GearRequest`` holds the defaults; :func:`request_model` makes the variant whose
+``question`` length limit is the server's ``settings.max_question_chars``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, create_model
+
+MAX_ITERATIONS_LIMIT = 8
+"""The largest per-request ``max_iterations`` a caller may ask for."""
+TOP_K_LIMIT = 50
+"""The largest per-request ``top_k`` a caller may ask for."""
+
+
+class GearRequest(BaseModel):
+    """One question for the agent, with optional per-request overrides.
+
+    Attributes:
+        question: The question; surrounding whitespace is stripped, and it must not be empty.
+        max_iterations: Iterations of the loop at most (1..8); the server's setting when unset.
+        top_k: Passages returned (1..50); the server's setting when unset.
+
+    Example:
+        >>> GearRequest(question="  Who founded Folsom? ").question
+        'Who founded Folsom?'
+    """
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, title="GearRequest")
+
+    question: str = Field(
+        ..., min_length=1, max_length=2000, description="The question (non-empty)."
+    )
+    max_iterations: StrictInt | None = Field(
+        None, ge=1, le=MAX_ITERATIONS_LIMIT,
+        description=f"Per-request iteration cap, 1..{MAX_ITERATIONS_LIMIT}.",
+    )
+    top_k: StrictInt | None = Field(
+        None, ge=1, le=TOP_K_LIMIT, description=f"Passages returned, 1..{TOP_K_LIMIT}."
+    )
+
+    def to_state(self) -> dict[str, Any]:
+        """The agent's input state: the question and only the overrides that were given."""
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
+def request_model(max_question_chars: int) -> type[GearRequest]:
+    """``GearRequest`` with ``question`` limited to ``max_question_chars`` characters.
+
+    Example:
+        >>> Short = request_model(10)
+        >>> Short(question="x" * 11)  # doctest: +IGNORE_EXCEPTION_DETAIL
+        Traceback (most recent call last):
+        pydantic_core._pydantic_core.ValidationError: ...
+    """
+    if max_question_chars < 1:
+        raise ValueError(f"max_question_chars must be at least 1, got {max_question_chars}")
+    return create_model(
+        "GearRequest",
+        __base__=GearRequest,
+        question=(
+            str,
+            Field(
+                ..., min_length=1, max_length=max_question_chars,
+                description=f"The question (non-empty, at most {max_question_chars} characters).",
+            ),
+        ),
+    )
+
+
+class GearResponse(BaseModel):
+    """What ``/gear/invoke`` returns (the agent's output state)."""
+
+    answer: str | None = Field(None, description="The answer, when the QA node ran.")
+    passages: list[dict[str, Any]] = Field(
+        default_factory=list, description="Ranked passages: id, title, text, score, chain."
+    )
+    gist_memory: list[list[str]] = Field(
+        default_factory=list, description="Triples gathered, in order."
+    )
+    iterations: int = Field(0, description="Iterations run.")
+    queries: list[str] = Field(default_factory=list, description="Every query used, in order.")
+    stop_reason: str | None = Field(None, description="'answerable' or 'max_iterations'.")
+    tokens: dict[str, Any] = Field(default_factory=dict, description="LLM usage, total and per node.")
+    dropped: list[dict[str, Any]] = Field(
+        default_factory=list, description="Reader items and LLM reads that were left out."
+    )
