@@ -13,12 +13,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langgraph.types import Overwrite
 
 from gear_agent.agent import steps
 from gear_agent.agent.state import GearState
 from gear_agent.llm.client import LLMClient, LLMReply
 from gear_agent.llm.errors import LLMCallError
-from gear_agent.llm.usage import usage_of_call
+from gear_agent.llm.usage import empty_usage, usage_of_call
 from gear_agent.parsing import ParseError, parse_reasoner_reply, parse_short_reply
 from gear_agent.prompts import load_prompt, render_passages, render_triples
 from gear_agent.retrieval.base import fuse_passages
@@ -80,11 +81,33 @@ def _llm_node(
 
 
 def make_start(runtime: Runtime) -> Node:
-    """Check the question (GearError when empty or too long) and set up iteration 1."""
+    """Check the question (GearError when empty or too long) and set up iteration 1.
+
+    Every field a run writes is reset (accumulating ones with ``Overwrite``), so a
+    checkpointed thread can take one question after another.
+    """
 
     def start(state: GearState) -> Update:
         question = steps.check_question(state.get("question"), runtime.settings.max_question_chars)
-        return {"question": question, "query": question, "queries": [question], "iteration": 1}
+        return {
+            "question": question,
+            "query": question,
+            "queries": Overwrite([question]),
+            "iteration": 1,
+            "base": [],
+            "retrieved": Overwrite([]),
+            "proximal": [],
+            "dropped": Overwrite([]),
+            "linked": [],
+            "gist_memory": Overwrite([]),
+            "answerable": False,
+            "reason": None,
+            "answer": None,
+            "stop_reason": None,
+            "iterations": 0,
+            "passages": [],
+            "tokens": Overwrite(empty_usage()),
+        }
 
     return start
 

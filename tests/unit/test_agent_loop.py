@@ -226,6 +226,21 @@ def test_build_agent_with_checkpointer(tmp_path: Path) -> None:
     assert snapshot.next == ()
 
 
+def test_a_thread_takes_a_second_question_afresh(tmp_path: Path) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    runtime = make_runtime(tmp_path / "index")
+    replies = [READ_2, YES, "Sacramento County", READ_1, YES, "Folsom"]
+    agent = build_agent(runtime=runtime, chat_model=scripted(replies), checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t1"}}
+    agent.invoke({"question": QUESTION}, config)
+    second = agent.invoke({"question": "Where is the Rainbow Bridge?"}, config)
+    assert second["queries"] == ["Where is the Rainbow Bridge?"]
+    assert second["gist_memory"] == json.loads(READ_1)["triples"]
+    assert calls(second) == {"read": 1, "reason": 1, "answer": 1}
+    assert second["answer"] == "Folsom"
+
+
 def test_ppr_expansion_without_the_module_is_a_clear_error(tmp_path: Path) -> None:
     import importlib.util
 

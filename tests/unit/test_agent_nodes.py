@@ -50,12 +50,10 @@ def test_stop_reason() -> None:
 
 def test_start_sets_up_iteration_one(runtime) -> None:
     update = nodes.make_start(runtime)({"question": f"  {QUESTION} "})
-    assert update == {
-        "question": QUESTION,
-        "query": QUESTION,
-        "queries": [QUESTION],
-        "iteration": 1,
-    }
+    assert update["question"] == update["query"] == QUESTION
+    assert update["queries"].value == [QUESTION]  # Overwrite: a new run on a thread starts afresh
+    assert update["gist_memory"].value == [] and update["retrieved"].value == []
+    assert update["iteration"] == 1
 
 
 def test_retrieve_is_hybrid_base_retrieval(runtime) -> None:
