@@ -107,7 +107,7 @@ def build_agent(
     """
     if settings is None:
         settings = runtime.settings if runtime is not None else GearSettings()
+    llm = LLMClient.from_settings(settings, chat_model)  # first: fails fast without a model
     if runtime is None:
         runtime = Runtime.open(settings)
-    llm = LLMClient.from_settings(settings, chat_model)
     return build_graph(runtime, llm, settings).compile(checkpointer=checkpointer, name="gear")

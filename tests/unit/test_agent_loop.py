@@ -261,3 +261,15 @@ def test_top_level_import_is_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "0"
+
+
+def test_build_agent_without_a_model_fails_before_opening_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gear_agent.llm.errors import LLMConfigError
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(LLMConfigError, match="OPENAI_API_KEY"):
+        build_agent(make_settings(index_dir=tmp_path / "missing"))
+    assert not (tmp_path / "missing").exists()
