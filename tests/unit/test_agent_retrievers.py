@@ -101,3 +101,18 @@ def test_langchain_adapter_over_a_retriever(runtime) -> None:
 def test_langchain_adapter_needs_one_source() -> None:
     with pytest.raises(ValueError, match="exactly one"):
         GearLangChainRetriever()
+
+
+def test_gear_eval_gets_answers_tokens_and_iterations(runtime) -> None:
+    from gear_agent.evaluation.dataset import Question
+    from gear_agent.evaluation.runner import evaluate
+
+    gear = GearRetriever(runtime, client(scripted([READ, YES, "Sacramento County"])))
+    gold = (pid("Rainbow Bridge (Folsom)"), pid("Folsom, California"))
+    question = Question("q1", QUESTION, ("Sacramento County",), gold)
+    row = evaluate(gear, [question], ks=(5,))
+    assert row.errors == 0
+    assert row.em == 1.0
+    assert row.recall[5] == 1.0
+    assert row.iterations_per_question == 1
+    assert row.tokens_per_question == 3 * (INPUT_TOKENS + OUTPUT_TOKENS)
