@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -113,14 +114,20 @@ def _answers(base_url: str) -> bool:
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
-    """Terminate the server we started; kill it if it ignores SIGTERM."""
+    """Terminate the server we started, and anything it started; SIGKILL if SIGTERM is ignored.
+
+    The server runs in its own session (see :func:`_start`), so its process group holds
+    only processes started for it: the script's checks before it exec's the server.
+    """
     if process.poll() is not None:
         return
-    process.terminate()
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
     try:
         process.wait(timeout=_STOP_GRACE_S)
     except subprocess.TimeoutExpired:
-        process.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=_STOP_GRACE_S)
 
 
@@ -140,6 +147,7 @@ def _start(port: int, log_path: Path, threads: int, n_ctx: int) -> subprocess.Po
             stderr=subprocess.STDOUT,
             env=env,
             cwd=REPO_ROOT,
+            start_new_session=True,
         )
 
 
@@ -201,7 +209,7 @@ def _launch(
             if process.poll() is None:
                 raise LocalLLMError(
                     f"the local LLM server did not answer {base_url}/models within "
-                    f"{startup_timeout_s:.0f} s; server log tail:\n{_tail(log_path)}"
+                    f"{startup_timeout_s:g} s; server log tail:\n{_tail(log_path)}"
                 )
             log = _tail(log_path)
             if "address already in use" in log.lower() and attempt < _PORT_ATTEMPTS:
