@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from gear_agent.ids import passage_id
-from gear_agent.ingest.corpus import CorpusFormatError
+from gear_agent.ingest.corpus import CorpusFormatError, load_json_file
 
 
 @dataclass(frozen=True)
@@ -36,13 +35,7 @@ def load_questions(path: Path) -> list[Question]:
     Raises:
         CorpusFormatError: the file is missing or not in a known format.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise CorpusFormatError(f"questions file not found: {path}")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CorpusFormatError(f"{path} is not valid UTF-8 JSON: {exc}") from exc
+    data = load_json_file(path, "questions file")
     if not isinstance(data, list) or not data:
         raise CorpusFormatError(f"{path}: expected a non-empty JSON list of questions")
     return [_question(record, f"{path}[{n}]") for n, record in enumerate(data)]

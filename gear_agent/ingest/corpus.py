@@ -45,6 +45,21 @@ def _read_text(path: Path) -> str:
         ) from exc
 
 
+def load_json_file(path: Path, what: str) -> object:
+    """The parsed content of a UTF-8 JSON file.
+
+    Raises:
+        CorpusFormatError: the file is missing, not UTF-8, or not JSON; names ``what`` it is.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise CorpusFormatError(f"{what} not found: {path}")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CorpusFormatError(f"{path} is not valid UTF-8 JSON: {exc}") from exc
+
+
 def read_json_corpus(path: Path, source: str) -> Iterator[Passage]:
     """HippoRAG's corpus format: a JSON list of ``{"title", "text"}`` objects."""
     try:

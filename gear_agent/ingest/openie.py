@@ -8,13 +8,12 @@ or non-string parts) are skipped and counted, never fatal.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gear_agent.ids import passage_id, triple_id
-from gear_agent.ingest.corpus import CorpusFormatError
+from gear_agent.ingest.corpus import CorpusFormatError, load_json_file
 from gear_agent.types import Triple
 
 
@@ -108,13 +107,7 @@ def read_openie(path: Path) -> OpenIEImport:
     Raises:
         CorpusFormatError: the file is missing, not JSON, or has no ``docs`` list.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise CorpusFormatError(f"OpenIE file not found: {path}")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CorpusFormatError(f"{path} is not valid UTF-8 JSON: {exc}") from exc
+    data = load_json_file(path, "OpenIE file")
     if not isinstance(data, dict) or not isinstance(data.get("docs"), list):
         raise CorpusFormatError(
             f"{path}: expected HippoRAG OpenIE output {{'docs': [...]}}, "
