@@ -20,12 +20,9 @@ def serve(
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
     """Serve the agent: POST /gear/invoke, /gear/batch, /gear/stream; GET /health."""
-    from gear_agent.serve.app import create_app  # raises with the pip hint when LangServe is missing
-
-    import uvicorn
-
     from gear_agent.agent.graph import build_agent
     from gear_agent.runtime import Runtime
+    from gear_agent.serve.app import create_app, run_server  # GearError with the pip hint if absent
 
     settings = load_settings(index, trace_dir=trace_dir)
     runtime = Runtime.open(settings)
@@ -34,4 +31,4 @@ def serve(
     console.print(f"GEAR agent on http://{host}:{port}/gear  (index: {settings.index_dir})")
     if playground:
         console.print(f"playground: http://{host}:{port}/gear/playground/")
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    run_server(app, host=host, port=port, log_level=log_level)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from gear_agent.errors import GearError
 
 try:
+    import uvicorn
     from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
@@ -134,6 +135,11 @@ def create_app(
 
     _add_error_handlers(app)
     return app
+
+
+def run_server(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
+    """Serve ``app`` with uvicorn until interrupted."""
+    uvicorn.run(app, host=host, port=port, log_level=log_level)
 
 
 def _add_error_handlers(app: FastAPI) -> None:

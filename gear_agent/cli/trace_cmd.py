@@ -1,0 +1,176 @@
+"""`gear trace show FILE [RUN_ID]`: a traced run as a tree of steps with time, tokens and outputs."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.tree import Tree
+
+from gear_agent.cli.common import reports_errors
+
+app = typer.Typer(help="Inspect JSON Lines run traces (GEAR_TRACE_DIR).", no_args_is_help=True)
+
+HIDDEN = {"after_reason"}
+"""Routing runs that say nothing a reader needs; shown with --all."""
+SHOWN_ITEMS = 5
+"""Items listed per output field (queries, triples, passages)."""
+
+
+@app.command("show")
+@reports_errors
+def show(
+    file: Annotated[Path, typer.Argument(help="A gear-trace.jsonl file (or a rotated .N copy).")],
+    run_id: Annotated[str | None, typer.Argument(help="Run id or unique prefix; default: the last run.")] = None,
+    all_runs: Annotated[bool, typer.Option("--all", help="Also show wrapper and routing runs.")] = False,
+) -> None:
+    """Print one run as a tree: each step's time, tokens and key outputs."""
+    from gear_agent.tracing.reader import build_tree, read_runs
+
+    tree = build_tree(read_runs(file), run_id)
+    Console().print(render(tree, all_runs=all_runs))
+
+
+@app.command("list")
+@reports_errors
+def list_(
+    file: Annotated[Path, typer.Argument(help="A gear-trace.jsonl file.")],
+) -> None:
+    """The root runs in the file: id, start time, duration, question, error."""
+    from gear_agent.tracing.reader import read_runs, roots
+
+    console = Console()
+    for run in roots(read_runs(file)):
+        question = (run.get("inputs") or {}).get("question", "")
+        status = "[red]error[/]" if run.get("error") else "ok"
+        console.print(
+            f"{run['id']}  {run.get('start_time', '')}  {_duration(run)}  {status}  "
+            f"{escape(str(question))[:80]}"
+        )
+
+
+def render(node: Any, *, all_runs: bool = False) -> Tree:
+    """A rich ``Tree`` of a ``TraceNode``."""
+    tree = Tree(_label(node.record))
+    _details(tree, node.record)
+    _grow(tree, node, all_runs)
+    return tree
+
+
+def _grow(tree: Tree, node: Any, all_runs: bool) -> None:
+    for child in node.children:
+        record = child.record
+        if not all_runs and _is_wrapper(record, node.record):
+            _grow(tree, child, all_runs)  # show its children in its place
+            continue
+        if not all_runs and record.get("name") in HIDDEN:
+            continue
+        branch = tree.add(_label(record))
+        _details(branch, record)
+        _grow(branch, child, all_runs)
+
+
+def _is_wrapper(record: dict[str, Any], parent: dict[str, Any]) -> bool:
+    """A node's inner runnable that repeats the node's name (LangGraph wraps each node)."""
+    return record.get("name") == parent.get("name") and record.get("run_type") == "chain"
+
+
+def _label(record: dict[str, Any]) -> str:
+    parts = [f"[bold]{escape(str(record.get('name')))}[/]", f"[dim]{record.get('run_type')}[/]",
+             _duration(record)]
+    tokens = record.get("tokens")
+    if tokens:
+        parts.append(f"[cyan]{tokens.get('input', 0)}+{tokens.get('output', 0)} tok[/]")
+    if record.get("error"):
+        first = str(record["error"]).strip().splitlines()[0] if str(record["error"]).strip() else "error"
+        parts.append(f"[red]{escape(first[:160])}[/]")
+    return "  ".join(parts)
+
+
+def _duration(record: dict[str, Any]) -> str:
+    try:
+        start = dt.datetime.fromisoformat(record["start_time"])
+        end = dt.datetime.fromisoformat(record["end_time"])
+    except (KeyError, TypeError, ValueError):
+        return "?"
+    ms = (end - start).total_seconds() * 1000
+    return f"{ms / 1000:.2f} s" if ms >= 1000 else f"{ms:.0f} ms"
+
+
+def _details(tree: Tree, record: dict[str, Any]) -> None:
+    """Key outputs of a GEAR step: queries, triples, passages, verdict, answer."""
+    outputs = record.get("outputs") or {}
+    if record.get("run_type") in ("llm", "chat"):
+        text = _llm_text(outputs)
+        if text:
+            tree.add(f"[dim]reply:[/] {escape(_short(text, 160))}")
+        return
+    if not isinstance(outputs, dict):
+        return
+    if record.get("parent_run_id") is None:
+        question = (record.get("inputs") or {}).get("question")
+        if question:
+            tree.add(f"[dim]question:[/] {escape(_short(question, 160))}")
+    for key, label in (("query", "query"), ("queries", "queries")):
+        value = _value(outputs.get(key))
+        if isinstance(value, str) and value:
+            tree.add(f"[dim]{label}:[/] {escape(_short(value, 160))}")
+        elif isinstance(value, list) and value and record.get("parent_run_id") is None:
+            _items(tree, label, value, _short)
+    for key in ("proximal", "gist_memory"):
+        value = _value(outputs.get(key))
+        if isinstance(value, list) and value:
+            _items(tree, key, value, lambda t: " | ".join(str(p) for p in t) if isinstance(t, list) else str(t))
+    for key in ("base", "passages"):
+        value = _value(outputs.get(key))
+        if isinstance(value, list) and value:
+            _items(tree, key, value, _passage)
+    retrieved = _value(outputs.get("retrieved"))
+    if isinstance(retrieved, list) and retrieved and isinstance(retrieved[-1], list):
+        _items(tree, "retrieved", retrieved[-1], _passage)
+    if "answerable" in outputs and record.get("name") == "reason":
+        tree.add(f"[dim]answerable:[/] {outputs.get('answerable')}  [dim]reason:[/] "
+                 f"{escape(str(outputs.get('reason')))}")
+    for key in ("answer", "stop_reason"):
+        if outputs.get(key):
+            tree.add(f"[dim]{key}:[/] [green]{escape(str(outputs[key]))}[/]")
+
+
+def _items(tree: Tree, label: str, values: list[Any], show: Any) -> None:
+    branch = tree.add(f"[dim]{label} ({len(values)}):[/]")
+    for value in values[:SHOWN_ITEMS]:
+        branch.add(escape(_short(show(value), 140)))
+    if len(values) > SHOWN_ITEMS:
+        branch.add(f"[dim]... {len(values) - SHOWN_ITEMS} more[/]")
+
+
+def _passage(item: Any) -> str:
+    if not isinstance(item, dict):
+        return str(item)
+    name = item.get("title") or item.get("id")
+    score = item.get("score")
+    return f"{name}  ({score:.4f})" if isinstance(score, (int, float)) else str(name)
+
+
+def _value(value: Any) -> Any:
+    """A LangGraph ``Overwrite`` (as traced) unwrapped."""
+    if isinstance(value, dict) and set(value) == {"value", "type"}:
+        return value["value"]
+    return value
+
+
+def _llm_text(outputs: dict[str, Any]) -> str:
+    for batch in outputs.get("generations") or []:
+        for generation in batch:
+            if isinstance(generation, dict) and generation.get("text"):
+                return str(generation["text"])
+    return ""
+
+
+def _short(text: Any, limit: int = 140) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
