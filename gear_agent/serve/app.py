@@ -188,6 +188,9 @@ def is_timeout(exc: BaseException | None) -> bool:
 def _describe(errors: Any) -> str:
     parts = []
     for error in errors:
+        if not isinstance(error, dict):  # e.g. "Invalid JSON body"
+            parts.append(str(error))
+            continue
         loc = [str(p) for p in error.get("loc", ()) if p not in ("body",)]
         where = ".".join(loc) or "body"
         parts.append(f"{where}: {error.get('msg', 'invalid')}")
@@ -198,5 +201,6 @@ def _plain(errors: Any) -> list[dict[str, Any]]:
     """Errors without the raw ``ctx`` objects (which may not be JSON-serialisable)."""
     return [
         {"loc": list(e.get("loc", ())), "msg": e.get("msg"), "type": e.get("type")}
+        if isinstance(e, dict) else {"loc": [], "msg": str(e), "type": "invalid"}
         for e in errors
     ]
