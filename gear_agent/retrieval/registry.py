@@ -69,4 +69,6 @@ def _load_optional_parts() -> None:
                 raise
 
 
-_OPTIONAL_MODULES: tuple[str, ...] = ()
+_OPTIONAL_MODULES: tuple[str, ...] = ("gear_agent.agent.retrievers",)
+#: Names whose retrievers call an LLM (checked for configuration before any work).
+NEEDS_LLM = ("syncge", "syncge+ppr", "gear")

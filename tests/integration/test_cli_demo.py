@@ -81,3 +81,17 @@ def test_bad_inputs_get_one_line_errors(tmp_path, demo_index):
     other_model = runner.invoke(app, ["search", "x", "--index", str(index)],
                                 env={"GEAR_EMBEDDING_MODEL": "all-mpnet-base-v2"})
     assert other_model.exit_code == 2
+
+
+def test_llm_rows_without_an_llm_fail_at_once_with_one_line(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    index = tmp_path / "never-built"
+    result = CliRunner().invoke(app, [
+        "eval", "--questions", str(DEMO / "questions.json"), "--corpus", str(DEMO / "corpus.json"),
+        "--retrievers", "syncge,gear", "--limit", "10", "--index", str(index),
+    ])
+    assert result.exit_code == 2
+    assert "OPENAI_API_KEY" in result.output and "OPENAI_BASE_URL" in result.output
+    assert "Traceback" not in result.output
+    assert not index.exists()  # failed before any indexing work
