@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import sys
 import threading
 import time
@@ -260,3 +261,23 @@ def test_server_writes_traces(http: httpx.Client, server) -> None:
     assert last["name"].endswith("gear") and last["error"] is None
     names = {r["name"] for r in runs if r["trace_id"] == last["id"]}
     assert set(TWO_HOPS) <= names
+
+
+def _python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[2])
+
+
+def test_the_agent_does_not_import_langserve() -> None:
+    done = _python("import sys, gear_agent.agent.graph, gear_agent.cli.serve_cmd, gear_agent.cli; "
+                   "print(sorted(m for m in ('langserve', 'fastapi', 'uvicorn') if m in sys.modules))")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_missing_langserve_names_the_extra() -> None:
+    done = _python("import sys; sys.modules['langserve'] = None\n"
+                   "from gear_agent.errors import GearError\n"
+                   "try:\n    import gear_agent.serve.app\nexcept GearError as e:\n    print(e)")
+    assert done.returncode == 0, done.stderr
+    assert "pip install gear-agent[serve]" in done.stdout and "langserve" in done.stdout
