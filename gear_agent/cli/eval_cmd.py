@@ -40,10 +40,14 @@ def eval_(
     from gear_agent.evaluation.dataset import load_questions
     from gear_agent.evaluation.prepare import eval_index_dir, prepare_index
     from gear_agent.evaluation.runner import evaluate
-    from gear_agent.retrieval.registry import check_name, make_retriever
+    from gear_agent.retrieval.registry import NEEDS_LLM, check_name, make_retriever
 
     settings = load_settings(None, **_overrides(scorer, no_diversity, base_k, tokenizer))
     names = [check_name(n.strip()) for n in retrievers.split(",") if n.strip()]
+    if any(name in NEEDS_LLM for name in names):
+        from gear_agent.llm import make_chat_model
+
+        make_chat_model(settings)  # no key or endpoint: one clear line now, not after indexing
     qs = load_questions(questions)[:limit] if limit else load_questions(questions)
     folder = index_dir or eval_index_dir(corpus, openie, settings.embedding_model)
     settings = settings.model_copy(update={"index_dir": folder})
