@@ -6,14 +6,27 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, create_model
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, WithJsonSchema, create_model
 
 MAX_ITERATIONS_LIMIT = 8
 """The largest per-request ``max_iterations`` a caller may ask for."""
 TOP_K_LIMIT = 50
 """The largest per-request ``top_k`` a caller may ask for."""
+
+
+
+def _optional_int(low: int, high: int, what: str) -> Any:
+    """An optional strict int whose JSON schema is a plain bounded integer: the LangServe
+    playground cannot draw ``anyOf [integer, null]`` (it fails with "Unknown type")."""
+    schema = {"type": "integer", "minimum": low, "maximum": high, "description": what}
+    return Annotated[StrictInt | None, WithJsonSchema(schema)]
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    """Leave ``"default": null`` out of the schema (the playground reads it as a bad integer)."""
+    schema.pop("default", None)
 
 
 class GearRequest(BaseModel):
@@ -34,12 +47,14 @@ class GearRequest(BaseModel):
     question: str = Field(
         ..., min_length=1, max_length=2000, description="The question (non-empty)."
     )
-    max_iterations: StrictInt | None = Field(
+    max_iterations: _optional_int(1, MAX_ITERATIONS_LIMIT, "Per-request iteration cap.") = Field(  # type: ignore[valid-type]
         None, ge=1, le=MAX_ITERATIONS_LIMIT,
         description=f"Per-request iteration cap, 1..{MAX_ITERATIONS_LIMIT}.",
+        json_schema_extra=_no_default,
     )
-    top_k: StrictInt | None = Field(
-        None, ge=1, le=TOP_K_LIMIT, description=f"Passages returned, 1..{TOP_K_LIMIT}."
+    top_k: _optional_int(1, TOP_K_LIMIT, "Passages returned.") = Field(  # type: ignore[valid-type]
+        None, ge=1, le=TOP_K_LIMIT, description=f"Passages returned, 1..{TOP_K_LIMIT}.",
+        json_schema_extra=_no_default,
     )
 
     def to_state(self) -> dict[str, Any]:
