@@ -70,7 +70,8 @@ def _grow(tree: Tree, node: Any, all_runs: bool) -> None:
         if not all_runs and record.get("name") in HIDDEN:
             continue
         branch = tree.add(_label(record))
-        _details(branch, record)
+        if record.get("outputs") != node.record.get("outputs"):  # not repeated under a wrapper
+            _details(branch, record)
         _grow(branch, child, all_runs)
 
 
