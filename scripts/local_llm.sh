@@ -11,7 +11,7 @@
 #   GEAR_WHEEL_CACHE       where built wheels are kept between CI runs
 #                          (default: $HOME/.cache/gear-agent/wheels)
 #   GEAR_LLAMA_CPP_VERSION llama-cpp-python version                      (default: 0.3.36)
-#   GEAR_LLM_THREADS       server threads                                (default: 2)
+#   GEAR_LLM_THREADS       server threads                                (default: 1)
 #   GEAR_LLM_N_CTX         server context window in tokens               (default: 4096)
 #
 # See docs/local-llm.md for why these build flags: the default (native) build of
@@ -83,8 +83,10 @@ build_wheel() {
     trap 'rm -rf "$tmp"' EXIT
     say "building llama-cpp-python $LLAMA_CPP_VERSION from source (several minutes)"
     say "CMAKE_ARGS=\"$BUILD_CMAKE_ARGS\""
+    # --no-cache-dir: pip's own wheel cache is keyed by the sdist, not by CMAKE_ARGS,
+    # so it could hand back a wheel built earlier with other (crashing) flags.
     CMAKE_ARGS="$BUILD_CMAKE_ARGS" FORCE_CMAKE=1 \
-        "$PYTHON" -m pip wheel --no-deps --no-binary llama-cpp-python \
+        "$PYTHON" -m pip wheel --no-cache-dir --no-deps --no-binary llama-cpp-python \
         --wheel-dir "$tmp" "llama-cpp-python==$LLAMA_CPP_VERSION"
     local built
     built="$(compgen -G "$tmp/llama_cpp_python-${LLAMA_CPP_VERSION}-*.whl" | head -n 1 || true)"
@@ -138,6 +140,7 @@ cmd_check() {
         ok=1
     else
         echo "llama-cpp-python: $have with [server] extras"
+        echo "  $("$PYTHON" -c 'import llama_cpp; print(llama_cpp.llama_print_system_info().decode().strip())' 2>/dev/null || echo 'system info unavailable')"
         if [[ "$have" != "$LLAMA_CPP_VERSION" ]]; then
             echo "  (note: scripts/local_llm.sh pins $LLAMA_CPP_VERSION)"
         fi
@@ -164,14 +167,49 @@ cmd_serve() {
     local model
     model="$(model_path)"
     say "serving $model as '$MODEL_ALIAS' on http://127.0.0.1:$port/v1"
-    exec "$PYTHON" -m llama_cpp.server \
+    # llama-cpp-python's own "gemma" chat format drops system messages without a word;
+    # "gemma-system" (registered below, in the server's process) puts them at the start
+    # of the first user turn, as Gemma 3's published chat template does.
+    exec "$PYTHON" - \
         --model "$model" \
         --model_alias "$MODEL_ALIAS" \
-        --chat_format gemma \
-        --n_threads "${GEAR_LLM_THREADS:-2}" \
+        --chat_format gemma-system \
+        --n_threads "${GEAR_LLM_THREADS:-1}" \
         --n_ctx "${GEAR_LLM_N_CTX:-4096}" \
         --host 127.0.0.1 \
-        --port "$port"
+        --port "$port" <<'PY'
+from llama_cpp import llama_chat_format as chat_format
+from llama_cpp.server.__main__ import main
+
+
+def _text(content):
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return ""
+
+
+@chat_format.register_chat_format("gemma-system")
+def format_gemma_system(messages, **kwargs):
+    """Gemma turns; system messages become the head of the first user turn."""
+    system = "\n\n".join(_text(m.get("content")) for m in messages if m["role"] in ("system", "developer"))
+    turns = [m for m in messages if m["role"] not in ("system", "developer")]
+    if system and (not turns or turns[0]["role"] != "user"):
+        turns.insert(0, {"role": "user", "content": ""})
+    prompt = ""
+    for index, message in enumerate(turns):
+        role = "model" if message["role"] == "assistant" else "user"
+        text = _text(message.get("content"))
+        if index == 0 and system:
+            text = f"{system}\n\n{text}" if text else system
+        prompt += f"<start_of_turn>{role}\n{text}<end_of_turn>\n"
+    prompt += "<start_of_turn>model\n"
+    return chat_format.ChatFormatterResponse(prompt=prompt, stop="<end_of_turn>\n")
+
+
+main()
+PY
 }
 
 main() {

@@ -71,6 +71,18 @@ def test_openai_client_reply_reports_usage_and_model(local_llm_url):
     assert [m.id for m in client.models.list().data] == [LOCAL_LLM_MODEL]
 
 
+def test_system_message_reaches_the_model(local_llm_url):
+    # llama-cpp-python's stock "gemma" format drops system messages; ours keeps them.
+    model = local_chat_model(local_llm_url, max_tokens=4)
+    system = "You are a terse assistant. Answer with one word, in English, no punctuation."
+
+    bare = model.invoke([("user", "Name a colour.")])
+    with_system = model.invoke([("system", system), ("user", "Name a colour.")])
+
+    added = with_system.usage_metadata["input_tokens"] - bare.usage_metadata["input_tokens"]
+    assert added >= 15  # the system text is ~18 tokens
+
+
 def test_server_is_stopped_when_the_block_exits():
     with running_local_llm() as base_url:
         client = openai.OpenAI(

@@ -155,7 +155,7 @@ def _start(port: int, log_path: Path, threads: int, n_ctx: int) -> subprocess.Po
 def running_local_llm(
     *,
     startup_timeout_s: float = 120.0,
-    threads: int = 2,
+    threads: int = 1,
     n_ctx: int = 4096,
 ) -> Iterator[str]:
     """Serve the local model on a free loopback port for the duration of the block.
@@ -165,7 +165,8 @@ def running_local_llm(
 
     Args:
         startup_timeout_s: Longest wait for the server to answer (loading takes ~5 s).
-        threads: ``--n_threads`` for llama.cpp.
+        threads: ``--n_threads`` for llama.cpp. 1 by default: on a 2-core machine shared
+            with other work, 2 threads were up to 6x slower (docs/local-llm.md).
         n_ctx: Context window in tokens; also the bound on a reply's length when a
             client's ``max_tokens`` is not understood by the server (see
             :func:`local_chat_model`).
