@@ -176,6 +176,19 @@ def test_stream_events_show_the_graph_nodes(http: httpx.Client) -> None:
     assert steps == TWO_HOPS
 
 
+def test_stream_log_ends_with_the_final_output(remote: RemoteRunnable) -> None:
+    async def main() -> Any:
+        state = None
+        async for patch in remote.astream_log({"question": QUESTION}):
+            state = patch if state is None else state + patch
+        return state.state
+
+    final = asyncio.run(main())
+    # The final output folds the node updates together: the last update of each node.
+    assert final["final_output"]["answer"]["answer"] == "Sacramento County"
+    assert set(TWO_HOPS) >= set(final["final_output"]), final["final_output"].keys()
+
+
 @pytest.mark.parametrize(
     ("body", "field", "says"),
     [
