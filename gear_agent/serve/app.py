@@ -12,7 +12,10 @@ for a question the agent refuses, 502 when the chat model fails, 504 when it tim
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
+
+from langgraph.types import Overwrite
 
 from gear_agent.errors import GearError
 
@@ -21,7 +24,7 @@ try:
     from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
-    from langchain_core.runnables import Runnable, RunnableLambda
+    from langchain_core.runnables import Runnable, RunnableGenerator, RunnableLambda
     from langserve import add_routes
     from pydantic import ValidationError
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
@@ -66,12 +69,35 @@ def gear_runnable(
 
     # Pregel.invoke always returns the final values; stream follows ``stream_mode``.
     updates = agent.copy(update={"stream_mode": "updates"}) if hasattr(agent, "copy") else agent
-    chain = RunnableLambda(to_state, name="gear_request") | updates
+    plain = RunnableGenerator(_plain_updates, _aplain_updates, name="gear_updates")
+    chain = RunnableLambda(to_state, name="gear_request") | updates | plain
     chain = chain.with_types(input_type=model, output_type=GearResponse)
     config: dict[str, Any] = {"run_name": "gear"}
     if callbacks:
         config["callbacks"] = callbacks
     return chain.with_config(config)
+
+
+def _unwrap_overwrites(chunk: Any) -> Any:
+    """A ``{node: update}`` chunk with LangGraph ``Overwrite`` markers replaced by their values
+    (the start node resets accumulating fields with them; clients need only the values)."""
+    if not isinstance(chunk, dict):
+        return chunk
+    return {
+        node: {k: v.value if isinstance(v, Overwrite) else v for k, v in update.items()}
+        if isinstance(update, dict) else update
+        for node, update in chunk.items()
+    }
+
+
+def _plain_updates(chunks: Iterator[Any]) -> Iterator[Any]:
+    for chunk in chunks:
+        yield _unwrap_overwrites(chunk)
+
+
+async def _aplain_updates(chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    async for chunk in chunks:
+        yield _unwrap_overwrites(chunk)
 
 
 def create_app(
@@ -152,7 +178,11 @@ def _add_error_handlers(app: FastAPI) -> None:
         )
 
     @app.exception_handler(ValidationError)
-    async def bad_input(_request: Request, exc: ValidationError) -> JSONResponse:
+    async def bad_item(request: Request, exc: ValidationError) -> JSONResponse:
+        # LangServe validates each /batch input itself (a pydantic error, not FastAPI's);
+        # any other model failing validation is the server's fault.
+        if exc.title != GearRequest.__name__:
+            return await internal(request, exc)
         errors = exc.errors()
         return JSONResponse(
             status_code=422, content={"message": _describe(errors), "detail": _plain(errors)}
@@ -172,6 +202,12 @@ def _add_error_handlers(app: FastAPI) -> None:
     async def llm_error(_request: Request, exc: LLMError) -> JSONResponse:
         logger.warning("request failed at the chat model: %s", exc)
         return JSONResponse(status_code=502, content={"message": str(exc)})
+
+    @app.exception_handler(Exception)
+    async def internal(_request: Request, exc: Exception) -> JSONResponse:
+        # Anything unexpected: logged with its traceback here, never sent to the client.
+        logger.exception("request failed: %s", type(exc).__name__, exc_info=exc)
+        return JSONResponse(status_code=500, content={"message": "internal server error"})
 
     @app.exception_handler(TimeoutError)
     async def timed_out(_request: Request, exc: TimeoutError) -> JSONResponse:

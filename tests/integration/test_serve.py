@@ -150,6 +150,7 @@ def test_remote_runnable_stream_yields_node_updates_in_order(remote: RemoteRunna
     chunks = list(remote.stream({"question": QUESTION}))
     assert all(len(chunk) == 1 for chunk in chunks)
     assert [next(iter(chunk)) for chunk in chunks] == TWO_HOPS
+    assert chunks[0]["start"]["queries"] == [QUESTION]  # Overwrite markers are unwrapped
     assert chunks[6]["rewrite"]["query"] == "county of Folsom"
     assert chunks[-1]["answer"]["answer"] == "Sacramento County"
 
