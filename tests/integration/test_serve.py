@@ -277,6 +277,14 @@ def test_server_writes_traces(http: httpx.Client, server) -> None:
     assert last["name"].endswith("gear") and last["error"] is None
     names = {r["name"] for r in runs if r["trace_id"] == last["id"]}
     assert set(TWO_HOPS) <= names
+    # Requests traced concurrently (the async test above) still form whole, separate trees.
+    ids = {r["id"]: r for r in runs}
+    for run in runs:
+        if run["parent_run_id"]:
+            parent = ids[run["parent_run_id"]]
+            assert parent["trace_id"] == run["trace_id"]
+            assert run["dotted_order"].startswith(parent["dotted_order"] + ".")
+    assert len(roots(runs)) >= 8
 
 
 def _python(code: str) -> subprocess.CompletedProcess:
