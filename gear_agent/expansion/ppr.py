@@ -333,35 +333,37 @@ class PPRRetriever(Retriever):
 
     @property
     def graph(self) -> PPRGraph:
-        """The PPR graph, built, loaded or updated as needed."""
-        if self._graph is None:
-            self._graph = load_or_build(
-                self.store,
-                self.encode.embedder,
-                self.settings.ppr_synonym_threshold,
-                None if self.graph_path is None else Path(self.graph_path),
-            )
-        elif (self.store.count("passage"), self.store.count("triple")) != (
-            self._graph.n_passages,
-            self._graph.n_triples,
+        """The PPR graph: built or loaded on first use, updated when the store's counts change."""
+        graph = self._graph
+        if graph is None or (graph.n_passages, graph.n_triples) != (
+            self.store.count("passage"),
+            self.store.count("triple"),
         ):
+            path = None if self.graph_path is None else Path(self.graph_path)
+            threshold = self.settings.ppr_synonym_threshold
             self._graph = load_or_build(
-                self.store,
-                self.encode.embedder,
-                self.settings.ppr_synonym_threshold,
-                None if self.graph_path is None else Path(self.graph_path),
-                graph=self._graph,
+                self.store, self.encode.embedder, threshold, path, graph=graph
             )
         return self._graph
 
     def retrieve(self, query: str, k: int) -> list[RankedPassage]:
+        return self.expand(query, None, k)
+
+    def expand(
+        self, query: str, seed_triple_ids: Sequence[str] | None, k: int
+    ) -> list[RankedPassage]:
+        """:func:`ppr_expand` over this retriever's store, graph and settings.
+
+        The agent's expansion step can hold one retriever and pass its linked triples
+        as ``seed_triple_ids``; None seeds with the query's top triples (and the filter).
+        """
         s = self.settings
         return ppr_expand(
             self.store,
             self.graph,
             query,
             self.encode(query),
-            None,
+            seed_triple_ids,
             k,
             damping=s.ppr_damping,
             passage_weight=s.ppr_passage_weight,

@@ -183,10 +183,6 @@ class PPRGraph:
         vertex = self.phrase_vertex(phrase)
         return 0 if vertex is None else self._specificity.get(vertex, 0)
 
-    def phrase_vector(self, phrase: str) -> np.ndarray | None:
-        """The cached embedding of a phrase, or None."""
-        return self._vector_cache.get(normalise_entity(phrase))
-
     def edge_kinds(self) -> list[tuple[str, str, float, float, bool, float]]:
         """Every edge as ``(name_a, name_b, relation_count, synonym_cosine, contains, weight)``.
 

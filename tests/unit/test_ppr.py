@@ -482,6 +482,10 @@ def test_retriever_builds_its_graph_and_follows_the_store(tmp_path: Path) -> Non
     ids = [p.id for p in retriever.retrieve("Common Thing relates to Rare Thing", k=5)]
     assert retriever.graph.n_passages == 5
     assert ids.index(new.id) < ids.index(passages[3].id)  # reached through "rare thing"
+    seeded = retriever.expand(
+        "anything", [_triple(passages[3], "other", "has", "part three").id], 1
+    )
+    assert seeded[0].id == passages[3].id
 
 
 def test_llm_filter_keeps_what_the_model_copies_back() -> None:
