@@ -305,3 +305,18 @@ def test_missing_langserve_names_the_extra() -> None:
                    "try:\n    import gear_agent.serve.app\nexcept GearError as e:\n    print(e)")
     assert done.returncode == 0, done.stderr
     assert "pip install gear-agent[serve]" in done.stdout and "langserve" in done.stdout
+
+
+def test_gear_runnable_checks_direct_python_calls(tmp_path: Path) -> None:
+    from pydantic import ValidationError
+
+    from gear_agent.serve.app import gear_runnable
+
+    settings = make_settings(max_question_chars=MAX_CHARS)
+    agent = build_agent(settings, runtime=make_runtime(tmp_path / "index", settings),
+                        chat_model=PromptKeyedChat())
+    runnable = gear_runnable(agent, settings)
+    with pytest.raises(ValidationError, match="at least 1 character"):
+        runnable.invoke({"question": "  "})
+    out = runnable.invoke({"question": QUESTION, "max_iterations": None, "top_k": 3})
+    assert out["answer"] == "Sacramento County" and len(out["passages"]) == 3
