@@ -57,6 +57,9 @@ def make_chat_model(
         raise LLMConfigError(
             "langchain-openai is not installed: pip install langchain-openai"
         ) from exc
+    # langchain-openai sends the cap as `max_completion_tokens`, which some OpenAI-compatible
+    # servers (llama-cpp-python 0.3) ignore; they read only `max_tokens`, so send that too.
+    extra_body = {"max_tokens": settings.llm_max_tokens} if base_url else None
     return ChatOpenAI(
         model=settings.llm_model,
         temperature=settings.llm_temperature,
@@ -65,4 +68,5 @@ def make_chat_model(
         max_retries=0,
         api_key=api_key or LOCAL_SERVER_API_KEY,
         base_url=base_url,
+        extra_body=extra_body,
     )
