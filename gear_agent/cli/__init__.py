@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from gear_agent.cli import eval_cmd, index_cmd
+from gear_agent.cli import eval_cmd, index_cmd, serve_cmd, trace_cmd
 
 app = typer.Typer(
     name="gear",
@@ -18,6 +18,8 @@ app.command("info")(index_cmd.info)
 app.command("delete")(index_cmd.delete)
 app.command("search")(eval_cmd.search)
 app.command("eval")(eval_cmd.eval_)
+app.command("serve")(serve_cmd.serve)
+app.add_typer(trace_cmd.app, name="trace")
 
 
 def main() -> None:
