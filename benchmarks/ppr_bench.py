@@ -81,7 +81,7 @@ def build_graph(
     else:
         graph = load_or_build(store, timed, threshold, path)
     seconds = time.perf_counter() - start
-    _, peak = tracemalloc.get_traced_memory()
+    retained, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     rss_after = rss_bytes()
     kinds = graph.edge_kinds()
@@ -97,8 +97,10 @@ def build_graph(
     )
     print(
         f"memory: graph ~{graph.nbytes() / 2**20:.1f} MiB (phrase vectors + igraph arrays); "
-        f"Python allocations peak {peak / 2**20:.1f} MiB (tracemalloc); "
-        f"RSS +{(rss_after - rss_before) / 2**20:.1f} MiB; cache file {path.stat().st_size / 2**20:.1f} MiB"
+        f"Python allocations retained {retained / 2**20:.1f} MiB, peak {peak / 2**20:.1f} MiB "
+        f"(tracemalloc; igraph's C arrays not included); RSS +{(rss_after - rss_before) / 2**20:.1f} "
+        f"MiB (includes the embedding model's working memory when it ran); cache file "
+        f"{path.stat().st_size / 2**20:.1f} MiB"
     )
     return graph
 

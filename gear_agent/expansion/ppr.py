@@ -191,17 +191,14 @@ def dense_passage_weights(
     return weights
 
 
-def _triple_score_range(store: Store, query_vector: np.ndarray) -> tuple[float, float]:
-    """Lowest and highest cosine of the query with any stored triple.
+def _lowest_triple_score(store: Store, query_vector: np.ndarray) -> float | None:
+    """Lowest cosine of the query with any stored triple (None when there are none).
 
-    The lowest comes from a search with the negated query (the triple most similar to
-    ``-q`` is the least similar to ``q``), so no search has to return every triple.
+    It comes from a search with the negated query (the triple most similar to ``-q``
+    is the least similar to ``q``), so no search has to return every triple.
     """
-    best = store.vector_search("triple", query_vector, 1)
     worst = store.vector_search("triple", -query_vector, 1)
-    if not best or not worst:
-        return 0.0, 1.0
-    return -worst[0].score, best[0].score
+    return -worst[0].score if worst else None
 
 
 def _seeds(
@@ -213,10 +210,15 @@ def _seeds(
     filter_fn: FilterFn | None,
 ) -> tuple[list[Triple], list[float]]:
     """Seed triples and their query cosines, min-max normalised over all triples (HippoRAG 2)."""
-    low, high = _triple_score_range(store, query_vector)
+    best = store.vector_search(
+        "triple", query_vector, seed_triples if seed_triple_ids is None else 1
+    )
+    low = _lowest_triple_score(store, query_vector)
+    if not best or low is None:
+        return [], []
+    high = best[0].score
     if seed_triple_ids is None:
-        hits = store.vector_search("triple", query_vector, seed_triples)
-        score_of = {h.id: h.score for h in hits}
+        score_of = {h.id: h.score for h in best}
         triples = store.get_triples(list(score_of))
         if filter_fn is not None and triples:
             kept = {t.id for t in filter_fn(query, list(triples))}

@@ -26,10 +26,10 @@ Edges (undirected, one igraph edge per node pair, its ``weight`` the sum of what
   score only, an accident of its dict update).
 * **contains**: a passage and each phrase of the triples extracted from it. Weight 1.
 
-The graph grows with :meth:`PPRGraph.update`: it embeds only phrases it has never seen and
+The graph grows with :meth:`PPRGraph.update`: it embeds only phrases it does not hold yet and
 adds only new nodes and edges (new synonym pairs are searched between the new phrases and
 all phrases). Deleted passages or triples are handled by a rebuild from the store, which
-reuses the cached phrase embeddings, so a rebuild embeds nothing already embedded.
+reuses the vectors of the phrases the graph held, so a rebuild embeds nothing again.
 
 :meth:`PPRGraph.save` writes the whole graph with its phrase embeddings to one ``.npz``
 file (atomically); :meth:`PPRGraph.load` reads it back and :meth:`update` then brings it up
@@ -89,7 +89,7 @@ class UpdateStats:
         passages: Passage nodes added.
         triples: Triples newly taken in.
         phrases: Phrase nodes added.
-        embedded: Phrases embedded (phrases seen before are never embedded again).
+        embedded: Phrases embedded (a phrase the graph holds is never embedded again).
         synonym_pairs: Synonym pairs added.
     """
 
@@ -121,7 +121,6 @@ class PPRGraph:
         self.embedder = embedder
         self.embedding_model = embedder.name
         self.synonym_threshold = float(synonym_threshold)
-        self._vector_cache: dict[str, np.ndarray] = {}
         self._reset()
 
     # ---- construction -------------------------------------------------------------
@@ -231,9 +230,9 @@ class PPRGraph:
     def update(self, store: Store) -> UpdateStats:
         """Take in the passages and triples added to ``store`` since the last update.
 
-        Embeds only phrases never embedded before. When passages or triples the graph
-        holds are gone from the store, the graph is rebuilt from the store instead
-        (cached phrase vectors are reused).
+        Embeds only phrases the graph does not hold. When passages or triples the graph
+        holds are gone from the store, the graph is rebuilt from the store instead,
+        reusing the vectors of the phrases it held.
 
         Raises:
             StoreError: A triple names a passage the store does not hold.
@@ -241,16 +240,21 @@ class PPRGraph:
         passages = list(store.iter_passages())
         triples = list(store.iter_triples())
         passage_ids = {p.id for p in passages}
-        rebuilt = False
         if any(pid not in passage_ids for pid in self._passage_vertex) or (
             self._triple_ids and not self._triple_ids <= {t.id for t in triples}
         ):
+            known = dict(zip(self._phrases, self._vectors))
             self._reset()
-            rebuilt = True
-        stats = self._add(passages, [t for t in triples if t.id not in self._triple_ids])
-        return replace(stats, rebuilt=rebuilt)
+            return replace(self._add(passages, triples, known), rebuilt=True)
+        return self._add(passages, [t for t in triples if t.id not in self._triple_ids])
 
-    def _add(self, passages: Sequence[Passage], triples: Sequence[Triple]) -> UpdateStats:
+    def _add(
+        self,
+        passages: Sequence[Passage],
+        triples: Sequence[Triple],
+        known: dict[str, np.ndarray] | None = None,
+    ) -> UpdateStats:
+        """Add new passages and triples; ``known`` holds phrase vectors not to embed again."""
         self._transition = None
         first_new_vertex = len(self._names)
         new_passages = [p.id for p in passages if p.id not in self._passage_vertex]
@@ -265,7 +269,9 @@ class PPRGraph:
                 if phrase and phrase not in self._phrase_vertex
             )
         )
-        embedded = self._embed_missing(fresh)
+        known = known or {}
+        vectors = self._embed_missing(fresh, known)
+        embedded = sum(1 for phrase in fresh if phrase not in known)
         first_new_row = len(self._phrases)
         for phrase in fresh:
             vertex = self._new_vertex(phrase, passage=False)
@@ -273,7 +279,7 @@ class PPRGraph:
             self._phrases.append(phrase)
             self._phrase_rows.append(vertex)
         if fresh:
-            block = np.stack([self._vector_cache[p] for p in fresh]).astype(np.float32)
+            block = np.stack([vectors[p] for p in fresh]).astype(np.float32)
             self._vectors = np.vstack([self._vectors, block])
             eligible = np.fromiter((synonym_eligible(p) for p in fresh), bool, len(fresh))
             self._eligible = np.concatenate([self._eligible, eligible])
@@ -332,8 +338,12 @@ class PPRGraph:
             + (CONTAINS_WEIGHT if self._contains[edge] else 0.0)
         )
 
-    def _embed_missing(self, phrases: Sequence[str]) -> int:
-        missing = [p for p in phrases if p not in self._vector_cache]
+    def _embed_missing(
+        self, phrases: Sequence[str], known: dict[str, np.ndarray]
+    ) -> dict[str, np.ndarray]:
+        """Vectors of ``phrases``: from ``known`` where there, else embedded now."""
+        missing = [p for p in phrases if p not in known]
+        found = {p: known[p] for p in phrases if p in known}
         if missing:
             vectors = np.asarray(self.embedder.embed(missing), dtype=np.float32)
             if vectors.shape != (len(missing), self.embedder.dimension):
@@ -341,8 +351,8 @@ class PPRGraph:
                     f"embedder {self.embedder.name!r} returned shape {vectors.shape} for "
                     f"{len(missing)} phrases; expected ({len(missing)}, {self.embedder.dimension})"
                 )
-            self._vector_cache.update(zip(missing, vectors))
-        return len(missing)
+            found.update(zip(missing, vectors))
+        return found
 
     def _add_synonyms(self, first_new_row: int, pending: list[tuple[int, int]]) -> int:
         """Synonym edges between the phrases from ``first_new_row`` on and all phrases.
@@ -439,7 +449,6 @@ class PPRGraph:
             (self._passage_vertex if passage else self._phrase_vertex)[name] = vertex
         self._phrase_rows = [self._phrase_vertex[p] for p in self._phrases]
         self._vectors = np.asarray(arrays["vectors"], dtype=np.float32)
-        self._vector_cache = dict(zip(self._phrases, self._vectors))
         self._eligible = np.fromiter(
             (synonym_eligible(p) for p in self._phrases), bool, len(self._phrases)
         )
