@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gear_agent.config import GearSettings
 from gear_agent.embedding import Embedder, make_embedder
 from gear_agent.expansion.beam import BeamSettings
 from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.store import Store, open_store
+
+if TYPE_CHECKING:
+    from gear_agent.expansion.ppr import PPRRetriever
 
 
 @dataclass
@@ -23,6 +27,7 @@ class Runtime:
     embedder: Embedder
     store: Store
     encode: QueryEncoder
+    _ppr: PPRRetriever | None = field(default=None, repr=False)
 
     @classmethod
     def open(cls, settings: GearSettings, *, create: bool = False) -> Runtime:
@@ -30,6 +35,14 @@ class Runtime:
         embedder = make_embedder(settings)
         store = open_store(settings, embedder, create=create)
         return cls(settings, embedder, store, QueryEncoder(embedder))
+
+    def ppr_retriever(self) -> PPRRetriever:
+        """One PPR retriever per runtime, so its graph is built (or loaded) once."""
+        if self._ppr is None:
+            from gear_agent.expansion.ppr import PPRRetriever
+
+            self._ppr = PPRRetriever(self.store, self.encode, self.settings)
+        return self._ppr
 
     def beam_settings(self) -> BeamSettings:
         """The beam search's knobs from the settings."""

@@ -8,7 +8,6 @@ fusion (Shen et al., sections 3.2-3.4).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -94,22 +93,10 @@ def beam_expand(runtime: Runtime, query: str, start: Sequence[str]) -> list[Rank
 
 
 def ppr_expand(runtime: Runtime, query: str, start: Sequence[str], k: int) -> list[RankedPassage]:
-    """PPR expansion through ``gear_agent.expansion.ppr.ppr_expand`` when that module exists.
-
-    Raises:
-        GearError: The PPR module is not available in this installation.
-    """
-    try:
-        module = importlib.import_module("gear_agent.expansion.ppr")
-    except ImportError as exc:
-        raise GearError(
-            "expansion 'ppr'/'both' needs gear_agent.expansion.ppr, which is not available "
-            "yet; set GEAR_EXPANSION=beam"
-        ) from exc
-    func = getattr(module, "ppr_expand", None)
-    if func is None:
-        raise GearError("gear_agent.expansion.ppr has no ppr_expand(); set GEAR_EXPANSION=beam")
-    return list(func(runtime, query, list(start), k))
+    """Personalized PageRank from the ``start`` triples (HippoRAG 2 seeding); passages with chains."""
+    if not start:
+        return []
+    return runtime.ppr_retriever().expand(query, list(start), k)
 
 
 def expand(runtime: Runtime, query: str, start: Sequence[str]) -> list[RankedPassage]:

@@ -1,7 +1,8 @@
 """Retrievers by name, as `gear search --retriever` and `gear eval --retrievers` take them.
 
 Built in (LLM-free): ``bm25``, ``dense``, ``hybrid``, and ``{base}+naive_ge`` for each
-base. Other parts register more names (PPR, SyncGE, the GEAR agent) with :func:`register`.
+base; ``ppr`` (HippoRAG 2-style Personalized PageRank) and ``hybrid+naive_ge+ppr`` (RRF of
+the two). The agent's module registers ``syncge``, ``syncge+ppr`` and ``gear``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from gear_agent.retrieval.base import Retriever
 from gear_agent.retrieval.search import BASE_MODES, BaseRetriever
 from gear_agent.runtime import Runtime
 
-BUILT_IN = (*BASE_MODES, *(f"{mode}+naive_ge" for mode in BASE_MODES))
+BUILT_IN = (*BASE_MODES, *(f"{mode}+naive_ge" for mode in BASE_MODES), "ppr", "hybrid+naive_ge+ppr")
 _EXTRA: dict[str, Callable[[Runtime], Retriever]] = {}
 
 
@@ -45,6 +46,13 @@ def make_retriever(name: str, runtime: Runtime) -> Retriever:
         base = BaseRetriever(runtime.store, runtime.encode, name.split("+")[0], settings.rrf_k)
         beam = TripleBeamSearch(runtime.store, runtime.embedder, runtime.beam_settings())
         return NaiveGERetriever(base, beam, runtime.encode, settings.base_k, settings.rrf_k)
+    if name == "ppr":
+        return runtime.ppr_retriever()
+    if name == "hybrid+naive_ge+ppr":
+        from gear_agent.expansion.fused import FusedExpansionRetriever
+
+        naive = make_retriever("hybrid+naive_ge", runtime)
+        return FusedExpansionRetriever(naive, runtime.ppr_retriever(), settings.rrf_k)
     if name in _EXTRA:
         return _EXTRA[name](runtime)
     raise UnknownNameError(f"unknown retriever {name!r}; known: {', '.join(available())}")
