@@ -78,7 +78,9 @@ class GearSettings(BaseSettings):
 
     # ---- agent -------------------------------------------------------------
     max_iterations: int = Field(4, ge=1, le=16, description="4 for MuSiQue, 2 for 2Wiki/HotpotQA.")
-    expansion: Literal["beam", "ppr", "both"] = Field("beam", description="Expansion node.")
+    expansion: Literal["beam", "ppr", "both"] = Field(
+        "ppr", description="Expansion node: PPR (measured best, README), beam (the paper), both."
+    )
     passage_link_k: int = Field(5, ge=1, description="Hits per index in passageLink.")
     answer: bool = Field(True, description="Answer the question from the top passages.")
     answer_top_k: int = Field(5, ge=1, description="Passages shown to the QA prompt.")
