@@ -14,7 +14,7 @@ from gear_agent.retrieval.base import Retriever
 from gear_agent.retrieval.search import BASE_MODES, BaseRetriever
 from gear_agent.runtime import Runtime
 
-BUILT_IN = (*BASE_MODES, *(f"{mode}+naive_ge" for mode in BASE_MODES), "ppr", "hybrid+naive_ge+ppr")
+BUILT_IN = (*BASE_MODES, *(f"{mode}+naive_ge" for mode in BASE_MODES), "ppr", "ppr+filter", "hybrid+naive_ge+ppr")
 _EXTRA: dict[str, Callable[[Runtime], Retriever]] = {}
 
 
@@ -48,6 +48,16 @@ def make_retriever(name: str, runtime: Runtime) -> Retriever:
         return NaiveGERetriever(base, beam, runtime.encode, settings.base_k, settings.rrf_k)
     if name == "ppr":
         return runtime.ppr_retriever()
+    if name == "ppr+filter":
+        from gear_agent.expansion.ppr import PPRRetriever
+        from gear_agent.expansion.ppr_filter import make_llm_filter
+        from gear_agent.llm import LLMClient
+
+        llm_filter = make_llm_filter(LLMClient.from_settings(settings), prompts_dir=settings.prompts_dir)
+        ppr = runtime.ppr_retriever()
+        filtered = PPRRetriever(runtime.store, runtime.encode, settings, llm_filter, graph=ppr.graph)
+        filtered.name = "ppr+filter"
+        return filtered
     if name == "hybrid+naive_ge+ppr":
         from gear_agent.expansion.fused import FusedExpansionRetriever
 
@@ -79,4 +89,4 @@ def _load_optional_parts() -> None:
 
 _OPTIONAL_MODULES: tuple[str, ...] = ("gear_agent.agent.retrievers",)
 #: Names whose retrievers call an LLM (checked for configuration before any work).
-NEEDS_LLM = ("syncge", "syncge+ppr", "gear")
+NEEDS_LLM = ("ppr+filter", "syncge", "syncge+ppr", "gear")
