@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gear_agent.ingest.openie import read_openie
 from gear_agent.store.base import Store
-from gear_agent.types import Passage, Triple
+from gear_agent.types import AddResult, Passage, Triple
 
 Progress = Callable[[str, int, int], None]
 """Called as ``progress(stage, done, total)``; the CLI draws it as a bar."""
@@ -39,18 +39,30 @@ def _noop(stage: str, done: int, total: int) -> None:
     return None
 
 
+def _add_in_batches(
+    add: Callable[[Sequence], AddResult], items: Sequence, batch: int, stage: str,
+    progress: Progress,
+) -> tuple[int, int]:
+    """Call ``add`` on committed batches of ``items``; returns (added, already stored)."""
+    added = existing = 0
+    progress(stage, 0, len(items))
+    for start in range(0, len(items), batch):
+        result = add(items[start : start + batch])
+        added += len(result.added)
+        existing += len(result.existing)
+        progress(stage, min(start + batch, len(items)), len(items))
+    return added, existing
+
+
 def add_passages(
     store: Store, passages: Sequence[Passage], report: IndexReport, progress: Progress = _noop
 ) -> None:
     """Add passages in committed batches; already stored ones are no-ops (never re-embedded)."""
     started = time.perf_counter()
     report.passages_read += len(passages)
-    progress("passages", 0, len(passages))
-    for start in range(0, len(passages), PASSAGE_BATCH):
-        result = store.add_passages(passages[start : start + PASSAGE_BATCH])
-        report.passages_added += len(result.added)
-        report.passages_existing += len(result.existing)
-        progress("passages", min(start + PASSAGE_BATCH, len(passages)), len(passages))
+    added, existing = _add_in_batches(store.add_passages, passages, PASSAGE_BATCH, "passages", progress)
+    report.passages_added += added
+    report.passages_existing += existing
     report.seconds["passages"] = time.perf_counter() - started
 
 
@@ -58,12 +70,9 @@ def add_triples(
     store: Store, triples: Sequence[Triple], report: IndexReport, progress: Progress = _noop
 ) -> None:
     """Add triples in committed batches; already stored ones are no-ops."""
-    progress("triples", 0, len(triples))
-    for start in range(0, len(triples), TRIPLE_BATCH):
-        result = store.add_triples(triples[start : start + TRIPLE_BATCH])
-        report.triples_added += len(result.added)
-        report.triples_existing += len(result.existing)
-        progress("triples", min(start + TRIPLE_BATCH, len(triples)), len(triples))
+    added, existing = _add_in_batches(store.add_triples, triples, TRIPLE_BATCH, "triples", progress)
+    report.triples_added += added
+    report.triples_existing += existing
 
 
 def import_openie(
