@@ -194,8 +194,17 @@ def make_reason(runtime: Runtime, llm: LLMClient) -> RunnableLambda:
     return _llm_node("reason", llm, prompt_of, update_of)
 
 
+def _fallback_query(state: GearState) -> str:
+    """The next query when the rewriter's reply is unreadable or its call failed."""
+    return " ".join(filter(None, [state["question"], state.get("reason")]))
+
+
 def make_rewrite(runtime: Runtime, llm: LLMClient) -> RunnableLambda:
-    """Rewriter: the next query from the question, the memory and what is missing."""
+    """Rewriter: the next query from the question, the memory and what is missing.
+
+    An unreadable reply, or a call that fails after the client's retries, falls back to
+    the question plus the reasoner's note, and is recorded in ``dropped``.
+    """
     prompt = load_prompt("rewriter", runtime.settings.prompts_dir)
 
     def prompt_of(state: GearState) -> str:
@@ -208,14 +217,24 @@ def make_rewrite(runtime: Runtime, llm: LLMClient) -> RunnableLambda:
         try:
             query = parse_short_reply(reply.text, label="query")
         except ParseError as exc:
-            query = " ".join(filter(None, [state["question"], state.get("reason")]))
+            query = _fallback_query(state)
             update["dropped"] = [
                 {"iteration": state.get("iteration", 1), "node": "rewrite", "error": str(exc)}
             ]
         update.update(query=query, queries=[query])
         return update
 
-    return _llm_node("rewrite", llm, prompt_of, update_of)
+    def on_call_error(state: GearState, exc: LLMCallError) -> Update:
+        query = _fallback_query(state)
+        record = {"iteration": state.get("iteration", 1), "node": "rewrite", "error": str(exc)}
+        return {
+            "iteration": state.get("iteration", 1) + 1,
+            "query": query,
+            "queries": [query],
+            "dropped": [record],
+        }
+
+    return _llm_node("rewrite", llm, prompt_of, update_of, on_call_error)
 
 
 def make_finalize(runtime: Runtime) -> Node:
@@ -236,7 +255,11 @@ def make_finalize(runtime: Runtime) -> Node:
 
 
 def make_answer(runtime: Runtime, llm: LLMClient) -> RunnableLambda:
-    """QA: a short answer from the top ``answer_top_k`` final passages."""
+    """QA: a short answer from the top ``answer_top_k`` final passages.
+
+    A call that fails after the client's retries keeps the reasoner's answer (or None)
+    and the ranked passages, and is recorded in ``dropped``.
+    """
     prompt = load_prompt("qa", runtime.settings.prompts_dir)
 
     def prompt_of(state: GearState) -> str:
@@ -251,4 +274,8 @@ def make_answer(runtime: Runtime, llm: LLMClient) -> RunnableLambda:
             record = {"iteration": state.get("iteration", 1), "node": "answer", "error": str(exc)}
             return {"answer": None, "dropped": [record]}
 
-    return _llm_node("answer", llm, prompt_of, update_of)
+    def on_call_error(state: GearState, exc: LLMCallError) -> Update:
+        record = {"iteration": state.get("iteration", 1), "node": "answer", "error": str(exc)}
+        return {"dropped": [record]}
+
+    return _llm_node("answer", llm, prompt_of, update_of, on_call_error)

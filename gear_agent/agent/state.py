@@ -79,7 +79,9 @@ class GearState(TypedDict):
         base: This iteration's base (hybrid) retrieval list.
         retrieved: One ranked list per iteration: RRF of the base and expansion lists (appended).
         proximal: This iteration's reader triples.
-        dropped: Reader items the parser left out and failed LLM reads/parses (appended).
+        dropped: Reader items the parser left out, unreadable replies, and LLM calls that
+            failed for good in read, rewrite or answer (appended); a failed reason call
+            stops the run.
         linked: Ids of the indexed triples the proximal triples linked to (this iteration).
         gist_memory: Triples gathered so far, case-insensitively unique, in order.
         answerable: The reasoner's last verdict.

@@ -68,6 +68,16 @@ def _model_name(model: Any) -> str:
     return llm_type if isinstance(llm_type, str) else type(inner).__name__
 
 
+def _endpoint(model: Any) -> str | None:
+    """The base URL an OpenAI-compatible model was pointed at, if any."""
+    inner = _unwrap(model)
+    for attribute in ("openai_api_base", "base_url"):
+        value = getattr(inner, attribute, None)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
 def _number(model: Any, attribute: str) -> Any:
     value = getattr(_unwrap(model), attribute, None)
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
@@ -108,6 +118,7 @@ class LLMClient:
     ) -> None:
         self.model = model
         self.model_name = model_name or _model_name(model)
+        self.endpoint = _endpoint(model)
         self.temperature = _number(model, "temperature")
         self.max_tokens = _number(model, "max_tokens")
         self.retry = retry or RetryPolicy()
@@ -239,6 +250,7 @@ class LLMClient:
                 attempts=attempt,
                 last_error=exc,
                 retriable=retriable,
+                endpoint=self.endpoint,
             ) from exc
         delay = backoff_delay(attempt, self.retry, self._rng, retry_after_s(exc))
         logger.info(

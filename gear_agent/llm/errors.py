@@ -25,12 +25,22 @@ class LLMCallError(LLMError):
         last_error: The exception of the last attempt (also ``__cause__``).
         retriable: Whether ``last_error`` is of a kind that is retried (rate limit,
             timeout, connection, 5xx, empty reply); False means it failed at once.
+        endpoint: The server's base URL when one was configured (OPENAI_BASE_URL), so an
+            unreachable or failing server is named; None for the provider's default.
     """
 
     def __init__(
-        self, *, model: str, node: str, attempts: int, last_error: BaseException, retriable: bool
+        self,
+        *,
+        model: str,
+        node: str,
+        attempts: int,
+        last_error: BaseException,
+        retriable: bool,
+        endpoint: str | None = None,
     ) -> None:
         self.model = model
+        self.endpoint = endpoint
         self.node = node
         self.attempts = attempts
         self.last_error = last_error
@@ -41,7 +51,8 @@ class LLMCallError(LLMError):
         else:
             hint = "not retried: this error does not go away by asking again"
         plural = "attempt" if attempts == 1 else "attempts"
+        where = f", endpoint={endpoint!r}" if endpoint else ""
         super().__init__(
-            f"LLM call failed (model={model!r}, node={node!r}) after {attempts} {plural}: "
+            f"LLM call failed (model={model!r}, node={node!r}{where}) after {attempts} {plural}: "
             f"{what} ({hint})"
         )

@@ -2,7 +2,8 @@
 
 Retried: rate limits (429), request timeouts (408), server errors (5xx), timeouts and
 connection errors (openai SDK, langchain-core's provider-neutral ``Model*Error`` types,
-httpx or the standard library), and empty replies (no text, or no choices at all).
+httpx or the standard library), empty replies (no text, or no choices at all), and
+response bodies that are not JSON (an empty 200, a proxy's error page).
 Everything else (bad request, authentication, a bug) fails at once: asking again
 gives the same answer.
 """
@@ -10,6 +11,7 @@ gives the same answer.
 from __future__ import annotations
 
 import email.utils
+import json
 import random
 import time
 from dataclasses import dataclass
@@ -101,6 +103,10 @@ def is_retriable(exc: BaseException) -> bool:
         return True
     if isinstance(exc, (TimeoutError, ConnectionError)):
         return True
+    if isinstance(exc, json.JSONDecodeError):
+        # Raised inside the model call, it can only be about the HTTP response's body:
+        # the client parses the reply before any of our code sees it.
+        return True
     if isinstance(exc, _langchain_errors(_RETRIABLE_MODEL_ERRORS)):
         return True
     try:
@@ -115,6 +121,7 @@ def is_retriable(exc: BaseException) -> bool:
                 openai.APITimeoutError,
                 openai.APIConnectionError,
                 openai.InternalServerError,
+                openai.APIResponseValidationError,
             ),
         ):
             return True

@@ -181,6 +181,8 @@ def test_empty_reply_after_all_retries_raises():
         (KeyError("x"), False),
         (IndexError("mine"), False),
         (TypeError("Received response with null value for 'choices'."), True),
+        (json.JSONDecodeError("Expecting value", "", 0), True),  # an empty 200 body
+        (ValueError("not JSON"), False),
     ],
 )
 def test_error_classification(error, retriable):
