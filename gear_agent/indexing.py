@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gear_agent.ingest.openie import read_openie
+from gear_agent.ingest.openie import OpenIEImport, read_openie
 from gear_agent.store.base import Store
 from gear_agent.types import AddResult, Passage, Triple
 
@@ -76,15 +76,22 @@ def add_triples(
 
 
 def import_openie(
-    store: Store, path: Path, report: IndexReport, progress: Progress = _noop
+    store: Store, source: Path | OpenIEImport, report: IndexReport, progress: Progress = _noop
 ) -> None:
     """Import HippoRAG OpenIE triples for the stored passages they align with.
 
     Docs whose (title, text) matches no stored passage are counted as unmatched.
     The passages covered are marked extracted, so LLM extraction skips them.
+
+    Args:
+        store: The index.
+        source: The OpenIE file, or what :func:`~gear_agent.ingest.openie.read_openie`
+            read from it (read it first to refuse a bad file before any other work).
+        report: Counts are added here.
+        progress: Called as triples are embedded.
     """
     started = time.perf_counter()
-    parsed = read_openie(path)
+    parsed = source if isinstance(source, OpenIEImport) else read_openie(source)
     stored = {p.id for p in store.get_passages(list(dict.fromkeys(parsed.passage_ids)))}
     report.openie_docs += parsed.docs
     report.openie_docs_unmatched += sum(1 for pid in parsed.passage_ids if pid not in stored)

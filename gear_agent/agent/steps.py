@@ -11,29 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gear_agent.errors import GearError
 from gear_agent.expansion.beam import TripleBeamSearch, beams_to_passages
 from gear_agent.parsing import parse_triples
 from gear_agent.prompts import load_prompt, render_passages, render_triples
+from gear_agent.questions import check_question
 from gear_agent.retrieval.base import RankedPassage, fuse_passages
 from gear_agent.retrieval.search import search
 from gear_agent.runtime import Runtime
 from gear_agent.store.base import Store
-
-
-def check_question(question: object, max_chars: int) -> str:
-    """The question, stripped; raises :class:`GearError` when it is empty, not text, or too long."""
-    if not isinstance(question, str):
-        raise GearError(f"the question must be text, got {type(question).__name__}")
-    text = question.strip()
-    if not text:
-        raise GearError("the question is empty; ask something, e.g. 'Who founded Rome?'")
-    if len(text) > max_chars:
-        raise GearError(
-            f"the question is {len(text)} characters long; the limit is {max_chars} "
-            "(raise GEAR_MAX_QUESTION_CHARS to allow longer ones)"
-        )
-    return text
 
 
 def to_dicts(ranked: Sequence[RankedPassage]) -> list[dict[str, Any]]:

@@ -119,14 +119,13 @@ def search(
     """Print the ranked passages for a question, each with the triple chain that reached it."""
     from rich.console import Console
 
-    from gear_agent.errors import GearError
+    from gear_agent.questions import check_question
     from gear_agent.retrieval.registry import check_name, make_retriever
     from gear_agent.runtime import Runtime
 
-    if not question.strip():
-        raise GearError("the question is empty")
-    check_name(retriever)
     settings = load_settings(index_dir)
+    question = check_question(question, settings.max_question_chars)
+    check_name(retriever)
     runtime = Runtime.open(settings)
     ranked = make_retriever(retriever, runtime).retrieve(question, k)
     out = Console()

@@ -7,16 +7,17 @@ import asyncio
 from gear_agent.cli.common import console, progress_bar
 from gear_agent.config import GearSettings
 from gear_agent.indexing import IndexReport
+from gear_agent.llm import LLMClient
 from gear_agent.store.base import Store
 
 
-def run_extraction(store: Store, settings: GearSettings, report: IndexReport) -> None:
+def run_extraction(
+    store: Store, settings: GearSettings, report: IndexReport, llm: LLMClient
+) -> None:
     """Extract triples for every passage not yet extracted; prints the summary and its warnings."""
     from gear_agent.extraction import extract_triples
-    from gear_agent.llm import LLMClient
     from gear_agent.prompts import load_prompt
 
-    llm = LLMClient.from_settings(settings)
     bar = progress_bar()
     summary = asyncio.run(
         extract_triples(

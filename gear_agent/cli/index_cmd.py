@@ -27,6 +27,8 @@ def index(
     from gear_agent.embedding import make_embedder
     from gear_agent.indexing import IndexReport, add_passages, import_openie
     from gear_agent.ingest.corpus import read_corpus
+    from gear_agent.ingest.openie import read_openie
+    from gear_agent.llm import LLMClient
     from gear_agent.store import open_store
 
     settings = load_settings(index_dir, embedding_model=model)
@@ -35,17 +37,21 @@ def index(
     if dry_run:
         _dry_run(settings, passages)
         return
+    # Every input is checked before any embedding or writing: a bad OpenIE file or a
+    # missing LLM configuration fails at once and leaves the index as it was.
+    triples = read_openie(openie) if openie is not None else None
+    llm = LLMClient.from_settings(settings) if extract else None
     embedder = make_embedder(settings)
     store = open_store(settings, embedder)
     report = IndexReport()
     progress = progress_bar()
     add_passages(store, passages, report, progress)
-    if openie is not None:
-        import_openie(store, openie, report, progress)
-    if extract:
+    if triples is not None:
+        import_openie(store, triples, report, progress)
+    if llm is not None:
         from gear_agent.cli.extract_run import run_extraction
 
-        run_extraction(store, settings, report)
+        run_extraction(store, settings, report, llm)
     total = time.perf_counter() - started
     _print_report(report, total)
     _print_info(store, settings)

@@ -83,6 +83,81 @@ def test_bad_inputs_get_one_line_errors(tmp_path, demo_index):
     assert other_model.exit_code == 2
 
 
+def one_line_error(result) -> str:
+    """The CLI's answer to bad input: exit status 2 and one line starting 'error:'."""
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, result.output
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [("", "the question is empty"), ("  \t\n ", "the question is empty"),
+     ("why? " * 1000, "the question is 4999 characters long; the limit is 2000")],
+)
+def test_bad_questions_at_the_cli(demo_index, question, expected):
+    index, _ = demo_index
+    result = CliRunner().invoke(app, ["search", question, "--index", str(index)])
+    assert expected in one_line_error(result)
+
+
+def test_bad_files_at_the_cli_leave_no_index(tmp_path):
+    runner = CliRunner()
+    index = tmp_path / "ix"
+    binary = tmp_path / "latin1.txt"
+    binary.write_bytes("Caf\xe9 in Z\xfcrich".encode("latin-1"))
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text('{"title": "not a list"}')
+    cases = [
+        (["index", str(binary)], "latin1.txt is not UTF-8 text"),
+        (["index", str(wrong)], "expected a JSON list of {'title', 'text'} objects, got dict"),
+        (["index", str(tmp_path / "missing")], "corpus not found"),
+        (["index", str(DEMO / "corpus.json"), "--openie", str(wrong)],
+         "expected HippoRAG OpenIE output {'docs': [...]}"),
+        (["index", str(DEMO / "corpus.json"), "--openie", str(tmp_path / "none.json")], "none.json"),
+    ]
+    for args, expected in cases:
+        result = runner.invoke(app, [*args, "--index", str(index)])
+        assert expected in one_line_error(result), args
+        assert not index.exists(), f"{args} started indexing before refusing its input"
+
+
+def test_extract_without_an_llm_refuses_before_indexing(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    index = tmp_path / "ix"
+    result = CliRunner().invoke(app, ["index", str(DEMO / "corpus.json"), "--extract", "--index", str(index)])
+    assert "OPENAI_BASE_URL" in one_line_error(result)
+    assert not index.exists()
+
+
+def test_wrong_questions_file_at_the_cli(demo_index, tmp_path):
+    index, _ = demo_index
+    wrong = tmp_path / "questions.json"
+    wrong.write_text('{"question": "a dict, not a list"}')
+    result = CliRunner().invoke(app, [
+        "eval", "--questions", str(wrong), "--corpus", str(DEMO / "corpus.json"), "--index", str(index)])
+    assert "expected a non-empty JSON list of questions" in one_line_error(result)
+
+
+def test_an_index_built_with_another_model_is_named(demo_index, tmp_path):
+    import shutil
+
+    index, _ = demo_index
+    copy = tmp_path / "other"
+    shutil.copytree(index, copy)
+    manifest = copy / (copy / "CURRENT").read_text().strip() / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data["embedding_model"] = "BAAI/bge-small-en-v1.5"
+    manifest.write_text(json.dumps(data))
+    for args in (["search", "x"], ["serve", "--port", "1"]):
+        line = one_line_error(CliRunner().invoke(app, [*args, "--index", str(copy)]))
+        assert "built with embedding model 'BAAI/bge-small-en-v1.5'" in line, args
+        assert "GEAR_EMBEDDING_MODEL=BAAI/bge-small-en-v1.5" in line
+
+
 def test_llm_rows_without_an_llm_fail_at_once_with_one_line(tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)

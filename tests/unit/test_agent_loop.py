@@ -175,7 +175,7 @@ def test_reasoner_error_is_fatal(tmp_path: Path) -> None:
         run(tmp_path, [READ_1, ValueError("bad request")])
 
 
-@pytest.mark.parametrize("question", ["", "   \n", "x" * 51])
+@pytest.mark.parametrize("question", ["", "   \n", "x" * 51, 123, None])
 def test_bad_questions_are_refused_before_any_work(tmp_path: Path, question: str) -> None:
     runtime = make_runtime(tmp_path / "index", make_settings(max_question_chars=50))
     model = scripted([])
