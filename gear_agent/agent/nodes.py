@@ -19,6 +19,7 @@ from gear_agent.agent import steps
 from gear_agent.agent.state import GearState
 from gear_agent.llm.client import LLMClient, LLMReply
 from gear_agent.llm.errors import LLMCallError
+from gear_agent.llm.response_format import TRIPLES_REPLY, VERDICT_REPLY, ReplySchema
 from gear_agent.llm.usage import empty_usage, usage_of_call
 from gear_agent.parsing import ParseError, parse_reasoner_reply, parse_short_reply
 from gear_agent.prompts import load_prompt, render_passages, render_triples
@@ -45,10 +46,12 @@ def _llm_node(
     prompt_of: Callable[[GearState], str],
     update_of: Callable[[GearState, LLMReply], Update],
     on_call_error: Callable[[GearState, LLMCallError], Update] | None = None,
+    schema: ReplySchema | None = None,
 ) -> RunnableLambda:
     """A node that builds a prompt, calls the model (sync or async) and turns the reply into an update.
 
-    ``on_call_error`` makes a call that failed for good (retries spent) non-fatal.
+    ``on_call_error`` makes a call that failed for good (retries spent) non-fatal;
+    ``schema`` is the JSON the prompt asks for (see :mod:`gear_agent.llm.response_format`).
     """
 
     def finish(state: GearState, reply: LLMReply) -> Update:
@@ -59,7 +62,7 @@ def _llm_node(
     def run(state: GearState, config: RunnableConfig) -> Update:
         prompt = prompt_of(state)
         try:
-            reply = llm.invoke(prompt, node=name, config=config)
+            reply = llm.invoke(prompt, node=name, config=config, schema=schema)
         except LLMCallError as exc:
             if on_call_error is None:
                 raise
@@ -69,7 +72,7 @@ def _llm_node(
     async def arun(state: GearState, config: RunnableConfig) -> Update:
         prompt = prompt_of(state)
         try:
-            reply = await llm.ainvoke(prompt, node=name, config=config)
+            reply = await llm.ainvoke(prompt, node=name, config=config, schema=schema)
         except LLMCallError as exc:
             if on_call_error is None:
                 raise
@@ -145,7 +148,7 @@ def make_read(runtime: Runtime, llm: LLMClient) -> RunnableLambda:
         record = {"iteration": state.get("iteration", 1), "node": "read", "error": str(exc)}
         return {"proximal": [], "dropped": [record]}
 
-    return _llm_node("read", llm, prompt_of, update_of, on_call_error)
+    return _llm_node("read", llm, prompt_of, update_of, on_call_error, TRIPLES_REPLY)
 
 
 def make_link(runtime: Runtime) -> Node:
@@ -191,7 +194,7 @@ def make_reason(runtime: Runtime, llm: LLMClient) -> RunnableLambda:
             "reason": verdict.reason,
         }
 
-    return _llm_node("reason", llm, prompt_of, update_of)
+    return _llm_node("reason", llm, prompt_of, update_of, schema=VERDICT_REPLY)
 
 
 def _fallback_query(state: GearState) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from gear_agent.agent import steps
 from gear_agent.evaluation.runner import Outcome
 from gear_agent.llm.client import LLMClient, LLMReply
+from gear_agent.llm.response_format import TRIPLES_REPLY
 from gear_agent.retrieval.base import RankedPassage, Retriever, fuse_passages
 from gear_agent.runtime import Runtime
 
@@ -45,13 +46,13 @@ class SyncGERetriever(Retriever):
 
     def retrieve(self, query: str, k: int) -> list[RankedPassage]:
         question, base, prompt = self._prepare(query)
-        reply = self.llm.invoke(prompt, node="read")
+        reply = self.llm.invoke(prompt, node="read", schema=TRIPLES_REPLY)
         return self._finish(question, base, reply, k)
 
     async def arun(self, question: str, k: int) -> Outcome:
         """One question for ``gear eval``: passages and the reader's token cost."""
         question, base, prompt = self._prepare(question)
-        reply = await self.llm.ainvoke(prompt, node="read")
+        reply = await self.llm.ainvoke(prompt, node="read", schema=TRIPLES_REPLY)
         ranked = self._finish(question, base, reply, k)
         return Outcome(
             [p.id for p in ranked],

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gear_agent.llm.response_format import TRIPLES_REPLY
 from gear_agent.parsing import ParseError, extract_json, parse_triples
 from gear_agent.prompts import Prompt, load_prompt, render_triples
 from gear_agent.text.tokenizer import normalise_entity
@@ -109,7 +110,7 @@ def make_llm_filter(
         if not candidates:
             return []
         text = template.format(query=query, triples=render_triples(candidates))
-        reply = llm_client.invoke(text, node="ppr_filter").text
+        reply = llm_client.invoke(text, node="ppr_filter", schema=TRIPLES_REPLY).text
         parsed = parse_triples(reply)
         if parsed.triples:
             return match_candidates(parsed.triples, candidates)

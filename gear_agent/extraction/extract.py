@@ -18,6 +18,7 @@ from gear_agent.extraction.summary import ExtractionSummary, PassageFailure
 from gear_agent.ids import triple_id
 from gear_agent.llm.client import LLMClient, LLMReply
 from gear_agent.llm.errors import LLMCallError
+from gear_agent.llm.response_format import EXTRACTION_REPLY
 from gear_agent.llm.retry import is_fatal
 from gear_agent.parsing.errors import ParseError
 from gear_agent.parsing.extraction_reply import ExtractionReply, parse_extraction_reply
@@ -117,7 +118,9 @@ async def _extract_one(
     """One passage's call and parse; releases its concurrency slot however it ends."""
     try:
         reply = await llm.ainvoke(
-            prompt.format(title=passage.title, passage=passage.text), node=node
+            prompt.format(title=passage.title, passage=passage.text),
+            node=node,
+            schema=EXTRACTION_REPLY,
         )
         try:
             return _Outcome(passage, reply, parse_extraction_reply(reply.text))

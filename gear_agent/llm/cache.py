@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from langchain_core.messages import BaseMessage
 
@@ -38,6 +39,7 @@ def cache_key(
     temperature: float | None,
     messages: Sequence[BaseMessage],
     max_tokens: int | None = None,
+    response_format: dict[str, Any] | None = None,
 ) -> str:
     """The sha256 hex key of a request.
 
@@ -53,6 +55,8 @@ def cache_key(
         "max_tokens": max_tokens,
         "messages": [{"role": m.type, "content": m.content} for m in messages],
     }
+    if response_format is not None:  # absent otherwise, so older keys stay valid
+        payload["response_format"] = response_format
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 

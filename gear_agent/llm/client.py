@@ -21,6 +21,12 @@ from langchain_core.runnables import RunnableConfig
 from gear_agent.llm.cache import CachedReply, ResponseCache, cache_key
 from gear_agent.llm.errors import EmptyReplyError, LLMCallError
 from gear_agent.llm.messages import PromptInput, content_text, to_messages
+from gear_agent.llm.response_format import (
+    ReplySchema,
+    ResponseFormatMode,
+    check_mode,
+    response_format,
+)
 from gear_agent.llm.retry import RetryPolicy, backoff_delay, is_retriable, retry_after_s
 from gear_agent.llm.tokens import count_message_tokens, count_tokens, reported_usage
 from gear_agent.llm.usage import TokenUsage
@@ -96,6 +102,8 @@ class LLMClient:
         sleep: Called with the seconds to wait between sync retries (patch in tests).
         async_sleep: Awaited with the seconds to wait between async retries.
         rng: Source of the backoff jitter.
+        response_format_mode: How calls that pass a ``schema`` ask for JSON (see
+            :mod:`gear_agent.llm.response_format`); ``"text"`` sends nothing extra.
 
     Example:
         >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
@@ -115,8 +123,10 @@ class LLMClient:
         sleep: Callable[[float], None] = time.sleep,
         async_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rng: random.Random | None = None,
+        response_format_mode: ResponseFormatMode = "text",
     ) -> None:
         self.model = model
+        self.response_format_mode = check_mode(response_format_mode)
         self.model_name = model_name or _model_name(model)
         self.endpoint = _endpoint(model)
         self.temperature = _number(model, "temperature")
@@ -148,11 +158,17 @@ class LLMClient:
             model,
             retry=RetryPolicy(max_retries=settings.llm_max_retries),
             cache=cache,
+            response_format_mode=settings.llm_response_format,
         )
 
     # ---- public calls --------------------------------------------------------
     def invoke(
-        self, prompt: PromptInput, *, node: str, config: RunnableConfig | None = None
+        self,
+        prompt: PromptInput,
+        *,
+        node: str,
+        config: RunnableConfig | None = None,
+        schema: ReplySchema | None = None,
     ) -> LLMReply:
         """Send ``prompt`` and return the reply, retrying transient failures.
 
@@ -160,6 +176,8 @@ class LLMClient:
             prompt: A string (one user message), a PromptValue or a list of messages.
             node: Name of the calling node or step; used in usage totals and errors.
             config: LangChain runnable config (callbacks, tags) passed to the model.
+            schema: The JSON the prompt asks for; sent as ``response_format`` unless the
+                client's mode is ``"text"``.
 
         Returns:
             The reply with its token counts.
@@ -168,7 +186,8 @@ class LLMClient:
             LLMCallError: The call failed for good (message names model, node, attempts).
         """
         messages = to_messages(prompt)
-        key = self._key(messages)
+        extra = self._extra(schema)
+        key = self._key(messages, extra)
         hit = self._from_cache(key, node)
         if hit is not None:
             return hit
@@ -176,7 +195,7 @@ class LLMClient:
         while True:
             attempt += 1
             try:
-                message = self.model.invoke(messages, config=self._config(config, node))
+                message = self.model.invoke(messages, config=self._config(config, node), **extra)
                 reply = self._reply(messages, message)
             except Exception as exc:  # classified below: retried, or re-raised as LLMCallError
                 self._sleep(self._delay_or_raise(exc, attempt, node))
@@ -184,11 +203,17 @@ class LLMClient:
             return self._record(key, node, reply)
 
     async def ainvoke(
-        self, prompt: PromptInput, *, node: str, config: RunnableConfig | None = None
+        self,
+        prompt: PromptInput,
+        *,
+        node: str,
+        config: RunnableConfig | None = None,
+        schema: ReplySchema | None = None,
     ) -> LLMReply:
         """Async :meth:`invoke`: awaits the model's own ``ainvoke`` (no thread per call)."""
         messages = to_messages(prompt)
-        key = self._key(messages)
+        extra = self._extra(schema)
+        key = self._key(messages, extra)
         hit = self._from_cache(key, node)
         if hit is not None:
             return hit
@@ -196,7 +221,9 @@ class LLMClient:
         while True:
             attempt += 1
             try:
-                message = await self.model.ainvoke(messages, config=self._config(config, node))
+                message = await self.model.ainvoke(
+                    messages, config=self._config(config, node), **extra
+                )
                 reply = self._reply(messages, message)
             except Exception as exc:  # classified below: retried, or re-raised as LLMCallError
                 await self._async_sleep(self._delay_or_raise(exc, attempt, node))
@@ -204,10 +231,21 @@ class LLMClient:
             return self._record(key, node, reply)
 
     # ---- steps shared by invoke and ainvoke ------------------------------------
-    def _key(self, messages: list[BaseMessage]) -> str | None:
+    def _extra(self, schema: ReplySchema | None) -> dict[str, Any]:
+        """Keyword arguments for the model call: ``response_format`` when one applies."""
+        fmt = response_format(self.response_format_mode, schema)
+        return {} if fmt is None else {"response_format": fmt}
+
+    def _key(self, messages: list[BaseMessage], extra: dict[str, Any]) -> str | None:
         if self.cache is None:
             return None
-        return cache_key(self.model_name, self.temperature, messages, self.max_tokens)
+        return cache_key(
+            self.model_name,
+            self.temperature,
+            messages,
+            self.max_tokens,
+            extra.get("response_format"),
+        )
 
     def _from_cache(self, key: str | None, node: str) -> LLMReply | None:
         if key is None or self.cache is None:
