@@ -4,7 +4,7 @@ By default it starts its own server in a subprocess over the tiny test index wit
 prompt-keyed fake chat model of ``tests/integration/test_serve.py`` (so it measures the
 service and the graph, not an LLM), then reports requests/s, p50/p99 latency and errors.
 
-    python benchmarks/load_serve.py                    # 8 clients x 50 requests
+    python benchmarks/load_serve.py                    # 8 clients x 50 requests, a table
     python benchmarks/load_serve.py --clients 16 --requests 20
     python benchmarks/load_serve.py --url http://127.0.0.1:8000   # an existing server
 """
@@ -103,6 +103,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--requests", type=int, default=50, help="Requests per client.")
     parser.add_argument("--url", help="Load an existing server instead of starting one.")
+    parser.add_argument("--json", action="store_true", help="Print JSON instead of a table.")
     parser.add_argument("--serve-fake", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_fake:
@@ -123,7 +124,13 @@ def main() -> None:
         if server is not None:
             server.terminate()
             server.wait(10)
-    print(json.dumps(result, indent=2))
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return
+    print("| measure | value |")
+    print("|---|---|")
+    for name, value in result.items():
+        print(f"| {name.replace('_', ' ')} | {value} |")
 
 
 if __name__ == "__main__":
