@@ -31,7 +31,7 @@ QUESTION = "In which county is the town where the Rainbow Bridge over the Americ
 
 def serve_fake(port: int, folder: Path) -> None:
     """Run the service over the tiny test index with the fake chat model (blocks)."""
-    sys.path[:0] = [str(ROOT / "tests" / "unit"), str(ROOT / "tests" / "integration")]
+    sys.path[:0] = [str(ROOT / "tests" / p) for p in ("", "unit", "integration")]
     import uvicorn
     from agent_fakes import make_runtime, make_settings
     from test_serve import PromptKeyedChat

@@ -14,6 +14,8 @@ from typing import Literal
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from gear_agent.llm.response_format import ResponseFormatMode
+
 
 class GearSettings(BaseSettings):
     """Configuration of the index, retrieval, expansion, the agent and its services."""
@@ -49,14 +51,12 @@ class GearSettings(BaseSettings):
     llm_max_tokens: int = Field(512, ge=1, description="Completion token cap per call.")
     llm_timeout_s: float = Field(60.0, gt=0, description="Per-request timeout.")
     llm_max_retries: int = Field(4, ge=0, le=10, description="Retries on 429/5xx/timeouts.")
-    llm_response_format: Literal["text", "json_object", "json_schema", "json_object_schema"] = (
-        Field(
-            "text",
-            description="How JSON replies are asked for: 'text' (the prompt only), "
-            "'json_object' (OpenAI JSON mode), 'json_schema' (OpenAI structured outputs; vLLM, "
-            "llama-server, Ollama), 'json_object_schema' (schema inline: llama-cpp-python's "
-            "server constrains decoding to it). See gear_agent/llm/response_format.py.",
-        )
+    llm_response_format: ResponseFormatMode = Field(
+        "text",
+        description="How JSON replies are asked for: 'text' (the prompt only), "
+        "'json_object' (OpenAI JSON mode), 'json_schema' (OpenAI structured outputs; vLLM, "
+        "llama-server, Ollama), 'json_object_schema' (schema inline: llama-cpp-python's "
+        "server constrains decoding to it). See gear_agent/llm/response_format.py.",
     )
     llm_cache_dir: Path | None = Field(
         None, description="On-disk response cache; a repeated evaluation then costs nothing."

@@ -40,6 +40,11 @@ def stop_reason_of(state: GearState, max_iterations: int) -> str | None:
     return None
 
 
+def _failure(state: GearState, node: str, error: Exception) -> dict[str, Any]:
+    """A ``dropped`` record of a reply that could not be read or a call that failed for good."""
+    return {"iteration": state.get("iteration", 1), "node": node, "error": str(error)}
+
+
 def _llm_node(
     name: str,
     llm: LLMClient,
@@ -145,8 +150,7 @@ def make_read(runtime: Runtime, llm: LLMClient) -> RunnableLambda:
         }
 
     def on_call_error(state: GearState, exc: LLMCallError) -> Update:
-        record = {"iteration": state.get("iteration", 1), "node": "read", "error": str(exc)}
-        return {"proximal": [], "dropped": [record]}
+        return {"proximal": [], "dropped": [_failure(state, "read", exc)]}
 
     return _llm_node("read", llm, prompt_of, update_of, on_call_error, TRIPLES_REPLY)
 
@@ -186,8 +190,8 @@ def make_reason(runtime: Runtime, llm: LLMClient) -> RunnableLambda:
         try:
             verdict = parse_reasoner_reply(reply.text)
         except ParseError as exc:
-            record = {"iteration": state.get("iteration", 1), "node": "reason", "error": str(exc)}
-            return {"answerable": False, "answer": None, "reason": None, "dropped": [record]}
+            failure = _failure(state, "reason", exc)
+            return {"answerable": False, "answer": None, "reason": None, "dropped": [failure]}
         return {
             "answerable": verdict.answerable,
             "answer": verdict.answer,
@@ -215,27 +219,22 @@ def make_rewrite(runtime: Runtime, llm: LLMClient) -> RunnableLambda:
         reason = state.get("reason") or "not stated"
         return prompt.format(question=state["question"], memory=memory, reason=reason)
 
-    def update_of(state: GearState, reply: LLMReply) -> Update:
-        update: Update = {"iteration": state.get("iteration", 1) + 1}
-        try:
-            query = parse_short_reply(reply.text, label="query")
-        except ParseError as exc:
-            query = _fallback_query(state)
-            update["dropped"] = [
-                {"iteration": state.get("iteration", 1), "node": "rewrite", "error": str(exc)}
-            ]
-        update.update(query=query, queries=[query])
+    def next_query(state: GearState, query: str | None, failure: Exception | None) -> Update:
+        query = query if failure is None else _fallback_query(state)
+        iteration = state.get("iteration", 1) + 1
+        update: Update = {"iteration": iteration, "query": query, "queries": [query]}
+        if failure is not None:
+            update["dropped"] = [_failure(state, "rewrite", failure)]
         return update
 
+    def update_of(state: GearState, reply: LLMReply) -> Update:
+        try:
+            return next_query(state, parse_short_reply(reply.text, label="query"), None)
+        except ParseError as exc:
+            return next_query(state, None, exc)
+
     def on_call_error(state: GearState, exc: LLMCallError) -> Update:
-        query = _fallback_query(state)
-        record = {"iteration": state.get("iteration", 1), "node": "rewrite", "error": str(exc)}
-        return {
-            "iteration": state.get("iteration", 1) + 1,
-            "query": query,
-            "queries": [query],
-            "dropped": [record],
-        }
+        return next_query(state, None, exc)
 
     return _llm_node("rewrite", llm, prompt_of, update_of, on_call_error)
 
@@ -274,11 +273,9 @@ def make_answer(runtime: Runtime, llm: LLMClient) -> RunnableLambda:
         try:
             return {"answer": parse_short_reply(reply.text, label="answer")}
         except ParseError as exc:
-            record = {"iteration": state.get("iteration", 1), "node": "answer", "error": str(exc)}
-            return {"answer": None, "dropped": [record]}
+            return {"answer": None, "dropped": [_failure(state, "answer", exc)]}
 
     def on_call_error(state: GearState, exc: LLMCallError) -> Update:
-        record = {"iteration": state.get("iteration", 1), "node": "answer", "error": str(exc)}
-        return {"dropped": [record]}
+        return {"dropped": [_failure(state, "answer", exc)]}
 
     return _llm_node("answer", llm, prompt_of, update_of, on_call_error)

@@ -21,10 +21,10 @@ filter); the rewriter and the QA prompt answer in plain text.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 ResponseFormatMode = Literal["text", "json_object", "json_schema", "json_object_schema"]
-MODES: tuple[ResponseFormatMode, ...] = ("text", "json_object", "json_schema", "json_object_schema")
+MODES: tuple[ResponseFormatMode, ...] = get_args(ResponseFormatMode)
 
 MAX_TRIPLES = 24
 """Most triples a constrained reply may hold: a grammar that allows any number lets a

@@ -26,6 +26,7 @@ from langserve import RemoteRunnable  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 from agent_fakes import QUESTION, make_runtime, make_settings  # noqa: E402
+from support.agent_faults import capable_reply, node_of  # noqa: E402
 
 from gear_agent.agent.graph import build_agent  # noqa: E402
 from gear_agent.serve.app import create_app  # noqa: E402
@@ -61,19 +62,7 @@ def reply(prompt: str) -> AIMessage:
         raise ValueError("the fake model refuses this prompt")
     if SLOW in prompt:
         raise TimeoutError("the fake model timed out")
-    if prompt.startswith("You read"):
-        if "Earlier steps have already collected" in prompt:
-            text = json.dumps({"triples": [["Folsom", "located in", "Sacramento County"]]})
-        else:
-            text = json.dumps({"triples": [["Rainbow Bridge", "located in", "Folsom"]]})
-    elif prompt.startswith("You decide"):
-        done = "Sacramento County" in prompt
-        text = json.dumps({"answerable": done, "answer": "Sacramento County" if done else None,
-                           "reason": None if done else "the county of Folsom"})
-    elif prompt.startswith("You answer"):
-        text = "Sacramento County"
-    else:
-        text = "county of Folsom"
+    text = capable_reply(node_of(prompt), prompt)
     usage = {"input_tokens": 10, "output_tokens": 2, "total_tokens": 12}
     return AIMessage(content=text, usage_metadata=usage)
 

@@ -28,7 +28,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -200,7 +200,6 @@ class FaultOutcome:
     index_unchanged: bool
     recovered: bool
     checkpoint_ok: bool
-    notes: list[str] = field(default_factory=list)
 
     @property
     def skipped(self) -> list[str]:
