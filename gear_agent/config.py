@@ -9,12 +9,13 @@ environment, e.g. ``GEAR_EMBEDDING_MODEL=all-mpnet-base-v2`` or
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from gear_agent.llm.response_format import ResponseFormatMode
+from gear_agent.errors import SettingsError
+from gear_agent.types import ResponseFormatMode
 
 
 class GearSettings(BaseSettings):
@@ -46,7 +47,16 @@ class GearSettings(BaseSettings):
     embedding_device: str = Field("cpu", description="torch device for sentence-transformers.")
 
     # ---- LLM ---------------------------------------------------------------
-    llm_model: str = Field("gpt-4o-mini", description="Chat model name (OpenAI-compatible).")
+    llm_model: str = Field(
+        "gpt-4o-mini",
+        description="Chat model: 'provider:model' (any LangChain integration) or a plain "
+        "name for the OpenAI API / an OpenAI-compatible server.",
+    )
+    llm_models: str = Field(
+        "",
+        description="Comma-separated other chat models a run may choose (LangGraph "
+        "context={'model': ...}); '*' allows any. Empty: only llm_model.",
+    )
     llm_temperature: float = Field(0.0, ge=0.0, le=2.0)
     llm_max_tokens: int = Field(512, ge=1, description="Completion token cap per call.")
     llm_timeout_s: float = Field(60.0, gt=0, description="Per-request timeout.")
@@ -127,3 +137,28 @@ class GearSettings(BaseSettings):
     def gamma(self) -> float:
         """The beam rank-penalty constant: ``beam_gamma`` or 2 x ``beam_width`` (paper)."""
         return self.beam_gamma if self.beam_gamma is not None else 2.0 * self.beam_width
+
+
+def settings_from(**values: Any) -> GearSettings:
+    """``GearSettings(**values)`` (environment underneath), with a bad value as a
+    :class:`~gear_agent.errors.SettingsError` naming the setting, not a pydantic error.
+
+    Example:
+        >>> settings_from(beam_width=0)  # doctest: +IGNORE_EXCEPTION_DETAIL
+        Traceback (most recent call last):
+        gear_agent.errors.SettingsError: beam_width (GEAR_BEAM_WIDTH): Input should be ...
+    """
+    try:
+        return GearSettings(**values)
+    except ValidationError as exc:
+        raise SettingsError(describe_validation_error(exc)) from None
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """A pydantic error of the settings as one line: each bad field with its variable."""
+    parts = []
+    for error in exc.errors():
+        field = ".".join(str(p) for p in error.get("loc", ())) or "settings"
+        variable = f" (GEAR_{field.upper()})" if field in GearSettings.model_fields else ""
+        parts.append(f"{field}{variable}: {error.get('msg', 'invalid')}")
+    return "; ".join(parts) or str(exc)

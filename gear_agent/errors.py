@@ -1,4 +1,9 @@
-"""The project's user-facing error types, gathered so the CLI and server can answer them in words."""
+"""The base of every error gear-agent raises on purpose, so the edges catch one class.
+
+Each package defines its own errors as subclasses of :class:`GearError` (``StoreError``,
+``LLMError``, ``CorpusFormatError``, ...); the CLI prints a ``GearError`` as one line and
+the server answers it with a status code. This module imports nothing of the project.
+"""
 
 from __future__ import annotations
 
@@ -11,22 +16,5 @@ class UnknownNameError(GearError, ValueError):
     """A name (retriever, scorer, prompt, ...) that is not one of the known ones; lists them."""
 
 
-def user_error_types() -> tuple[type[BaseException], ...]:
-    """Every exception type whose message already tells the user what is wrong and what to do."""
-    from pydantic import ValidationError
-
-    from gear_agent.embedding.sentence_transformer import EmbeddingModelError
-    from gear_agent.ingest.corpus import CorpusFormatError
-    from gear_agent.store.base import StoreError
-    from gear_agent.store.generations import IndexCorruptError
-
-    types: list[type[BaseException]] = [
-        GearError, StoreError, CorpusFormatError, EmbeddingModelError, IndexCorruptError,
-        ValidationError,
-    ]
-    from gear_agent.llm.errors import LLMError
-    from gear_agent.parsing.errors import ParseError
-    from gear_agent.prompts import PromptError
-
-    types += [LLMError, ParseError, PromptError]
-    return tuple(types)
+class SettingsError(GearError, ValueError):
+    """A setting (``GEAR_*`` variable or keyword) has a value that cannot be used."""

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
+from gear_agent.extraction import ExtractionSummary, extract_triples
 from gear_agent.ingest.openie import OpenIEImport, read_openie
+from gear_agent.llm.client import LLMClient
+from gear_agent.prompts import Prompt
 from gear_agent.store.base import Store
 from gear_agent.types import AddResult, Passage, Triple
+
+T = TypeVar("T")
 
 Progress = Callable[[str, int, int], None]
 """Called as ``progress(stage, done, total)``; the CLI draws it as a bar."""
@@ -33,6 +41,8 @@ class IndexReport:
     openie_docs_unmatched: int = 0
     malformed_examples: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    extraction: ExtractionSummary | None = None
+    warnings: list[str] = field(default_factory=list)
 
 
 def _noop(stage: str, done: int, total: int) -> None:
@@ -63,6 +73,7 @@ def add_passages(
     added, existing = _add_in_batches(store.add_passages, passages, PASSAGE_BATCH, "passages", progress)
     report.passages_added += added
     report.passages_existing += existing
+    store.maintain()  # derived caches (the embedded store's ANN) once per run, not per batch
     report.seconds["passages"] = time.perf_counter() - started
 
 
@@ -100,4 +111,58 @@ def import_openie(
     report.malformed_examples.extend(parsed.malformed_examples)
     add_triples(store, [t for t in parsed.triples if t.passage_id in stored], report, progress)
     store.mark_extracted([pid for pid in parsed.passage_ids if pid in stored])
+    store.maintain()
     report.seconds["triples"] = time.perf_counter() - started
+
+
+def extract_with_llm(
+    store: Store,
+    llm: LLMClient,
+    report: IndexReport,
+    progress: Progress = _noop,
+    *,
+    concurrency: int = 4,
+    prompt: Prompt | None = None,
+) -> ExtractionSummary:
+    """Extract triples with the LLM for every passage not extracted yet (resumable: finished
+    passages are committed as they come, failed ones stay for the next run).
+
+    The summary (passages, triples, failures, tokens) is put in ``report.extraction``; read
+    its ``warnings()``. Works from a thread with a running event loop too (a notebook).
+    """
+    started = time.perf_counter()
+    summary = run_coroutine(
+        extract_triples(
+            store, llm, concurrency=concurrency, prompt=prompt,
+            progress=lambda done, total: progress("extraction", done, total),
+        )
+    )
+    report.triples_added += summary.triples_kept
+    report.malformed_triples += summary.malformed_dropped
+    report.extraction = summary
+    store.maintain()
+    report.seconds["extraction"] = time.perf_counter() - started
+    return summary
+
+
+def run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run ``coroutine`` to completion from sync code, also where a loop already runs in this
+    thread (then in a worker thread with its own loop)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["value"] = asyncio.run(coroutine)
+        except BaseException as exc:  # handed to the caller's thread below
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=work, name="gear-extraction")
+    worker.start()
+    worker.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]

@@ -11,8 +11,8 @@ extraction             title, passage                            {"entities", "t
 reader                 question, passages                        {"triples": [...]}
 reader_with_memory     question, passages, memory                {"triples": [...]}
 reasoner               question, memory                          {"answerable", "answer", "reason"}
-rewriter               question, memory, reason                  one-line query
-qa                     question, passages                        short answer
+rewriter               question, memory, reason, conversation    one-line query
+qa                     question, passages, conversation          {"answer", "citations"}
 ppr_filter             query, triples                            {"triples": [...]}
 =====================  ========================================  ==========================
 """
@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gear_agent.errors import GearError
 from gear_agent.types import Passage, Triple
 
 PROMPT_NAMES = (
@@ -45,7 +46,7 @@ _IS_CHECKOUT = (_REPO_DIR.parent / "pyproject.toml").is_file()
 _SUFFIX = ".txt"
 
 
-class PromptError(ValueError):
+class PromptError(GearError, ValueError):
     """A prompt cannot be found, read or filled in; the message says which and why."""
 
 
@@ -72,7 +73,7 @@ class Prompt:
             PromptError: A placeholder has no value.
 
         Example:
-            >>> load_prompt("qa").format(question="Who?", passages="[1] ...").endswith("Answer:")
+            >>> load_prompt("reasoner").format(question="Who?", memory="(none yet)").endswith("Reply:")
             True
         """
         missing = [p for p in self.placeholders if p not in values]

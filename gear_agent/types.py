@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 Collection = Literal["passage", "triple"]
 """The two things a store indexes: passages, and the triples extracted from them."""
+
+ResponseFormatMode = Literal["text", "json_object", "json_schema", "json_object_schema"]
+"""How JSON replies are asked of a chat model (``GEAR_LLM_RESPONSE_FORMAT``); see
+:mod:`gear_agent.llm.response_format`."""
 
 
 @dataclass(frozen=True)
@@ -18,12 +23,15 @@ class Passage:
         title: Document title; kept for every chunk of a long document.
         text: The passage body.
         source: Where it came from (a file path or a corpus name); used by delete-by-source.
+        metadata: Any other fields the record came with (JSON values: ``year``, ``url``,
+            ...); kept with the passage and returned with it. Not part of the id.
     """
 
     id: str
     title: str
     text: str
     source: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def content(self) -> str:

@@ -1,4 +1,4 @@
-"""Regenerate docs/playground.png: the LangServe playground answering the demo question.
+"""Regenerate docs/playground.png: the reading playground answering the demo question.
 
     python scripts/playground_screenshot.py [--out docs/playground.png]
 
@@ -6,9 +6,10 @@ It builds the demo index of the README's main job (``gear index examples/demo/co
 --openie examples/demo/openie.json``, real all-MiniLM-L6-v2 embeddings) in a temporary
 folder, serves the agent over it on a free loopback port with ``ScriptedDemoChat`` (a
 scripted chat model, no LLM: its replies are keyed by prompt kind), opens
-``/gear/playground/`` in Debian's headless Chromium, asks "Who was the spouse of the
-founder of the Kestrel Observatory?" (top k 2), waits for the ``answer`` node's update and
-saves the form with the last streamed updates: the final passages and the answer.
+``/gear/ask/playground/`` (the agent as text, answer first) in Debian's headless Chromium,
+asks "Who was the spouse of the founder of the Kestrel Observatory?" (top k 3), waits for
+the result and saves the form and the output: the steps run, the answer with its
+numbered citation (quote and triple chain), and the ranked passages with their chains.
 
 Needs Debian's Chromium and Playwright (Playwright's own browsers are not used, so never
 run ``playwright install``); the emoji font only draws the playground's parrot::
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -50,44 +52,19 @@ CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
 ]
-VIEWPORT = {"width": 1280, "height": 1600}
-TOP_K = 2
-"""Passages asked for in the form: the two the answer rests on, so the final list fits."""
-SHOW_FROM = "finalize"
-"""The node update the output pane is scrolled to."""
+VIEWPORT = {"width": 1280, "height": 900}
+TOP_K = 3
+"""Passages asked for in the form."""
 MARGIN = 32
 """Pixels kept left and right of the playground's column."""
+QUOTE = "He was married to the painter Ilse Brenner"
 
-# The playground's output pane is the box after the "Output" heading; the streamed updates
-# are printed in it one after another as indented JSON.
+# The playground's output pane is the box after the "Output" heading.
 _PANE = """[...document.querySelectorAll('h2')]
   .find(h => h.textContent.trim() === 'Output')?.nextElementSibling"""
-ANSWER_STREAMED = r"""answer => {
-  const text = (PANE?.textContent ?? '').replace(/\s+/g, ' ');
-  return text.includes('"answer": { "answer": ' + JSON.stringify(answer));
-}""".replace("PANE", _PANE)
-SCROLL_TO_UPDATE = """node => {
-  const pane = PANE;
-  const marker = JSON.stringify(node) + ': {';
-  const walker = document.createTreeWalker(pane, NodeFilter.SHOW_TEXT);
-  let found = null;
-  for (let t = walker.nextNode(); t; t = walker.nextNode()) {
-    const at = t.data.lastIndexOf(marker);
-    if (at >= 0) found = [t, at];
-  }
-  if (!found) throw new Error('no ' + marker + ' in the output pane');
-  pane.style.overflowY = 'scroll';  // first: the scroll bar narrows the text, which may rewrap
-  const range = document.createRange();
-  range.setStart(found[0], found[1]);
-  range.setEnd(found[0], found[1] + 1);
-  const line = parseFloat(getComputedStyle(pane).lineHeight);
-  // from just above the '}{' line that opens the update
-  const top = range.getBoundingClientRect().top - pane.getBoundingClientRect().top - line - 6;
-  pane.style.maxHeight = (pane.scrollHeight - top + 2) + 'px';
-  pane.scrollTop = top;
-  const box = pane.getBoundingClientRect();
-  return {x: box.left + window.scrollX, width: box.width};
-}""".replace("PANE", _PANE)
+RESULT_SHOWN = """() => (PANE?.textContent ?? '').includes('stopped:')""".replace("PANE", _PANE)
+COLUMN = """() => { const box = PANE.getBoundingClientRect();
+  return {x: box.left + window.scrollX, width: box.width}; }""".replace("PANE", _PANE)
 
 
 class ScriptedDemoChat(BaseChatModel):
@@ -95,8 +72,9 @@ class ScriptedDemoChat(BaseChatModel):
 
     The first read finds the founder of the Kestrel Observatory, a read with memory finds
     his spouse, the reasoner says answerable once the spouse is in the memory, the
-    rewriter asks for the spouse of Oskar Brenner and QA answers "Ilse Brenner". Usage is
-    reported as about four characters a token, so the token counts show.
+    rewriter asks for the spouse of Oskar Brenner and QA answers "Ilse Brenner", citing
+    the Oskar Brenner passage by its number with a quote. Usage is reported as about four
+    characters a token, so the token counts show.
     """
 
     @property
@@ -123,7 +101,9 @@ def demo_reply(prompt: str) -> str:
         return json.dumps({"answerable": done, "answer": ANSWER if done else None,
                            "reason": None if done else "the spouse of Oskar Brenner"})
     if prompt.startswith("You answer"):
-        return ANSWER
+        match = re.search(r"^\[(\d+)\] Oskar Brenner$", prompt, re.M)
+        citations = [{"passage": int(match.group(1)), "quote": QUOTE}] if match else []
+        return json.dumps({"answer": ANSWER, "citations": citations})
     return "spouse of Oskar Brenner"
 
 
@@ -178,13 +158,8 @@ def wait_until_up(url: str, server: subprocess.Popen[bytes], seconds: float = 12
 
 
 def screenshot(url: str, out: Path, profile: Path) -> None:
-    """Ask the demo question in the playground; save the form and the run's last updates.
-
-    The streamed output is several thousand pixels tall, so once the ``answer`` update is
-    in, the output pane becomes a box scrolled to the ``finalize`` update (its scroll bar
-    shows there is more above), and the picture is cut to the playground's column: the
-    question, the final passages and the answer.
-    """
+    """Ask the demo question in the reading playground; save the form and its output,
+    cut to the playground's column."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError as exc:
@@ -195,17 +170,15 @@ def screenshot(url: str, out: Path, profile: Path) -> None:
         browser = p.chromium.launch_persistent_context(
             str(profile), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS,
             viewport=VIEWPORT, device_scale_factor=1,
-            ignore_default_args=["--hide-scrollbars"],  # the pane's scroll bar tells it is scrolled
         )
         try:
             page = browser.new_page()
-            page.goto(url + "/gear/playground/")
+            page.goto(url + "/gear/ask/playground/")
             page.locator('[id="#/properties/question-input"]').fill(QUESTION)
             page.locator('[id="#/properties/top_k-input"]').fill(str(TOP_K))
             page.get_by_role("button", name="Start", exact=True).click()
-            page.wait_for_function(ANSWER_STREAMED, arg=ANSWER, timeout=60_000)
-            column = page.evaluate(SCROLL_TO_UPDATE, SHOW_FROM)
-            # The whole page in the viewport: a full-page capture would hide the scroll bar.
+            page.wait_for_function(RESULT_SHOWN, timeout=60_000)
+            column = page.evaluate(COLUMN)
             height = page.evaluate("document.documentElement.scrollHeight")
             page.set_viewport_size({"width": VIEWPORT["width"], "height": height})
             clip = {"x": max(column["x"] - MARGIN, 0), "y": 0,

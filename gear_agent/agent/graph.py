@@ -14,9 +14,12 @@ from typing import TYPE_CHECKING, Any, Literal
 from langgraph.graph import END, START, StateGraph
 
 from gear_agent.agent import nodes
-from gear_agent.agent.state import GearState, InputState, OutputState
+from gear_agent.agent.models import ChatModels
+from gear_agent.agent.state import GearContext, GearState, InputState, OutputState
+from gear_agent.agent.steps import Expansion
 from gear_agent.config import GearSettings
 from gear_agent.llm.client import LLMClient
+from gear_agent.llm.settings import LLMSettings
 from gear_agent.runtime import Runtime
 
 if TYPE_CHECKING:
@@ -29,14 +32,21 @@ def route_after_reason(state: GearState, max_iterations: int) -> Literal["rewrit
 
 
 def build_graph(
-    runtime: Runtime, llm: LLMClient, settings: GearSettings | None = None
+    runtime: Runtime,
+    llm: LLMClient | ChatModels,
+    settings: GearSettings | None = None,
+    *,
+    expansion: Expansion | None = None,
 ) -> StateGraph:
     """The uncompiled GEAR graph over ``runtime``'s index, calling the model through ``llm``.
 
     Args:
         runtime: Index, embedder and settings.
-        llm: The client every LLM node calls.
+        llm: The client every LLM node calls, or the :class:`ChatModels` a run chooses
+            from (``context={"model": ...}``; the default one otherwise).
         settings: Settings for the loop; ``runtime.settings`` when None.
+        expansion: How each iteration expands its linked triples: ``beam`` (the paper's
+            Algorithm 1), ``ppr`` or ``both``; ``settings.expansion`` when None.
 
     Returns:
         The ``StateGraph``; compile it (optionally with a checkpointer) to run it.
@@ -44,12 +54,14 @@ def build_graph(
     settings = settings or runtime.settings
     if settings is not runtime.settings:
         runtime = Runtime(settings, runtime.embedder, runtime.store, runtime.encode)
-    graph = StateGraph(GearState, input_schema=InputState, output_schema=OutputState)
-    graph.add_node("start", nodes.make_start(runtime))
+    graph = StateGraph(
+        GearState, context_schema=GearContext, input_schema=InputState, output_schema=OutputState
+    )
+    graph.add_node("start", nodes.make_start(runtime, llm))
     graph.add_node("retrieve", nodes.make_retrieve(runtime))
     graph.add_node("read", nodes.make_read(runtime, llm))
     graph.add_node("link", nodes.make_link(runtime))
-    graph.add_node("expand", nodes.make_expand(runtime))
+    graph.add_node("expand", nodes.make_expand(runtime, expansion or settings.expansion))
     graph.add_node("reason", nodes.make_reason(runtime, llm))
     graph.add_node("rewrite", nodes.make_rewrite(runtime, llm))
     graph.add_node("finalize", nodes.make_finalize(runtime))
@@ -81,6 +93,7 @@ def build_agent(
     runtime: Runtime | None = None,
     chat_model: Any | None = None,
     checkpointer: Any | None = None,
+    models: ChatModels | None = None,
 ) -> CompiledStateGraph:
     """The compiled GEAR agent.
 
@@ -91,11 +104,15 @@ def build_agent(
         chat_model: Any LangChain chat model; built from the settings
             (OPENAI_API_KEY / OPENAI_BASE_URL) when None.
         checkpointer: A LangGraph checkpointer (then pass a ``thread_id`` in the config).
+        models: The chat models runs may choose from; built from the settings (the
+            configured model, or ``chat_model``, plus ``GEAR_LLM_MODELS``) when None.
 
     Returns:
-        A compiled graph: ``invoke({"question": ...})`` returns ``answer``,
+        A compiled graph: ``invoke({"question": ...})`` or ``invoke({"messages": [...]})``
+        returns ``answer``, ``citations``, ``messages`` (the chat, ending with the answer),
         ``passages``, ``gist_memory``, ``iterations``, ``queries``, ``stop_reason``,
         ``tokens`` and ``dropped``; ``ainvoke``, ``stream`` and ``astream`` work too.
+        ``invoke(inputs, context={"model": "ollama:llama3.1"})`` runs with another model.
 
     Raises:
         LLMConfigError: No chat model given and none configured in the environment.
@@ -107,7 +124,10 @@ def build_agent(
     """
     if settings is None:
         settings = runtime.settings if runtime is not None else GearSettings()
-    llm = LLMClient.from_settings(settings, chat_model)  # first: fails fast without a model
+    if models is None:
+        llm_settings = LLMSettings.from_gear(settings)
+        default = LLMClient.from_settings(llm_settings, chat_model)  # fails fast
+        models = ChatModels(llm_settings, default)
     if runtime is None:
         runtime = Runtime.open(settings)
-    return build_graph(runtime, llm, settings).compile(checkpointer=checkpointer, name="gear")
+    return build_graph(runtime, models, settings).compile(checkpointer=checkpointer, name="gear")

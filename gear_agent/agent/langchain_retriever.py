@@ -1,8 +1,8 @@
 """A LangChain ``BaseRetriever`` over the GEAR agent or any gear-agent retriever.
 
-Each passage becomes a ``Document`` whose ``page_content`` is the passage text and
-whose metadata holds ``id``, ``title``, ``score`` and ``chain`` (the ``[s, p, o]``
-triples whose path reached it).
+Each passage becomes a ``Document`` whose ``page_content`` is the passage text and whose
+metadata holds the passage's own metadata fields plus ``id``, ``title``, ``source``,
+``score``, ``chain`` (the ``[s, p, o]`` triples whose path reached it) and ``chain_ids``.
 """
 
 from __future__ import annotations
@@ -18,19 +18,25 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
-from gear_agent.agent.steps import passage_records
+from gear_agent.retrieval.records import PassageRecord, passage_records
+
+_RECORD_KEYS = ("id", "title", "source", "score", "chain", "chain_ids")
 
 
 def to_documents(passages: list[dict[str, Any]]) -> list[Document]:
-    """Final passage records (``id, title, text, score, chain``) as Documents."""
-    return [
-        Document(
-            page_content=p["text"],
-            id=p["id"],
-            metadata={"id": p["id"], "title": p["title"], "score": p["score"], "chain": p["chain"]},
-        )
-        for p in passages
-    ]
+    """Passage records (:meth:`PassageRecord.to_dict` dicts, as the agent returns them) as
+    Documents; the record's fields win over metadata keys of the same name."""
+    documents = []
+    for p in passages:
+        metadata = dict(p.get("metadata") or {})
+        metadata.update({key: p.get(key) for key in _RECORD_KEYS if key in p})
+        metadata.setdefault("source", "")
+        documents.append(Document(page_content=p["text"], id=p["id"], metadata=metadata))
+    return documents
+
+
+def _as_dicts(records: list[PassageRecord]) -> list[dict[str, Any]]:
+    return [r.to_dict() for r in records]
 
 
 class GearLangChainRetriever(BaseRetriever):
@@ -56,7 +62,7 @@ class GearLangChainRetriever(BaseRetriever):
 
     def _records(self, query: str) -> list[dict[str, Any]]:
         ranked = self.retriever.retrieve(query, self.k)  # type: ignore[union-attr]
-        return passage_records(self.store, ranked)  # type: ignore[arg-type]
+        return _as_dicts(passage_records(self.store, ranked))  # type: ignore[arg-type]
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun

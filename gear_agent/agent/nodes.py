@@ -12,10 +12,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.types import Overwrite
 
 from gear_agent.agent import steps
+from gear_agent.agent.chat import question_of, render_conversation
+from gear_agent.agent.citations import CITED_ANSWER_REPLY, read_cited_answer, render_citations
+from gear_agent.agent.models import ChatModels
 from gear_agent.agent.state import GearState
 from gear_agent.llm.client import LLMClient, LLMReply
 from gear_agent.llm.errors import LLMCallError
@@ -23,12 +27,21 @@ from gear_agent.llm.response_format import TRIPLES_REPLY, VERDICT_REPLY, ReplySc
 from gear_agent.llm.usage import empty_usage, usage_of_call
 from gear_agent.parsing import ParseError, parse_reasoner_reply, parse_short_reply
 from gear_agent.prompts import load_prompt, render_passages, render_triples
+from gear_agent.questions import QuestionError
 from gear_agent.retrieval.base import fuse_passages
+from gear_agent.retrieval.records import passage_records
 from gear_agent.runtime import Runtime
 from gear_agent.types import Passage
 
 Update = dict[str, Any]
 Node = Callable[[GearState], Update]
+Models = LLMClient | ChatModels
+"""What an LLM node calls: one client, or the models a run may choose from (per-run model)."""
+
+
+def _client(models: Models, config: RunnableConfig | None) -> LLMClient:
+    """The client of this run's model (``context={"model": ...}``), else the default one."""
+    return models.for_run(config) if isinstance(models, ChatModels) else models
 
 
 def stop_reason_of(state: GearState, max_iterations: int) -> str | None:
@@ -47,7 +60,7 @@ def _failure(state: GearState, node: str, error: Exception) -> dict[str, Any]:
 
 def _llm_node(
     name: str,
-    llm: LLMClient,
+    llm: Models,
     prompt_of: Callable[[GearState], str],
     update_of: Callable[[GearState, LLMReply], Update],
     on_call_error: Callable[[GearState, LLMCallError], Update] | None = None,
@@ -67,7 +80,7 @@ def _llm_node(
     def run(state: GearState, config: RunnableConfig) -> Update:
         prompt = prompt_of(state)
         try:
-            reply = llm.invoke(prompt, node=name, config=config, schema=schema)
+            reply = _client(llm, config).invoke(prompt, node=name, config=config, schema=schema)
         except LLMCallError as exc:
             if on_call_error is None:
                 raise
@@ -77,7 +90,9 @@ def _llm_node(
     async def arun(state: GearState, config: RunnableConfig) -> Update:
         prompt = prompt_of(state)
         try:
-            reply = await llm.ainvoke(prompt, node=name, config=config, schema=schema)
+            reply = await _client(llm, config).ainvoke(
+                prompt, node=name, config=config, schema=schema
+            )
         except LLMCallError as exc:
             if on_call_error is None:
                 raise
@@ -88,17 +103,29 @@ def _llm_node(
     return RunnableLambda(run, afunc=afunc, name=name)
 
 
-def make_start(runtime: Runtime) -> Node:
-    """Check the question (GearError when empty or too long) and set up iteration 1.
+def make_start(runtime: Runtime, models: Models | None = None) -> Node:
+    """Take the question (from ``question`` or the last human message), check it
+    (:class:`~gear_agent.questions.QuestionError` when missing, empty or too long) and the
+    run's model (:class:`~gear_agent.llm.LLMConfigError` when it may not be chosen), and set
+    up iteration 1.
 
     Every field a run writes is reset (accumulating ones with ``Overwrite``), so a
-    checkpointed thread can take one question after another.
+    checkpointed thread can take one question after another; ``messages`` is the thread's
+    conversation and is kept.
     """
 
-    def start(state: GearState) -> Update:
-        question = steps.check_question(state.get("question"), runtime.settings.max_question_chars)
-        return {
+    def start(state: GearState, config: RunnableConfig = None) -> Update:  # type: ignore[assignment]
+        raw, history, added = question_of(state.get("question"), state.get("messages") or [])
+        if raw is None:
+            raise QuestionError(
+                "no question: give 'question', or 'messages' ending with a human message"
+            )
+        question = steps.check_question(raw, runtime.settings.max_question_chars)
+        if models is not None:
+            _client(models, config)  # an unknown or unbuildable model fails here, before any work
+        update: Update = {
             "question": question,
+            "history": history,
             "query": question,
             "queries": Overwrite([question]),
             "iteration": 1,
@@ -111,11 +138,15 @@ def make_start(runtime: Runtime) -> Node:
             "answerable": False,
             "reason": None,
             "answer": None,
+            "citations": [],
             "stop_reason": None,
             "iterations": 0,
             "passages": [],
             "tokens": Overwrite(empty_usage()),
         }
+        if added:
+            update["messages"] = added
+        return update
 
     return start
 
@@ -130,7 +161,7 @@ def make_retrieve(runtime: Runtime) -> Node:
     return retrieve
 
 
-def make_read(runtime: Runtime, llm: LLMClient) -> RunnableLambda:
+def make_read(runtime: Runtime, llm: Models) -> RunnableLambda:
     """Reader: proximal triples from the base passages (with the gist memory after iteration 1).
 
     Items the parser cannot read, and a read that fails after the client's retries,
@@ -165,12 +196,13 @@ def make_link(runtime: Runtime) -> Node:
     return link
 
 
-def make_expand(runtime: Runtime) -> Node:
-    """Expansion from the linked triples, fused (RRF) with the base list into this iteration's list."""
+def make_expand(runtime: Runtime, expansion: steps.Expansion) -> Node:
+    """Expansion (``beam``, ``ppr`` or ``both``) from the linked triples, fused (RRF) with
+    the base list into this iteration's list."""
 
     def expand(state: GearState) -> Update:
         base = steps.from_dicts(state.get("base", []))
-        expanded = steps.expand(runtime, state["query"], state.get("linked", []))
+        expanded = steps.expand(runtime, state["query"], state.get("linked", []), expansion)
         size = max(len({p.id for p in base} | {p.id for p in expanded}), 1)
         fused = fuse_passages([base, expanded], k=size, rrf_k=runtime.settings.rrf_k)
         return {"retrieved": [steps.to_dicts(fused)]}
@@ -178,7 +210,7 @@ def make_expand(runtime: Runtime) -> Node:
     return expand
 
 
-def make_reason(runtime: Runtime, llm: LLMClient) -> RunnableLambda:
+def make_reason(runtime: Runtime, llm: Models) -> RunnableLambda:
     """Reasoner: can the question be answered from the gist memory? An unreadable reply counts as no."""
     prompt = load_prompt("reasoner", runtime.settings.prompts_dir)
 
@@ -206,7 +238,7 @@ def _fallback_query(state: GearState) -> str:
     return " ".join(filter(None, [state["question"], state.get("reason")]))
 
 
-def make_rewrite(runtime: Runtime, llm: LLMClient) -> RunnableLambda:
+def make_rewrite(runtime: Runtime, llm: Models) -> RunnableLambda:
     """Rewriter: the next query from the question, the memory and what is missing.
 
     An unreadable reply, or a call that fails after the client's retries, falls back to
@@ -217,7 +249,10 @@ def make_rewrite(runtime: Runtime, llm: LLMClient) -> RunnableLambda:
     def prompt_of(state: GearState) -> str:
         memory = render_triples([tuple(t) for t in state.get("gist_memory", [])])
         reason = state.get("reason") or "not stated"
-        return prompt.format(question=state["question"], memory=memory, reason=reason)
+        conversation = render_conversation(state.get("history") or [])
+        return prompt.format(
+            question=state["question"], memory=memory, reason=reason, conversation=conversation
+        )
 
     def next_query(state: GearState, query: str | None, failure: Exception | None) -> Update:
         query = query if failure is None else _fallback_query(state)
@@ -247,35 +282,61 @@ def make_finalize(runtime: Runtime) -> Node:
         k = state.get("top_k", settings.top_k)
         retrieved = [steps.from_dicts(r) for r in state.get("retrieved", [])]
         ranked = steps.final_ranking(runtime, state.get("gist_memory", []), retrieved, k)
-        return {
-            "passages": steps.passage_records(runtime.store, ranked),
+        update: Update = {
+            "passages": [r.to_dict() for r in passage_records(runtime.store, ranked)],
             "stop_reason": stop_reason_of(state, settings.max_iterations),
             "iterations": state.get("iteration", 1),
         }
+        if not settings.answer:  # no QA node: the reasoner's answer ends the chat turn
+            update["messages"] = [AIMessage(content=render_citations(state.get("answer"), []))]
+        return update
 
     return finalize
 
 
-def make_answer(runtime: Runtime, llm: LLMClient) -> RunnableLambda:
-    """QA: a short answer from the top ``answer_top_k`` final passages.
+def make_answer(runtime: Runtime, llm: Models) -> RunnableLambda:
+    """QA: a short answer from the top ``answer_top_k`` final passages, with numbered
+    citations of the passages it rests on, and the answer as an AI message for the chat.
 
-    A call that fails after the client's retries keeps the reasoner's answer (or None)
-    and the ranked passages, and is recorded in ``dropped``.
+    Citations are checked against the passages the prompt showed (see
+    :mod:`gear_agent.agent.citations`); one of a passage not shown is dropped and recorded
+    in ``dropped``, as is a quote not found in its passage. A call that fails after the
+    client's retries keeps the reasoner's answer (or None) and the ranked passages, with no
+    citations, and is recorded in ``dropped``.
     """
     prompt = load_prompt("qa", runtime.settings.prompts_dir)
 
+    def shown_of(state: GearState) -> list[dict[str, Any]]:
+        return list(state.get("passages", [])[: runtime.settings.answer_top_k])
+
     def prompt_of(state: GearState) -> str:
-        top = state.get("passages", [])[: runtime.settings.answer_top_k]
-        shown = [Passage(p["id"], p["title"], p["text"]) for p in top]
-        return prompt.format(question=state["question"], passages=render_passages(shown))
+        shown = [Passage(p["id"], p["title"], p["text"]) for p in shown_of(state)]
+        return prompt.format(
+            question=state["question"],
+            passages=render_passages(shown),
+            conversation=render_conversation(state.get("history") or []),
+        )
+
+    def turn(answer: str | None, citations: list[Any]) -> list[AIMessage]:
+        return [AIMessage(content=render_citations(answer, citations))]
 
     def update_of(state: GearState, reply: LLMReply) -> Update:
+        iteration = state.get("iteration", 1)
         try:
-            return {"answer": parse_short_reply(reply.text, label="answer")}
+            cited = read_cited_answer(reply.text, shown_of(state))
         except ParseError as exc:
-            return {"answer": None, "dropped": [_failure(state, "answer", exc)]}
+            return {"answer": None, "citations": [], "messages": turn(None, []),
+                    "dropped": [_failure(state, "answer", exc)]}
+        dropped = [{"iteration": iteration, "node": "answer", **d} for d in cited.dropped]
+        return {
+            "answer": cited.answer,
+            "citations": cited.citations,
+            "messages": turn(cited.answer, cited.citations),
+            "dropped": dropped,
+        }
 
     def on_call_error(state: GearState, exc: LLMCallError) -> Update:
-        return {"dropped": [_failure(state, "answer", exc)]}
+        return {"messages": turn(state.get("answer"), []),
+                "dropped": [_failure(state, "answer", exc)]}
 
-    return _llm_node("answer", llm, prompt_of, update_of, on_call_error)
+    return _llm_node("answer", llm, prompt_of, update_of, on_call_error, CITED_ANSWER_REPLY)

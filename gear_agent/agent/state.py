@@ -1,15 +1,19 @@
-"""The GEAR agent's graph state, its input and output schemas, and their reducers.
+"""The GEAR agent's graph state, its input, output and context schemas, and their reducers.
 
 Accumulating fields use ``Annotated[..., reducer]`` (LangGraph merges what a node
-returns into the state with the reducer); the rest are replaced.
+returns into the state with the reducer); the rest are replaced. Every schema is a
+``typing_extensions.TypedDict``: pydantic (and so ``graph.get_input_jsonschema()``, the
+LangGraph server and Studio) refuses ``typing.TypedDict`` before Python 3.12.
 """
 
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any
 
-from typing_extensions import NotRequired
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+from typing_extensions import NotRequired, TypedDict
 
 from gear_agent.llm.usage import UsageDict, merge_usage
 
@@ -45,18 +49,53 @@ def merge_memory(left: TripleList | None, right: TripleList | None) -> TripleLis
     return merged
 
 
-class InputState(TypedDict):
-    """What a caller passes: the question, and optional per-run overrides of the settings."""
+class Citation(TypedDict):
+    """One passage an answer cites, numbered by its place in ``citations`` (1-based).
 
-    question: str
+    Attributes:
+        passage_id: The cited passage (always one the QA prompt was shown).
+        title: Its title.
+        quote: The words of the passage the model quoted as support, when it gave a
+            quote that is really in the passage; None otherwise.
+    """
+
+    passage_id: str
+    title: str
+    quote: str | None
+
+
+class InputState(TypedDict):
+    """What a caller passes: a question, or a chat; optional per-run overrides of the settings.
+
+    Give ``question``, or ``messages`` whose last human message is the question (earlier
+    turns are context for the rewriter and the answer), or both (then ``question`` is asked
+    and joins the chat).
+    """
+
+    question: NotRequired[str]
+    messages: NotRequired[Annotated[list[AnyMessage], add_messages]]
     max_iterations: NotRequired[int]
     top_k: NotRequired[int]
+
+
+class GearContext(TypedDict, total=False):
+    """Per-run choices that are not part of the state (LangGraph ``context=``).
+
+    Attributes:
+        model: The chat model of this run, as ``GEAR_LLM_MODEL`` names one
+            (``"provider:model"`` or a plain OpenAI-compatible name); it must be the
+            configured model or one listed in ``GEAR_LLM_MODELS``. Absent: the configured one.
+    """
+
+    model: str
 
 
 class OutputState(TypedDict):
     """What ``invoke`` returns."""
 
     answer: str | None
+    citations: list[Citation]
+    messages: Annotated[list[AnyMessage], add_messages]
     passages: list[dict[str, Any]]
     gist_memory: TripleList
     iterations: int
@@ -70,7 +109,11 @@ class GearState(TypedDict):
     """Everything the GEAR loop reads and writes.
 
     Attributes:
-        question: The user's question.
+        question: The user's question (from ``messages`` when not given).
+        messages: The chat: the question as a human message and each answer as an AI
+            message (appended).
+        history: Earlier turns of the chat as ``[role, text]`` pairs (this run's context
+            for the rewriter and the answer).
         max_iterations: Per-run override of ``GearSettings.max_iterations``.
         top_k: Per-run override of ``GearSettings.top_k``.
         query: The current retrieval query (the question in iteration 1).
@@ -87,6 +130,7 @@ class GearState(TypedDict):
         answerable: The reasoner's last verdict.
         reason: What the reasoner said is missing (when not answerable).
         answer: The answer (reasoner's, then the QA node's when answering is on).
+        citations: The passages the QA node's answer cites, checked against those shown.
         stop_reason: ``"answerable"`` or ``"max_iterations"`` once the loop has stopped.
         iterations: Iterations run (set at the end).
         passages: The final ranked passages: ``id, title, text, score, chain``.
@@ -94,6 +138,8 @@ class GearState(TypedDict):
     """
 
     question: str
+    messages: Annotated[list[AnyMessage], add_messages]
+    history: list[list[str]]
     max_iterations: NotRequired[int]
     top_k: NotRequired[int]
     query: str
@@ -108,6 +154,7 @@ class GearState(TypedDict):
     answerable: bool
     reason: str | None
     answer: str | None
+    citations: list[Citation]
     stop_reason: str | None
     iterations: int
     passages: list[dict[str, Any]]

@@ -9,7 +9,7 @@ fusion (Shen et al., sections 3.2-3.4).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from gear_agent.expansion.beam import TripleBeamSearch, beams_to_passages
 from gear_agent.parsing import parse_triples
@@ -18,7 +18,10 @@ from gear_agent.questions import check_question
 from gear_agent.retrieval.base import RankedPassage, fuse_passages
 from gear_agent.retrieval.search import search
 from gear_agent.runtime import Runtime
-from gear_agent.store.base import Store
+
+Expansion = Literal["beam", "ppr", "both"]
+"""How an iteration expands its linked triples: the paper's beam search, PPR, or RRF of both."""
+EXPANSIONS: tuple[Expansion, ...] = ("beam", "ppr", "both")
 
 
 def to_dicts(ranked: Sequence[RankedPassage]) -> list[dict[str, Any]]:
@@ -84,13 +87,17 @@ def ppr_expand(runtime: Runtime, query: str, start: Sequence[str], k: int) -> li
     return runtime.ppr_retriever().expand(query, list(start), k)
 
 
-def expand(runtime: Runtime, query: str, start: Sequence[str]) -> list[RankedPassage]:
-    """The expansion list chosen by ``settings.expansion``: beam, ppr, or RRF of both."""
+def expand(
+    runtime: Runtime, query: str, start: Sequence[str], expansion: Expansion
+) -> list[RankedPassage]:
+    """The expansion list: ``beam`` (Algorithm 1), ``ppr``, or ``both`` (RRF of the two)."""
     s = runtime.settings
-    if s.expansion == "beam":
+    if expansion == "beam":
         return beam_expand(runtime, query, start)
-    if s.expansion == "ppr":
+    if expansion == "ppr":
         return ppr_expand(runtime, query, start, s.base_k)
+    if expansion != "both":
+        raise ValueError(f"unknown expansion {expansion!r}; choose one of {', '.join(EXPANSIONS)}")
     lists = [beam_expand(runtime, query, start), ppr_expand(runtime, query, start, s.base_k)]
     return fuse_passages(lists, k=max(len(lists[0]) + len(lists[1]), 1), rrf_k=s.rrf_k)
 
@@ -127,30 +134,9 @@ def final_ranking(
     return fuse_passages(lists, k=k, rrf_k=runtime.settings.rrf_k)
 
 
-def passage_records(store: Store, ranked: Sequence[RankedPassage]) -> list[dict[str, Any]]:
-    """The ranked passages as ``id, title, text, score, chain`` (chain as ``[s, p, o]`` lists)."""
-    found = {p.id: p for p in store.get_passages([r.id for r in ranked])}
-    triple_ids = list(dict.fromkeys(t for r in ranked for t in r.chain))
-    triples = {t.id: list(t.as_tuple()) for t in store.get_triples(triple_ids)}
-    records = []
-    for r in ranked:
-        passage = found.get(r.id)
-        if passage is None:
-            continue
-        chain = [triples[t] for t in r.chain if t in triples]
-        records.append(
-            {
-                "id": r.id,
-                "title": passage.title,
-                "text": passage.text,
-                "score": r.score,
-                "chain": chain,
-            }
-        )
-    return records
-
-
 __all__ = [
+    "EXPANSIONS",
+    "Expansion",
     "base_retrieve",
     "beam_expand",
     "check_question",
@@ -159,7 +145,6 @@ __all__ = [
     "from_dicts",
     "link_triples",
     "passage_link",
-    "passage_records",
     "ppr_expand",
     "read_reply",
     "reader_prompt",

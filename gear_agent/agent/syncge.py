@@ -1,33 +1,48 @@
 """SyncGE: one step of GEAR as a retriever (Shen et al., section 3.3).
 
 Base retrieval, then the reader's proximal triples from the base passages,
-tripleLink to indexed triples, diverse triple beam search from them, and RRF of
-the expansion with the base list. One LLM call per question.
+tripleLink to indexed triples, expansion from them (the paper's diverse triple beam
+search, or PPR, or both fused), and RRF of the expansion with the base list. One LLM
+call per question.
 """
 
 from __future__ import annotations
 
 from gear_agent.agent import steps
-from gear_agent.evaluation.runner import Outcome
 from gear_agent.llm.client import LLMClient, LLMReply
 from gear_agent.llm.response_format import TRIPLES_REPLY
-from gear_agent.retrieval.base import RankedPassage, Retriever, fuse_passages
+from gear_agent.retrieval.base import Outcome, RankedPassage, Retriever, fuse_passages
 from gear_agent.runtime import Runtime
 
 
 class SyncGERetriever(Retriever):
-    """``syncge``: base retrieval, reader, tripleLink, expansion, RRF with the base list.
+    """``syncge`` (beam search), ``syncge-ppr`` or ``syncge-fused``: base retrieval, reader,
+    tripleLink, expansion, RRF with the base list.
 
     A failed reader call (retries spent) raises :class:`~gear_agent.llm.LLMCallError`;
     an unreadable reply gives no proximal triples, and then the base list alone.
 
+    Args:
+        runtime: Index, embedder and settings.
+        llm: The client the reader calls.
+        expansion: ``beam`` (the paper's Algorithm 1), ``ppr`` or ``both``.
+        name: The name shown in tables.
+
     Example:
-        >>> syncge = SyncGERetriever(runtime, LLMClient.from_settings(settings))  # doctest: +SKIP
+        >>> syncge = SyncGERetriever(runtime, LLMClient.from_settings(llm_settings))  # doctest: +SKIP
         >>> [p.id for p in syncge.retrieve("Who is the spouse of the Green performer?", 15)]  # doctest: +SKIP
     """
 
-    def __init__(self, runtime: Runtime, llm: LLMClient, name: str = "syncge") -> None:
-        self.runtime, self.llm, self.name = runtime, llm, name
+    def __init__(
+        self,
+        runtime: Runtime,
+        llm: LLMClient,
+        expansion: steps.Expansion = "beam",
+        name: str = "syncge",
+    ) -> None:
+        if expansion not in steps.EXPANSIONS:
+            raise ValueError(f"unknown expansion {expansion!r}; choose one of {steps.EXPANSIONS}")
+        self.runtime, self.llm, self.expansion, self.name = runtime, llm, expansion, name
 
     def _prepare(self, query: str) -> tuple[str, list[RankedPassage], str]:
         s = self.runtime.settings
@@ -41,7 +56,7 @@ class SyncGERetriever(Retriever):
     ) -> list[RankedPassage]:
         proximal, _dropped = steps.read_reply(reply.text)
         linked = steps.link_triples(self.runtime, proximal)
-        expanded = steps.expand(self.runtime, question, linked)
+        expanded = steps.expand(self.runtime, question, linked, self.expansion)
         return fuse_passages([base, expanded], k=k, rrf_k=self.runtime.settings.rrf_k)
 
     def retrieve(self, query: str, k: int) -> list[RankedPassage]:
@@ -53,9 +68,8 @@ class SyncGERetriever(Retriever):
         """One question for ``gear eval``: passages and the reader's token cost."""
         question, base, prompt = self._prepare(question)
         reply = await self.llm.ainvoke(prompt, node="read", schema=TRIPLES_REPLY)
-        ranked = self._finish(question, base, reply, k)
         return Outcome(
-            [p.id for p in ranked],
+            self._finish(question, base, reply, k),
             input_tokens=reply.input_tokens,
             output_tokens=reply.output_tokens,
             iterations=1,

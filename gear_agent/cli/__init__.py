@@ -1,25 +1,63 @@
-"""The `gear` command line: index, info, delete, search, eval, serve, trace."""
+"""The `gear` command line: index, info, delete, check, search, ask, eval, retrievers, serve,
+trace, graph.
+
+Importing this package loads typer and rich only: every command imports what it needs
+when it runs, so `gear --help` and a failed check answer in well under a second.
+"""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
-from gear_agent.cli import eval_cmd, index_cmd, serve_cmd, trace_cmd
+from gear_agent.cli import (
+    ask_cmd,
+    check_cmd,
+    eval_cmd,
+    graph_cmd,
+    index_cmd,
+    search_cmd,
+    serve_cmd,
+    trace_cmd,
+)
+from gear_agent.cli.progress import quiet_third_party
+from gear_agent.cli.usage import CONTEXT, GearCommand, GearGroup, show_version
 
 app = typer.Typer(
     name="gear",
-    help="GEAR: graph-enhanced multi-step retrieval over your corpus.",
+    help="GEAR: graph-enhanced multi-step retrieval over your corpus.\n\n"
+         "Start with `gear index CORPUS --openie FILE` (or `--extract`), then "
+         "`gear search \"question\"`; `gear COMMAND -h` shows a command's options.",
+    cls=GearGroup,
+    context_settings=CONTEXT,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-app.command("index")(index_cmd.index)
-app.command("info")(index_cmd.info)
-app.command("delete")(index_cmd.delete)
-app.command("search")(eval_cmd.search)
-app.command("eval")(eval_cmd.eval_)
-app.command("serve")(serve_cmd.serve)
+
+
+@app.callback()
+def _gear(
+    version: Annotated[bool, typer.Option(
+        "--version", callback=show_version, is_eager=True, help="Print the version and exit.",
+    )] = False,
+) -> None:
+    """Before any command: other libraries' progress bars off (ours are drawn by rich)."""
+    quiet_third_party()
+
+
+app.command("index", cls=GearCommand)(index_cmd.index)
+app.command("info", cls=GearCommand)(index_cmd.info)
+app.command("delete", cls=GearCommand)(index_cmd.delete)
+app.command("check", cls=GearCommand)(check_cmd.check)
+app.command("search", cls=GearCommand)(search_cmd.search)
+app.command("ask", cls=GearCommand)(ask_cmd.ask)
+app.command("eval", cls=GearCommand)(eval_cmd.eval_)
+app.command("retrievers", cls=GearCommand)(eval_cmd.retrievers_)
+app.command("serve", cls=GearCommand)(serve_cmd.serve)
 app.add_typer(trace_cmd.app, name="trace")
+app.add_typer(graph_cmd.app, name="graph")
 
 
 def main() -> None:

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
 
-from gear_agent.config import GearSettings
+from gear_agent.errors import GearError
+
+if TYPE_CHECKING:
+    from gear_agent.config import GearSettings
 
 console = Console(stderr=True)
 F = TypeVar("F", bound=Callable[..., Any])
@@ -19,10 +21,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def load_settings(index: Path | None = None, **overrides: Any) -> GearSettings:
     """Settings from the environment, with the command line's non-None values on top."""
+    from gear_agent.config import settings_from  # pydantic-settings: not on `gear --help`'s path
+
     values = {k: v for k, v in overrides.items() if v is not None}
     if index is not None:
         values["index_dir"] = index
-    return GearSettings(**values)
+    return settings_from(**values)
 
 
 def reports_errors(command: F) -> F:
@@ -30,11 +34,9 @@ def reports_errors(command: F) -> F:
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from gear_agent.errors import user_error_types
-
         try:
             return command(*args, **kwargs)
-        except user_error_types() as exc:
+        except GearError as exc:
             console.print(f"[bold red]error:[/] {_one_line(exc)}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
         except KeyboardInterrupt:
@@ -50,23 +52,3 @@ def reports_errors(command: F) -> F:
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return " ".join(text.split()) if "\n" in text and len(text) < 400 else text
-
-
-def progress_bar() -> Callable[[str, int, int], None]:
-    """A progress callback drawing one tqdm bar per stage on stderr."""
-    from tqdm import tqdm
-
-    bars: dict[str, tqdm] = {}
-
-    def update(stage: str, done: int, total: int) -> None:
-        bar = bars.get(stage)
-        if bar is None:
-            bar = bars[stage] = tqdm(total=total, desc=stage, unit="item", file=sys.stderr,
-                                     leave=True, dynamic_ncols=True)
-        bar.total = total
-        bar.n = done
-        bar.refresh()
-        if done >= total:
-            bar.close()
-
-    return update

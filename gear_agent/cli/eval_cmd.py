@@ -1,4 +1,4 @@
-"""`gear eval` (benchmark retrievers) and `gear search` (one question, ranked passages)."""
+"""`gear eval` (benchmark retrievers on a question set) and `gear retrievers` (the table)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from gear_agent.cli.common import console, load_settings, progress_bar, reports_errors
+from gear_agent.cli.common import console, load_settings, reports_errors
+from gear_agent.cli.search_cmd import retriever_help
 
 DEFAULT_RETRIEVERS = "bm25,dense,hybrid,bm25+naive_ge,dense+naive_ge,hybrid+naive_ge"
 
@@ -23,49 +24,62 @@ def _overrides(scorer: str | None, no_diversity: bool, base_k: int | None, token
 
 @reports_errors
 def eval_(
-    questions: Annotated[Path, typer.Option(help="HippoRAG-format questions JSON.")],
-    corpus: Annotated[Path, typer.Option(help="Corpus (.json/.jsonl/folder) the questions run over.")],
-    openie: Annotated[Path | None, typer.Option(help="HippoRAG OpenIE triples for the corpus.")] = None,
-    retrievers: Annotated[str, typer.Option(help="Comma-separated retriever names.")] = DEFAULT_RETRIEVERS,
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write the rows to this JSON file.")] = None,
-    scorer: Annotated[str | None, typer.Option(help="Beam sequence scorer: sum or concat.")] = None,
+    questions: Annotated[Path, typer.Option(metavar="FILE", help="HippoRAG-format questions JSON.")],
+    corpus: Annotated[Path, typer.Option(metavar="CORPUS", help="Corpus (.json/.jsonl/folder) the questions run over.")],
+    openie: Annotated[Path | None, typer.Option(metavar="FILE", help="HippoRAG OpenIE triples for the corpus.")] = None,
+    retrievers: Annotated[str, typer.Option(
+        metavar="A,B,...", show_default=False,
+        help=retriever_help("Comma-separated retriever names:")
+        + " Default: the six LLM-free base and NaiveGE rows.")] = DEFAULT_RETRIEVERS,
+    json_out: Annotated[Path | None, typer.Option("--json", metavar="FILE", help="Write the rows to this JSON file.")] = None,
+    scorer: Annotated[str | None, typer.Option(metavar="sum|concat", help="Beam sequence scorer (GEAR_BEAM_SCORER).")] = None,
     no_diversity: Annotated[bool, typer.Option("--no-diversity", help="Plain beam search.")] = False,
-    base_k: Annotated[int | None, typer.Option(help="Passages the base retriever hands to expansion (15).")] = None,
-    limit: Annotated[int | None, typer.Option(help="Only the first N questions.")] = None,
-    concurrency: Annotated[int, typer.Option(help="Questions in flight at once (LLM rows).")] = 1,
-    index_dir: Annotated[Path | None, typer.Option("--index", help="Index to use; default: a cache folder per corpus and model.")] = None,
-    tokenizer: Annotated[str | None, typer.Option(help="BM25 tokenizer: standard or word.")] = None,
+    base_k: Annotated[int | None, typer.Option(min=1, metavar="N", help="Passages the base retriever hands to expansion (15).")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, metavar="N", help="Only the first N questions.")] = None,
+    concurrency: Annotated[int, typer.Option(min=1, metavar="N", help="Questions in flight at once (LLM rows).")] = 1,
+    index_dir: Annotated[Path | None, typer.Option(
+        "--index", metavar="DIR", help="Index to use; default: a cache folder per corpus and model.")] = None,
+    tokenizer: Annotated[str | None, typer.Option(metavar="standard|word", help="BM25 tokenizer (GEAR_BM25_TOKENIZER).")] = None,
 ) -> None:
     """Recall@5/10/15 and ms/query (EM/F1, tokens, iterations for LLM rows) per retriever."""
+    from gear_agent.cli.checks import require_index, require_llm, warn_without_triples
+    from gear_agent.cli.progress import ProgressBoard, report_graph_build
+    from gear_agent.errors import UnknownNameError
     from gear_agent.evaluation.dataset import load_questions
     from gear_agent.evaluation.prepare import eval_index_dir, prepare_index
     from gear_agent.evaluation.runner import evaluate
-    from gear_agent.retrieval.registry import NEEDS_LLM, check_name, make_retriever
+    from gear_agent.retrievers import RETRIEVERS, check_name, make_retriever
 
     settings = load_settings(None, **_overrides(scorer, no_diversity, base_k, tokenizer))
-    names = [check_name(n.strip()) for n in retrievers.split(",") if n.strip()]
-    if any(name in NEEDS_LLM for name in names):
-        from gear_agent.llm import make_chat_model
-
-        make_chat_model(settings)  # no key or endpoint: one clear line now, not after indexing
+    names = [check_name(n.strip()).name for n in retrievers.split(",") if n.strip()]
+    if not names:
+        raise UnknownNameError(f"--retrievers names no retriever; known: {', '.join(RETRIEVERS)}")
+    if any(check_name(name).needs_llm for name in names):
+        require_llm(settings)  # no key or endpoint: one clear line now, not after indexing
     qs = load_questions(questions)[:limit] if limit else load_questions(questions)
     folder = index_dir or eval_index_dir(corpus, openie, settings.embedding_model)
     settings = settings.model_copy(update={"index_dir": folder})
+    require_index(settings, missing_ok=True)  # a cached index of another model: say so now
     console.print(f"index: {folder}")
-    runtime, _ = prepare_index(settings, corpus, openie, progress_bar())
-    builders = {name: make_retriever(name, runtime) for name in names}  # fail fast on bad names
-    for question in qs:  # query embeddings shared by every row, kept out of its ms/query
-        runtime.encode(question.question)
-    rows = []
-    for name, retriever in builders.items():
-        if not hasattr(retriever, "arun"):  # warm-up: lazy indexes are built outside timing
-            retriever.retrieve(qs[0].question, 15)
-        bar = progress_bar()
-        row = evaluate(retriever, qs, concurrency=concurrency,
-                       progress=lambda done, total, name=name, bar=bar: bar(name, done, total))
-        rows.append(row)
-        for message in row.error_examples:
-            console.print(f"[yellow]{name}: {row.errors} questions failed, e.g. {message}[/]")
+    with ProgressBoard() as board, board.embedding():
+        runtime, _ = prepare_index(settings, corpus, openie, board.stage)
+        report_graph_build(runtime, board)
+        builders = {name: make_retriever(name, runtime) for name in names}
+        for name in names:
+            warn_without_triples(check_name(name), runtime.store)
+        embedded = board.counter("embed questions", unit="questions")
+        for done, question in enumerate(qs, start=1):  # shared by every row, out of its ms/query
+            runtime.encode(question.question)
+            embedded(done, len(qs))
+        rows = []
+        for name, retriever in builders.items():
+            if not hasattr(retriever, "arun"):  # warm-up: lazy indexes are built outside timing
+                retriever.retrieve(qs[0].question, 15)
+            row = evaluate(retriever, qs, concurrency=concurrency,
+                           progress=board.counter(f"eval {name}", unit="questions"))
+            rows.append(row)
+            for message in row.error_examples:
+                console.print(f"[yellow]{name}: {row.errors} questions failed, e.g. {message}[/]")
     _print_rows(rows, settings)
     if json_out:
         payload = {
@@ -110,32 +124,17 @@ def _print_rows(rows, settings) -> None:
 
 
 @reports_errors
-def search(
-    question: Annotated[str, typer.Argument(help="The question or query.")],
-    retriever: Annotated[str, typer.Option(help="Retriever name (see gear eval).")] = "hybrid+naive_ge",
-    k: Annotated[int, typer.Option(help="Passages to show.")] = 5,
-    index_dir: Annotated[Path | None, typer.Option("--index", "-i", help="Index directory.")] = None,
-) -> None:
-    """Print the ranked passages for a question, each with the triple chain that reached it."""
+def retrievers_() -> None:
+    """List every retriever name: what it does and whether it needs an LLM or triples."""
     from rich.console import Console
 
-    from gear_agent.questions import check_question
-    from gear_agent.retrieval.registry import check_name, make_retriever
-    from gear_agent.runtime import Runtime
+    from gear_agent.retrievers import DEFAULT_RETRIEVER, RETRIEVERS
 
-    settings = load_settings(index_dir)
-    question = check_question(question, settings.max_question_chars)
-    check_name(retriever)
-    runtime = Runtime.open(settings)
-    ranked = make_retriever(retriever, runtime).retrieve(question, k)
-    out = Console()
-    for rank, (item, passage) in enumerate(
-        zip(ranked, runtime.store.get_passages([p.id for p in ranked])), start=1
-    ):
-        out.print(f"[bold]{rank}. {passage.title}[/]  [dim]{passage.id}  score {item.score:.4f}[/]")
-        out.print(f"   {passage.text[:300]}{'…' if len(passage.text) > 300 else ''}", highlight=False)
-        for triple in runtime.store.get_triples(list(item.chain)):
-            out.print(f"   [cyan]↳ ({triple.subject}; {triple.predicate}; {triple.object})[/]",
-                      highlight=False)
-    if not ranked:
-        out.print("no passages found")
+    table = Table(title="retrievers (gear search --retriever NAME, gear eval --retrievers A,B)")
+    for column in ("name", "LLM", "triples", "score", "what it does"):
+        table.add_column(column)
+    for spec in RETRIEVERS.values():
+        name = f"{spec.name} (default)" if spec.name == DEFAULT_RETRIEVER else spec.name
+        table.add_row(name, "yes" if spec.needs_llm else "-", "yes" if spec.needs_triples else "-",
+                      spec.score, spec.description)
+    Console().print(table)

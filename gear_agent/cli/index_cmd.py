@@ -7,28 +7,43 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from gear_agent.cli.common import console, load_settings, progress_bar, reports_errors
+from gear_agent.cli.common import console, load_settings, reports_errors
 
-IndexOpt = Annotated[Path | None, typer.Option("--index", "-i", help="Index directory (GEAR_INDEX_DIR).")]
+IndexOpt = Annotated[Path | None, typer.Option(
+    "--index", "-i", metavar="DIR", help="Index directory (GEAR_INDEX_DIR; default .gear/index).")]
 
 
 @reports_errors
 def index(
-    corpus: Annotated[Path, typer.Argument(help="HippoRAG corpus .json, .jsonl, or a folder of .txt/.md")],
-    openie: Annotated[Path | None, typer.Option(help="Import HippoRAG OpenIE triples from this file.")] = None,
-    extract: Annotated[bool, typer.Option("--extract", help="Extract triples with the LLM for passages without any.")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="With --extract: estimate tokens and cost, send nothing.")] = False,
+    corpus: Annotated[Path, typer.Argument(
+        metavar="CORPUS", help="HippoRAG corpus .json ([{title, text}]), .jsonl, or a folder of .txt/.md")],
+    openie: Annotated[Path | None, typer.Option(
+        metavar="FILE", help="Import HippoRAG OpenIE triples from this file.")] = None,
+    extract: Annotated[bool, typer.Option(
+        "--extract", help="Extract triples with the LLM (GEAR_LLM_MODEL) for passages without any.")] = False,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="With --extract: estimate tokens and cost, send nothing.")] = False,
     index_dir: IndexOpt = None,
-    model: Annotated[str | None, typer.Option(help="Embedding model (GEAR_EMBEDDING_MODEL).")] = None,
+    model: Annotated[str | None, typer.Option(
+        metavar="NAME", help="Embedding model (GEAR_EMBEDDING_MODEL).")] = None,
 ) -> None:
-    """Ingest a corpus into the index; then import OpenIE triples or extract them with an LLM."""
+    """Ingest a corpus into the index; then import OpenIE triples or extract them with an LLM.
+
+    Only passages and triples not yet stored are embedded, so a second run is cheap, and an
+    interrupted run keeps what it committed. Progress bars show each stage with its rate
+    and time left.
+    """
+    from gear_agent.cli.checks import require_index
+    from gear_agent.cli.progress import ProgressBoard
     from gear_agent.embedding import make_embedder
     from gear_agent.indexing import IndexReport, add_passages, import_openie
     from gear_agent.ingest.corpus import read_corpus
     from gear_agent.ingest.openie import read_openie
     from gear_agent.llm import LLMClient
+    from gear_agent.llm.settings import LLMSettings
     from gear_agent.store import open_store
 
     settings = load_settings(index_dir, embedding_model=model)
@@ -40,18 +55,19 @@ def index(
     # Every input is checked before any embedding or writing: a bad OpenIE file or a
     # missing LLM configuration fails at once and leaves the index as it was.
     triples = read_openie(openie) if openie is not None else None
-    llm = LLMClient.from_settings(settings) if extract else None
+    llm = LLMClient.from_settings(LLMSettings.from_gear(settings)) if extract else None
+    require_index(settings, missing_ok=True)  # built by another model: say so before loading
     embedder = make_embedder(settings)
     store = open_store(settings, embedder)
     report = IndexReport()
-    progress = progress_bar()
-    add_passages(store, passages, report, progress)
-    if triples is not None:
-        import_openie(store, triples, report, progress)
-    if llm is not None:
-        from gear_agent.cli.extract_run import run_extraction
+    with ProgressBoard() as board, board.embedding():
+        add_passages(store, passages, report, board.stage)
+        if triples is not None:
+            import_openie(store, triples, report, board.stage)
+        if llm is not None:
+            from gear_agent.cli.extract_run import run_extraction
 
-        run_extraction(store, settings, report, llm)
+            run_extraction(store, settings, report, llm, board.stage)
     total = time.perf_counter() - started
     _print_report(report, total)
     _print_info(store, settings)
@@ -94,52 +110,98 @@ def _print_info(store, settings) -> None:
     table.add_row("backend", settings.backend)
     table.add_row("location", str(settings.index_dir) if settings.backend == "embedded" else str(settings.es_url))
     table.add_row("embedding model", f"{store.embedding_model} (dimension {store.dimension})")
-    table.add_row("passages", f"{store.count('passage'):,}")
-    table.add_row("triples", f"{store.count('triple'):,}")
-    table.add_row("passages not yet extracted", f"{len(store.unextracted_passages()):,}")
+    passages, triples = store.count("passage"), store.count("triple")
+    unextracted = len(store.unextracted_passages())
+    table.add_row("passages", f"{passages:,}")
+    table.add_row("triples", f"{triples:,}" + _triples_hint(triples, passages))
+    table.add_row("passages not yet extracted", f"{unextracted:,}" + _extract_hint(unextracted))
     size = getattr(store, "size_on_disk", None)
     if size is not None:
         table.add_row("size on disk", f"{size() / 1e6:.1f} MB")
     console.print(table)
+    _next_step(settings, passages)
+
+
+def _extract_hint(unextracted: int) -> str:
+    return " (run `gear index CORPUS --extract` to extract them)" if unextracted else ""
+
+
+def _triples_hint(triples: int, passages: int) -> str:
+    if triples or not passages:
+        return ""
+    return (" (graph retrievers need triples: `gear index CORPUS --openie FILE` or "
+            "`--extract`)")
+
+
+def _next_step(settings, passages: int) -> None:
+    if passages:
+        where = f" --index {settings.index_dir}" if settings.backend == "embedded" else ""
+        console.print(f'next: gear search "your question"{where}', highlight=False,
+                      soft_wrap=True, markup=False)
 
 
 @reports_errors
 def info(index_dir: IndexOpt = None) -> None:
     """Counts, embedding model and size on disk of the index (loads no model)."""
-    from gear_agent.store import generations
     from gear_agent.store.base import StoreError
-    from gear_agent.store.embedded import read_manifest
+    from gear_agent.store.embedded import read_manifest, size_on_disk
 
     settings = load_settings(index_dir)
     manifest = read_manifest(settings.index_dir)
     if manifest is None:
         raise StoreError(f"no index at {settings.index_dir}: build one with `gear index CORPUS`")
-    live = generations.current_generation(settings.index_dir)
     table = Table(title=f"index at {settings.index_dir}", show_header=False)
     table.add_row("embedding model", f"{manifest['embedding_model']} (dimension {manifest['dimension']})")
     table.add_row("passages", f"{manifest['passages']:,}")
     table.add_row("triples", f"{manifest['triples']:,}")
     table.add_row("passages extracted", f"{manifest.get('extracted_passages', 0):,}")
-    table.add_row("generation", f"{live.name} (committed {manifest.get('committed_at', '?')})")
-    table.add_row("size on disk", f"{generations.folder_size(live) / 1e6:.1f} MB")
+    if manifest["format_version"] == 1:
+        table.add_row("format", "previous (CURRENT + gen-*); the next open migrates it")
+    else:
+        table.add_row("last commit", str(manifest.get("committed_at", "?")))
+        table.add_row("BM25 tokenizers", ", ".join(manifest.get("tokenizers", [])))
+        table.add_row("size on disk", f"{size_on_disk(settings.index_dir) / 1e6:.1f} MB")
     console.print(table)
+    _print_hints(settings, manifest)  # what to do next
+
+
+def _print_hints(settings, manifest) -> None:
+    """What to do next, read from the manifest: extract, add triples, set the model, search."""
+    from gear_agent.embedding import embedder_name
+
+    passages, triples = int(manifest.get("passages", 0)), int(manifest.get("triples", 0))
+    unextracted = passages - int(manifest.get("extracted_passages", 0))
+    built_with, configured = manifest.get("embedding_model"), embedder_name(settings)
+    hints = []
+    if unextracted > 0:
+        hints.append(f"passages not yet extracted: {unextracted:,} (run `gear index CORPUS "
+                     "--extract` to extract them)")
+    if passages and not triples:
+        hints.append("no triples: graph retrievers need them (`gear index CORPUS --openie FILE` "
+                     "or `--extract`)")
+    if built_with and built_with != configured:
+        hints.append(f"GEAR_EMBEDDING_MODEL is {configured}: set GEAR_EMBEDDING_MODEL={built_with} "
+                     "to search this index")
+    for hint in hints:
+        console.print(f"[yellow]hint:[/] {escape(hint)}", highlight=False, soft_wrap=True)
+    _next_step(settings, passages)
 
 
 @reports_errors
 def delete(
-    ids: Annotated[list[str] | None, typer.Argument(help="Passage ids to delete.")] = None,
-    source: Annotated[str | None, typer.Option(help="Delete every passage from this source.")] = None,
+    ids: Annotated[list[str] | None, typer.Argument(metavar="[ID]...", help="Passage ids to delete.")] = None,
+    source: Annotated[str | None, typer.Option(
+        metavar="SOURCE", help="Delete every passage from this source (file path or corpus name).")] = None,
     index_dir: IndexOpt = None,
 ) -> None:
-    """Delete passages (by id or by source) with their triples and graph edges."""
-    from gear_agent.embedding import make_embedder
-    from gear_agent.store import open_store
+    """Delete passages (by id or by source) with their triples and graph edges (loads no model)."""
+    from gear_agent.cli.checks import open_store_without_model
     from gear_agent.store.base import StoreError
 
     if not ids and not source:
         raise StoreError("name passage ids or --source to delete")
     settings = load_settings(index_dir)
-    store = open_store(settings, make_embedder(settings), create=False)
+    store = open_store_without_model(settings)
     deleted = store.delete_passages(ids) if ids else []
     if source:
         deleted += store.delete_source(source)

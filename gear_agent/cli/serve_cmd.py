@@ -21,10 +21,12 @@ def serve(
 ) -> None:
     """Serve the agent: POST /gear/invoke, /gear/batch, /gear/stream; GET /health."""
     from gear_agent.agent.graph import build_agent
+    from gear_agent.cli.checks import require_index
     from gear_agent.runtime import Runtime
     from gear_agent.serve.app import create_app, run_server  # GearError with the pip hint if absent
 
     settings = load_settings(index, trace_dir=trace_dir)
+    require_index(settings)  # no index, or another model's: say so before loading the model
     runtime = Runtime.open(settings)
     agent = build_agent(settings, runtime=runtime)
     app = create_app(agent, settings, playground=playground)

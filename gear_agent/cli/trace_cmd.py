@@ -12,8 +12,10 @@ from rich.markup import escape
 from rich.tree import Tree
 
 from gear_agent.cli.common import reports_errors
+from gear_agent.cli.usage import CONTEXT, GearCommand, GearGroup
 
-app = typer.Typer(help="Inspect JSON Lines run traces (GEAR_TRACE_DIR).", no_args_is_help=True)
+app = typer.Typer(help="Inspect JSON Lines run traces (GEAR_TRACE_DIR).", no_args_is_help=True,
+                  cls=GearGroup, context_settings=CONTEXT)
 
 HIDDEN = {"after_reason"}
 """Routing runs that say nothing a reader needs; shown with --all."""
@@ -21,24 +23,33 @@ SHOWN_ITEMS = 5
 """Items listed per output field (queries, triples, passages)."""
 
 
-@app.command("show")
+@app.command("show", cls=GearCommand)
 @reports_errors
 def show(
-    file: Annotated[Path, typer.Argument(help="A gear-trace.jsonl file (or a rotated .N copy).")],
-    run_id: Annotated[str | None, typer.Argument(help="Run id or unique prefix; default: the last run.")] = None,
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="A gear-trace.jsonl file (or a rotated .N copy).")],
+    run_id: Annotated[str | None, typer.Argument(metavar="[RUN_ID]", help="Run id or unique prefix; default: the last run.")] = None,
     all_runs: Annotated[bool, typer.Option("--all", help="Also show wrapper and routing runs.")] = False,
+    chains_only: Annotated[bool, typer.Option("--chains", help="Only the question's triple chains, as a tree.")] = False,
 ) -> None:
-    """Print one run as a tree: each step's time, tokens and key outputs."""
+    """Print one run as a tree: each step's time, tokens and key outputs; then the question's
+    triple chains as a tree (question → triple → next triple → the passage it reached)."""
     from gear_agent.tracing.reader import build_tree, read_runs
 
     tree = build_tree(read_runs(file), run_id)
-    Console().print(render(tree, all_runs=all_runs))
+    console = Console()
+    if not chains_only:
+        console.print(render(tree, all_runs=all_runs))
+    chains = chain_tree(tree.record)
+    if chains is not None:
+        console.print(chains)
+    elif chains_only:
+        console.print("this run has no final passages with triple chains")
 
 
-@app.command("list")
+@app.command("list", cls=GearCommand)
 @reports_errors
 def list_(
-    file: Annotated[Path, typer.Argument(help="A gear-trace.jsonl file.")],
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="A gear-trace.jsonl file.")],
 ) -> None:
     """The root runs in the file: id, start time, duration, question, error."""
     from gear_agent.tracing.reader import read_runs, roots
@@ -51,6 +62,68 @@ def list_(
             f"{run['id']}  {run.get('start_time', '')}  {_duration(run)}  {status}  "
             f"{escape(str(question))[:80]}"
         )
+
+
+def final_passages(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ranked passages a traced run ended with (its ``passages`` output), each a dict
+    with ``id``, ``title``, ``score``, ``chain`` (``[subject, predicate, object]`` lists)
+    and ``chain_ids``.
+
+    Example:
+        >>> final_passages({"outputs": {"passages": [{"id": "p-1", "chain": []}]}})
+        [{'id': 'p-1', 'chain': []}]
+    """
+    outputs = record.get("outputs")
+    value = _value(outputs.get("passages")) if isinstance(outputs, dict) else None
+    if not isinstance(value, list):
+        return []
+    return [p for p in value if isinstance(p, dict) and p.get("id")]
+
+
+def chain_tree(record: dict[str, Any]) -> Tree | None:
+    """The question's triple chains as a tree, or None when no final passage has a chain.
+
+    Chains sharing their first triples share those branches; under a chain's last triple
+    hang the passages it reached, with their rank and score. Passages found without a
+    chain (by passage search) are listed last.
+    """
+    passages = final_passages(record)
+    if not any(p.get("chain") for p in passages):
+        return None
+    question = (record.get("inputs") or {}).get("question") if isinstance(record.get("inputs"), dict) else None
+    root = Tree(f"[bold]chains[/]  [dim]{escape(_short(question, 120)) if question else ''}[/]")
+    branches: dict[tuple[str, ...], Tree] = {}
+    unchained = []
+    for rank, passage in enumerate(passages, start=1):
+        chain = [_triple_text(t) for t in passage.get("chain") or []]
+        if not chain:
+            unchained.append((rank, passage))
+            continue
+        parent, path = root, ()
+        for triple in chain:
+            path = (*path, triple)
+            if path not in branches:
+                branches[path] = parent.add(f"[cyan]{escape(triple)}[/]")
+            parent = branches[path]
+        parent.add(_reached(rank, passage))
+    if unchained:
+        plain = root.add("[dim]found without a chain (passage search)[/]")
+        for rank, passage in unchained:
+            plain.add(_reached(rank, passage))
+    return root
+
+
+def _triple_text(triple: Any) -> str:
+    if isinstance(triple, (list, tuple)):
+        return "(" + "; ".join(str(part) for part in triple) + ")"
+    return str(triple)
+
+
+def _reached(rank: int, passage: dict[str, Any]) -> str:
+    score = passage.get("score")
+    shown = f"  [dim]{score:.4f}[/]" if isinstance(score, (int, float)) else ""
+    title = passage.get("title") or passage.get("id")
+    return f"[green]#{rank} {escape(_short(title, 100))}[/]{shown}"
 
 
 def render(node: Any, *, all_runs: bool = False) -> Tree:

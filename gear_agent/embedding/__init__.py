@@ -1,4 +1,5 @@
-"""Embedding models: a local sentence-transformers model or an OpenAI-compatible endpoint."""
+"""Embedding models: a local sentence-transformers model (the default), an OpenAI-compatible
+endpoint, or any LangChain embeddings integration named ``provider:model``."""
 
 from __future__ import annotations
 
@@ -9,11 +10,43 @@ from gear_agent.embedding.base import Embedder, normalise_rows
 if TYPE_CHECKING:
     from gear_agent.config import GearSettings
 
-__all__ = ["Embedder", "make_embedder", "normalise_rows"]
+__all__ = ["Embedder", "embedder_name", "make_embedder", "normalise_rows"]
+
+
+def embedder_name(settings: GearSettings) -> str:
+    """The name :func:`make_embedder` would give its embedder (the name an index records),
+    without loading a model.
+
+    Example:
+        >>> from gear_agent.config import GearSettings
+        >>> embedder_name(GearSettings(embedding_model="all-MiniLM-L6-v2"))
+        'sentence-transformers/all-MiniLM-L6-v2'
+    """
+    from gear_agent.embedding.hashing import NAME_PATTERN
+    from gear_agent.embedding.sentence_transformer import canonical_model_name
+
+    if settings.embedding_base_url:
+        return settings.embedding_model
+    stand_in = NAME_PATTERN.match(settings.embedding_model)
+    if stand_in:
+        return f"hashing-{int(stand_in.group(1))}"
+    return canonical_model_name(settings.embedding_model)
 
 
 def make_embedder(settings: GearSettings) -> Embedder:
-    """The embedder the settings name: an endpoint when ``embedding_base_url`` is set."""
+    """The embedder the settings name: an endpoint when ``embedding_base_url`` is set,
+    the model-free :class:`~gear_agent.embedding.hashing.HashingEmbedder` for
+    ``hashing-<dimension>`` (benchmarks), LangChain's ``init_embeddings`` for a
+    ``provider:model`` name (``openai:text-embedding-3-small``, ``ollama:nomic-embed-text``;
+    its integration package must be installed), else a sentence-transformers model."""
+    from gear_agent.embedding.hashing import NAME_PATTERN, HashingEmbedder
+    from gear_agent.embedding.langchain import embedder_from_name, embedding_provider
+
+    stand_in = NAME_PATTERN.match(settings.embedding_model)
+    if stand_in and not settings.embedding_base_url:
+        return HashingEmbedder(int(stand_in.group(1)))
+    if not settings.embedding_base_url and embedding_provider(settings.embedding_model)[0]:
+        return embedder_from_name(settings.embedding_model)
     if settings.embedding_base_url:
         from gear_agent.embedding.openai_endpoint import OpenAIEndpointEmbedder
 

@@ -1,11 +1,64 @@
-"""What an embedding model must offer: a name, a dimension, normalised vectors."""
+"""What an embedding model must offer: a name, a dimension, normalised vectors.
+
+Progress: an embedder may report each encoder batch to the callback that
+:func:`embedding_progress` installs for the current context (the CLI draws it as a bar);
+outside such a block nothing is reported and nothing changes for an embedder that does
+not report. Stores and the PPR graph call :meth:`Embedder.embed` as before, so their
+embedding is seen batch by batch without passing a callback through them.
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import numpy as np
+
+from gear_agent.errors import GearError
+
+EmbedProgress = Callable[[int, int], None]
+"""Called as ``progress(done, total)``: ``done`` of the ``total`` texts of one
+:meth:`Embedder.embed` call are embedded (once with 0 at the start, then per batch)."""
+
+_PROGRESS: ContextVar[EmbedProgress | None] = ContextVar("gear_embedding_progress", default=None)
+
+
+@contextmanager
+def embedding_progress(callback: EmbedProgress | None) -> Iterator[None]:
+    """Report embedding progress to ``callback`` within the block (this thread and the
+    asyncio tasks it starts; None silences an outer callback).
+
+    Example:
+        >>> seen = []
+        >>> with embedding_progress(lambda done, total: seen.append((done, total))):
+        ...     report_embedding(0, 2); report_embedding(2, 2)
+        >>> seen
+        [(0, 2), (2, 2)]
+    """
+    token = _PROGRESS.set(callback)
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
+
+
+def current_embedding_progress() -> EmbedProgress | None:
+    """The callback :func:`embedding_progress` installed here, or None."""
+    return _PROGRESS.get()
+
+
+def report_embedding(done: int, total: int) -> None:
+    """Tell the installed callback (if any) that ``done`` of ``total`` texts are embedded."""
+    callback = _PROGRESS.get()
+    if callback is not None:
+        callback(done, total)
+
+
+class EmbeddingUnavailableError(GearError, RuntimeError):
+    """Text was to be embedded by an embedder that only names a model (see
+    :class:`NamedEmbedder`)."""
 
 
 class Embedder(ABC):
@@ -26,6 +79,38 @@ class Embedder(ABC):
     def embed_one(self, text: str) -> np.ndarray:
         """Embed a single text; returns a vector of shape ``(dimension,)``."""
         return self.embed([text])[0]
+
+
+class NamedEmbedder(Embedder):
+    """An embedder that names a model and its dimension but loads nothing and embeds
+    nothing: it opens an index to read, export or delete from without loading the model.
+
+    Example:
+        >>> embedder = NamedEmbedder("sentence-transformers/all-MiniLM-L6-v2", 384)
+        >>> embedder.dimension
+        384
+        >>> try:
+        ...     embedder.embed(["x"])
+        ... except EmbeddingUnavailableError as exc:
+        ...     print(type(exc).__name__)
+        EmbeddingUnavailableError
+    """
+
+    def __init__(self, name: str, dimension: int) -> None:
+        self.name = name
+        self._dimension = int(dimension)
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if len(texts) == 0:
+            return np.zeros((0, self._dimension), dtype=np.float32)
+        raise EmbeddingUnavailableError(
+            f"this command opened the index without its embedding model ({self.name}), "
+            "so it cannot embed text"
+        )
 
 
 def normalise_rows(matrix: np.ndarray) -> np.ndarray:

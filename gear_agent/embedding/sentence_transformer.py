@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import threading
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from gear_agent.embedding.base import Embedder, normalise_rows
+from gear_agent.embedding.base import Embedder, current_embedding_progress, normalise_rows
+from gear_agent.errors import GearError
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 MPNET = "sentence-transformers/all-mpnet-base-v2"
@@ -29,7 +33,7 @@ _ALIASES = {
 }
 
 
-class EmbeddingModelError(RuntimeError):
+class EmbeddingModelError(GearError, RuntimeError):
     """The embedding model cannot be found or loaded; the message says how to get it."""
 
 
@@ -119,7 +123,8 @@ class SentenceTransformerEmbedder(Embedder):
         from sentence_transformers import SentenceTransformer
 
         try:
-            self._model = SentenceTransformer(path, device=device)
+            with _quiet_loading():
+                self._model = SentenceTransformer(path, device=device)
         except Exception as exc:  # the library raises many types for a missing model
             raise EmbeddingModelError(
                 f"cannot load embedding model {model!r} (resolved to {path!r}): {exc}. "
@@ -136,13 +141,73 @@ class SentenceTransformerEmbedder(Embedder):
         return self._dimension
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts`` in batches of ``batch_size``; each batch is reported to the
+        callback of :func:`~gear_agent.embedding.base.embedding_progress`, if one is set."""
         if len(texts) == 0:
             return np.zeros((0, self._dimension), dtype=np.float32)
-        vectors = self._model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            convert_to_numpy=True,
-            normalize_embeddings=True,
-            show_progress_bar=False,
-        )
+        with self._reporting(len(texts)):
+            vectors = self._model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
         return normalise_rows(vectors)
+
+    @contextmanager
+    def _reporting(self, total: int) -> Iterator[None]:
+        """Count the texts of each forward pass (one per encoder batch) of this call.
+
+        A forward hook sees exactly the batches ``encode`` makes, so the vectors are the
+        same with or without a callback; passes from other threads are not counted.
+        """
+        progress = current_embedding_progress()
+        if progress is None:
+            yield
+            return
+        owner, done = threading.get_ident(), 0
+
+        def count(module: Any, inputs: Any, output: Any) -> None:
+            nonlocal done
+            if threading.get_ident() != owner:
+                return
+            done = min(total, done + _batch_rows(output))
+            progress(done, total)
+
+        progress(0, total)
+        handle = self._model.register_forward_hook(count)
+        try:
+            yield
+        finally:
+            handle.remove()
+        if done < total:
+            progress(total, total)
+
+
+def _batch_rows(output: Any) -> int:
+    """Texts in one forward pass, read from its output (a mapping of batch tensors)."""
+    if isinstance(output, Mapping):
+        for key in ("sentence_embedding", "input_ids", "attention_mask"):
+            shape = getattr(output.get(key), "shape", None)
+            if shape:
+                return int(shape[0])
+    return 0
+
+
+@contextmanager
+def _quiet_loading() -> Iterator[None]:
+    """No "Loading weights" bar from transformers while the model loads; the bar's switch
+    is put back as it was afterwards, so the caller's own choice stands."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # an older sentence-transformers without transformers' bar
+        yield
+        return
+    was_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()

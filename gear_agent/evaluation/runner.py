@@ -9,21 +9,9 @@ from dataclasses import dataclass, field
 
 from gear_agent.evaluation.dataset import Question
 from gear_agent.evaluation.metrics import exact_match, f1_score, recall_at_k
-from gear_agent.retrieval.base import Retriever
+from gear_agent.retrieval.base import Outcome, Retriever
 
 KS = (5, 10, 15)
-
-
-@dataclass
-class Outcome:
-    """What one retriever produced for one question."""
-
-    passage_ids: list[str]
-    answer: str | None = None
-    input_tokens: int = 0
-    output_tokens: int = 0
-    iterations: int | None = None
-    seconds: float = 0.0
 
 
 @dataclass
@@ -66,7 +54,7 @@ async def _outcome(retriever: Retriever, question: Question, k: int) -> Outcome:
     if arun is not None:
         outcome = await arun(question.question, k)
     else:
-        outcome = Outcome([p.id for p in retriever.retrieve(question.question, k)])
+        outcome = Outcome(retriever.retrieve(question.question, k))
     outcome.seconds = time.perf_counter() - started
     return outcome
 

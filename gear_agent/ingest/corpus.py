@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+from gear_agent.errors import GearError
 from gear_agent.ids import passage_id
 from gear_agent.text.chunking import chunk_text
 from gear_agent.types import Passage
@@ -13,11 +15,17 @@ from gear_agent.types import Passage
 TEXT_SUFFIXES = (".txt", ".md")
 
 
-class CorpusFormatError(ValueError):
+class CorpusFormatError(GearError, ValueError):
     """A corpus file is missing, unreadable or not in a supported format; says which."""
 
 
-def _passage(title: object, text: object, source: str, where: str) -> Passage | None:
+TEXT_KEYS = ("text", "paragraph_text", "passage", "contents", "page_content")
+"""Record keys read as the passage text, the first present one winning."""
+
+
+def _passage(
+    title: object, text: object, source: str, where: str, metadata: dict[str, Any] | None = None
+) -> Passage | None:
     if not isinstance(text, str):
         raise CorpusFormatError(f"{where}: 'text' must be a string, got {type(text).__name__}")
     if title is None:
@@ -26,14 +34,40 @@ def _passage(title: object, text: object, source: str, where: str) -> Passage | 
         raise CorpusFormatError(f"{where}: 'title' must be a string, got {type(title).__name__}")
     if not text.strip():
         return None
-    return Passage(passage_id(title, text), title.strip(), text.strip(), source)
+    return Passage(passage_id(title, text), title.strip(), text.strip(), source, metadata or {})
 
 
 def _record_text(record: dict, where: str) -> object:
-    for key in ("text", "paragraph_text", "passage", "contents"):
+    for key in TEXT_KEYS:
         if key in record:
             return record[key]
     raise CorpusFormatError(f"{where}: no 'text' field (keys: {sorted(record)[:8]})")
+
+
+def passage_from_record(record: object, where: str, default_source: str) -> Passage | None:
+    """A passage from one corpus record: ``title``, the text (:data:`TEXT_KEYS`), an optional
+    string ``source`` (else ``default_source``); every other key is kept as metadata.
+
+    Returns None for a record whose text is empty.
+
+    Raises:
+        CorpusFormatError: not an object, no text, or a text or title that is not a string.
+
+    Example:
+        >>> passage_from_record({"title": "Bled", "text": "A town.", "year": 2020}, "x", "c.json").metadata
+        {'year': 2020}
+    """
+    if not isinstance(record, dict):
+        raise CorpusFormatError(f"{where}: expected an object, got {type(record).__name__}")
+    text_key = next((key for key in TEXT_KEYS if key in record), None)
+    text = _record_text(record, where)
+    source = record.get("source")
+    metadata = {
+        str(key): value for key, value in record.items()
+        if key not in ("title", text_key) and not (key == "source" and isinstance(source, str))
+    }
+    source = source if isinstance(source, str) and source.strip() else default_source
+    return _passage(record.get("title", ""), text, source, where, metadata)
 
 
 def _read_text(path: Path) -> str:
@@ -75,10 +109,7 @@ def read_json_corpus(path: Path, source: str) -> Iterator[Passage]:
             f"{path}: expected a JSON list of {{'title', 'text'}} objects, got {type(data).__name__}"
         )
     for number, record in enumerate(data):
-        where = f"{path}[{number}]"
-        if not isinstance(record, dict):
-            raise CorpusFormatError(f"{where}: expected an object, got {type(record).__name__}")
-        passage = _passage(record.get("title", ""), _record_text(record, where), source, where)
+        passage = passage_from_record(record, f"{path}[{number}]", source)
         if passage:
             yield passage
 
@@ -93,9 +124,7 @@ def read_jsonl_corpus(path: Path, source: str) -> Iterator[Passage]:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise CorpusFormatError(f"{where} is not valid JSON: {exc}") from exc
-        if not isinstance(record, dict):
-            raise CorpusFormatError(f"{where}: expected an object, got {type(record).__name__}")
-        passage = _passage(record.get("title", ""), _record_text(record, where), source, where)
+        passage = passage_from_record(record, where, source)
         if passage:
             yield passage
 

@@ -32,7 +32,7 @@ from gear_agent.llm.tokens import count_message_tokens, count_tokens, reported_u
 from gear_agent.llm.usage import TokenUsage
 
 if TYPE_CHECKING:
-    from gear_agent.config import GearSettings
+    from gear_agent.llm.settings import LLMSettings
 
 logger = logging.getLogger(__name__)
 
@@ -139,11 +139,12 @@ class LLMClient:
         self._rng = rng or random.Random()
 
     @classmethod
-    def from_settings(cls, settings: GearSettings, model: Any | None = None) -> LLMClient:
+    def from_settings(cls, settings: LLMSettings, model: Any | None = None) -> LLMClient:
         """A client configured from settings: the model, retries and cache.
 
         Args:
-            settings: Uses ``llm_*`` fields; ``llm_cache_dir`` turns the cache on.
+            settings: The LLM settings (``LLMSettings.from_gear(gear_settings)``);
+                ``cache_dir`` turns the cache on.
             model: A ready chat model; built with :func:`make_chat_model` when None.
 
         Raises:
@@ -153,12 +154,12 @@ class LLMClient:
             from gear_agent.llm.factory import make_chat_model
 
             model = make_chat_model(settings)
-        cache = ResponseCache(settings.llm_cache_dir) if settings.llm_cache_dir else None
+        cache = ResponseCache(settings.cache_dir) if settings.cache_dir else None
         return cls(
             model,
-            retry=RetryPolicy(max_retries=settings.llm_max_retries),
+            retry=RetryPolicy(max_retries=settings.max_retries),
             cache=cache,
-            response_format_mode=settings.llm_response_format,
+            response_format_mode=settings.response_format,
         )
 
     # ---- public calls --------------------------------------------------------

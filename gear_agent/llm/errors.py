@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from gear_agent.errors import GearError
 
-class LLMError(RuntimeError):
+
+class LLMError(GearError, RuntimeError):
     """Base class of every error raised by :mod:`gear_agent.llm`."""
 
 

@@ -21,9 +21,10 @@ filter); the rewriter and the QA prompt answer in plain text.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
-ResponseFormatMode = Literal["text", "json_object", "json_schema", "json_object_schema"]
+from gear_agent.types import ResponseFormatMode
+
 MODES: tuple[ResponseFormatMode, ...] = get_args(ResponseFormatMode)
 
 MAX_TRIPLES = 24

@@ -17,7 +17,9 @@ Cached replies count as a call with zero tokens: they cost nothing.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING
+
+from typing_extensions import TypedDict  # pydantic reads it on Python < 3.12 (graph schemas)
 
 if TYPE_CHECKING:
     from gear_agent.llm.client import LLMReply

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from gear_agent.errors import GearError
 
-class ParseError(ValueError):
+
+class ParseError(GearError, ValueError):
     """Model output could not be parsed into the shape asked for.
 
     Attributes:

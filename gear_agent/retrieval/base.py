@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -22,8 +22,38 @@ class RankedPassage:
     chain: tuple[str, ...] = ()
 
 
+@dataclass
+class Outcome:
+    """What one retriever produced for one question (``gear eval`` reads it).
+
+    Attributes:
+        ranked: The ranked passages, best first, with their chains.
+        answer: The answer, for retrievers that answer (the GEAR agent).
+        input_tokens: Billed prompt tokens of the LLM calls made.
+        output_tokens: Billed completion tokens.
+        iterations: Retrieval iterations run (1 for one-step retrievers).
+        seconds: Wall time of the question (set by the caller that timed it).
+    """
+
+    ranked: list[RankedPassage] = field(default_factory=list)
+    answer: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    iterations: int | None = None
+    seconds: float = 0.0
+
+    @property
+    def passage_ids(self) -> list[str]:
+        """The ranked passage ids, best first."""
+        return [p.id for p in self.ranked]
+
+
 class Retriever(ABC):
-    """Turns a query into a ranked list of passages."""
+    """Turns a query into a ranked list of passages.
+
+    Retrievers that call an LLM also implement ``async arun(question, k) -> Outcome``
+    (answer, tokens, iterations), which ``gear eval`` awaits with many questions in flight.
+    """
 
     #: Short name used in tables and configuration, e.g. ``"hybrid+naive_ge"``.
     name: str

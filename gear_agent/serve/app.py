@@ -124,9 +124,9 @@ def create_app(
         >>> uvicorn.run(app, host="127.0.0.1", port=8000)  # doctest: +SKIP
     """
     if callbacks is None and settings.trace_dir is not None:
-        from gear_agent.tracing.jsonl_tracer import JsonlTracer
+        from gear_agent.tracing.jsonl_tracer import JsonlTracer, TraceSettings
 
-        callbacks = [JsonlTracer.from_settings(settings)]
+        callbacks = [JsonlTracer.from_settings(TraceSettings.from_gear(settings))]
     app = FastAPI(
         title="GEAR agent",
         version="1",
@@ -147,6 +147,13 @@ def create_app(
         output_type=GearResponse,
         enabled_endpoints=endpoints,
     )
+    if playground:  # the same agent as text, answer first: /gear/ask/playground/
+        from gear_agent.serve.playground import ASK_PATH, answer_runnable
+
+        add_routes(app, answer_runnable(agent, settings, callbacks), path=ASK_PATH,
+                   input_type=model, output_type=str,
+                   enabled_endpoints=["invoke", "stream", "stream_log", "input_schema",
+                                      "output_schema", "config_schema", "playground"])
 
     @app.get("/health")
     def health() -> dict[str, Any]:

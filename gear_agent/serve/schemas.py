@@ -90,6 +90,17 @@ class GearResponse(BaseModel):
     """What ``/gear/invoke`` returns (the agent's output state)."""
 
     answer: str | None = Field(None, description="The answer, when the QA node ran.")
+    citations: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Passages the answer cites, numbered by their place here (1-based): "
+        "passage_id, title, quote (words of the passage, or null). Only passages the QA "
+        "prompt was shown; others are in dropped.",
+    )
+    messages: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="The chat: the question as a human message, the answer (with its "
+        "numbered sources) as an AI message.",
+    )
     passages: list[dict[str, Any]] = Field(
         default_factory=list, description="Ranked passages: id, title, text, score, chain."
     )
@@ -101,5 +112,6 @@ class GearResponse(BaseModel):
     stop_reason: str | None = Field(None, description="'answerable' or 'max_iterations'.")
     tokens: dict[str, Any] = Field(default_factory=dict, description="LLM usage, total and per node.")
     dropped: list[dict[str, Any]] = Field(
-        default_factory=list, description="Reader items and LLM reads that were left out."
+        default_factory=list,
+        description="Reader items, citations of passages not shown, and LLM calls that were left out.",
     )

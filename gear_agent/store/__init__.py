@@ -22,8 +22,9 @@ def open_store(settings: GearSettings, embedder: Embedder, *, create: bool = Tru
     """
     if settings.backend == "elasticsearch":
         from gear_agent.store.elasticsearch import ElasticsearchStore
+        from gear_agent.store.es_client import ElasticsearchSettings
 
-        return ElasticsearchStore(settings, embedder, create=create)
+        return ElasticsearchStore(ElasticsearchSettings.from_gear(settings), embedder, create=create)
     from gear_agent.store.embedded import EmbeddedStore
 
     return EmbeddedStore.open(

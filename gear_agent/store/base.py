@@ -9,13 +9,19 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
+from gear_agent.errors import GearError
 from gear_agent.types import AddResult, Collection, Hit, Passage, Triple
 
+WhereSpec = Any
+"""A filter in any form :func:`gear_agent.filters.parse_where` reads (a ``Where``, a dict
+in the Mongo style, a list of ``KEY OP VALUE`` strings), or None for no filter."""
 
-class StoreError(RuntimeError):
+
+class StoreError(GearError, RuntimeError):
     """A store cannot do what was asked; the message says why and what to do."""
 
 
@@ -59,16 +65,51 @@ class Store(ABC):
 
     # ---- reads ------------------------------------------------------------
     @abstractmethod
-    def count(self, collection: Collection) -> int:
-        """How many passages or triples are stored."""
+    def count(self, collection: Collection, where: WhereSpec = None) -> int:
+        """How many passages or triples are stored; with ``where``, how many pass the filter
+        (for triples: how many belong to a passage that passes). Cheap enough to ask before
+        a filtered search whether the filter matches anything.
+
+        Raises:
+            FilterError: ``where`` cannot be read.
+        """
 
     @abstractmethod
-    def bm25_search(self, collection: Collection, query: str, k: int) -> list[Hit]:
-        """Top ``k`` by Lucene BM25 (k1=1.2, b=0.75) over the standard-analyzer tokens."""
+    def bm25_search(
+        self, collection: Collection, query: str, k: int, where: WhereSpec = None
+    ) -> list[Hit]:
+        """Top ``k`` by Lucene BM25 (k1=1.2, b=0.75) over the standard-analyzer tokens.
+
+        With ``where`` only passages passing the filter (for triples: triples of such
+        passages) are ranked; the filter is applied before ranking, so ``k`` hits come
+        back whenever ``k`` such documents match the query. Example::
+
+            store.bm25_search("passage", "annual revenue", 10, where={"year": {"$gte": 2020}})
+        """
 
     @abstractmethod
-    def vector_search(self, collection: Collection, vector: np.ndarray, k: int) -> list[Hit]:
-        """Top ``k`` by cosine similarity with a normalised query vector."""
+    def vector_search(
+        self, collection: Collection, vector: np.ndarray, k: int, where: WhereSpec = None
+    ) -> list[Hit]:
+        """Top ``k`` by cosine similarity with a normalised query vector (``where`` as in
+        :meth:`bm25_search`)."""
+
+    def filter_passage_ids(self, ids: Sequence[str], where: WhereSpec) -> list[str]:
+        """The ``ids`` of stored passages that pass ``where``, in the order given (unknown ids
+        are left out; with no filter, ``ids`` come back unchanged). Backends answer from
+        their indexes; this default reads the passages.
+
+        Example::
+
+            kept = store.filter_passage_ids([p.id for p in expanded], ["source=reports/2024"])
+        """
+        from gear_agent.filters import parse_where
+
+        parsed = parse_where(where)
+        if parsed is None:
+            return list(ids)
+        passing = {p.id for p in self.get_passages(list(dict.fromkeys(ids))) if parsed.matches(p)}
+        return [i for i in ids if i in passing]
 
     @abstractmethod
     def get_passages(self, ids: Sequence[str]) -> list[Passage]:
@@ -108,6 +149,10 @@ class Store(ABC):
     @abstractmethod
     def iter_triples(self) -> Iterator[Triple]:
         """Every stored triple."""
+
+    def maintain(self) -> None:  # noqa: B027 - optional hook
+        """Bring derived caches up to date (the embedded store's ANN); called at the end of
+        an indexing run. A no-op where there is nothing to do."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (connections, locks)."""

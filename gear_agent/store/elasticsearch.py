@@ -10,8 +10,7 @@ Supported: the 8.x ``elasticsearch`` client against an 8.x server (8.4 or newer)
 Install with ``pip install 'gear-agent[elasticsearch]'``. See docs/elasticsearch.md.
 
 Example:
-    >>> from gear_agent.config import GearSettings
-    >>> settings = GearSettings(backend="elasticsearch", es_url="http://localhost:9200")
+    >>> settings = ElasticsearchSettings(url="http://localhost:9200")
     >>> store = ElasticsearchStore(settings, embedder)  # doctest: +SKIP
     >>> store.bm25_search("passage", "capital of France", k=5)  # doctest: +SKIP
     [Hit(id='p-...', score=7.1)]
@@ -27,10 +26,16 @@ import numpy as np
 
 from gear_agent.config import GearSettings
 from gear_agent.embedding.base import Embedder
+from gear_agent.filters import Where, parse_where
 from gear_agent.store import es_queries as q
 from gear_agent.store.base import Store, StoreError
 from gear_agent.store.es_bulk import BulkFailure, BulkOutcome, BulkWriteError, BulkWriter
-from gear_agent.store.es_client import check_server, make_client, translate_errors
+from gear_agent.store.es_client import (
+    ElasticsearchSettings,
+    check_server,
+    make_client,
+    translate_errors,
+)
 from gear_agent.store.es_mappings import (
     TEXT_FIELD,
     VECTOR_FIELD,
@@ -43,13 +48,16 @@ from gear_agent.store.es_mappings import (
     passage_from_source,
     triple_document,
     triple_from_source,
+    upgrade_mapping,
 )
 from gear_agent.types import AddResult, Collection, Hit, Passage, Triple
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from elasticsearch import Elasticsearch
 
-__all__ = ["BulkFailure", "BulkWriteError", "ElasticsearchStore"]
+__all__ = ["BulkFailure", "BulkWriteError", "ElasticsearchSettings", "ElasticsearchStore"]
+
+_MAX_FILTER_PASSAGES = 65_536
 
 _MGET_CHUNK = 1_000
 _TERMS_CHUNK = 1_000
@@ -97,8 +105,10 @@ class ElasticsearchStore(Store):
     it returns, so it is searchable at once.
 
     Args:
-        settings: ``es_url``, credentials, ``es_verify_certs`` and
-            ``es_index_prefix`` are read; nothing is changed.
+        settings: URL, credentials, certificate checking and index prefix
+            (:class:`ElasticsearchSettings`; ``ElasticsearchSettings.from_gear(settings)``
+            makes one from the project's settings, and a ``GearSettings`` given here is
+            converted the same way).
         embedder: Embeds passages (``Passage.content``) and triples
             (``Triple.text``); its ``name`` and ``dimension`` are recorded in
             each index's mapping ``_meta``.
@@ -118,7 +128,7 @@ class ElasticsearchStore(Store):
 
     def __init__(
         self,
-        settings: GearSettings,
+        settings: ElasticsearchSettings | GearSettings,
         embedder: Embedder,
         client: Elasticsearch | None = None,
         *,
@@ -128,14 +138,15 @@ class ElasticsearchStore(Store):
         initial_backoff_s: float = 0.5,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        settings = ElasticsearchSettings.of(settings)
         self.settings = settings
         self.embedder = embedder
         self.embedding_model = embedder.name
         self.dimension = int(embedder.dimension)
-        self.indices: IndexNames = index_names(settings.es_index_prefix)
+        self.indices: IndexNames = index_names(settings.index_prefix)
         self._owns_client = client is None
         self._client = client if client is not None else make_client(settings)
-        self._where = settings.es_url or "the given client"
+        self._where = settings.url or "the given client"
         self._last_ns = 0
         try:
             self.server_version = check_server(self._client, self._where)
@@ -185,6 +196,10 @@ class ElasticsearchStore(Store):
         # The answer is keyed by the concrete index (``name`` may be an alias).
         mapping = next((entry.get("mappings", {}) for entry in response.values()), {})
         check_mapping(name, mapping, collection, self.embedding_model, self.dimension)
+        if ((mapping.get("_meta") or {}).get("gear_agent") or {}).get("schema_version") == 1:
+            body = upgrade_mapping(collection, self.embedding_model, self.dimension)
+            with translate_errors(f"adding the metadata fields to index {name!r}"):
+                es.indices.put_mapping(index=name, **body)
 
     # ---- helpers -----------------------------------------------------------
     def _search(self, what: str, index: str | None, request: dict[str, Any]) -> dict[str, Any]:
@@ -413,26 +428,67 @@ class ElasticsearchStore(Store):
         return self.delete_passages([hit["_id"] for hit in hits])
 
     # ---- reads -------------------------------------------------------------
-    def count(self, collection: Collection) -> int:
-        index = self.indices.of(collection)
-        with translate_errors(f"counting {index!r}"):
-            return int(_body(self._client.count(index=index))["count"])
+    def _filter(self, collection: Collection, where: Where | None) -> dict[str, Any] | None:
+        """The server-side filter of ``where`` for ``collection`` (None: no filter).
 
-    def bm25_search(self, collection: Collection, query: str, k: int) -> list[Hit]:
-        """Top ``k`` by BM25 (only matching documents); ``k`` <= 0 gives ``[]``."""
+        Triples are filtered by their passage: the passages passing ``where`` are looked
+        up first (at most 65,536), then their triples by ``passage_id``.
+        """
+        if where is None:
+            return None
+        passage_filter = q.where_filter(where)
+        if collection == "passage":
+            return passage_filter
+        self.indices.of(collection)
+        ids = [hit["_id"] for hit in self._walk(self.indices.passages, passage_filter, q.BY_ID)]
+        if len(ids) > _MAX_FILTER_PASSAGES:
+            raise StoreError(
+                f"the filter {where} matches {len(ids):,} passages; a triple search can be "
+                f"restricted to at most {_MAX_FILTER_PASSAGES:,}: narrow the filter"
+            )
+        return q.terms("passage_id", ids)
+
+    def count(self, collection: Collection, where: Any = None) -> int:
+        index = self.indices.of(collection)
+        flt = self._filter(collection, parse_where(where))
+        body = {} if flt is None else {"query": {"bool": {"filter": [flt]}}}
+        with translate_errors(f"counting {index!r}"):
+            return int(_body(self._client.count(index=index, **body))["count"])
+
+    def filter_passage_ids(self, ids: Sequence[str], where: Any) -> list[str]:
+        """The ``ids`` of stored passages passing ``where``, in the order given (server-side)."""
+        parsed = parse_where(where)
+        if parsed is None:
+            return list(ids)
+        index = self.indices.passages
+        passing: set[str] = set()
+        for chunk in _chunks(_unique(ids), _TERMS_CHUNK):
+            query = {"bool": {"filter": [{"ids": {"values": list(chunk)}}, q.where_filter(parsed)]}}
+            request = {"query": query, "size": len(chunk), "source": False, "track_total_hits": False}
+            response = self._search(f"filtering ids in {index!r}", index, request)
+            passing.update(hit["_id"] for hit in response["hits"]["hits"])
+        return [i for i in ids if i in passing]
+
+    def bm25_search(self, collection: Collection, query: str, k: int, where: Any = None) -> list[Hit]:
+        """Top ``k`` by BM25 (only matching documents, filtered server-side); ``k`` <= 0 gives ``[]``."""
         index = self.indices.of(collection)
         if k <= 0:
             return []
-        request = q.bm25_request(TEXT_FIELD[collection], query, k)
+        flt = self._filter(collection, parse_where(where))
+        request = q.bm25_request(TEXT_FIELD[collection], query, k, filter=flt)
         response = self._search(f"BM25 search on {index!r}", index, request)
         return [Hit(h["_id"], float(h["_score"])) for h in response["hits"]["hits"]]
 
-    def vector_search(self, collection: Collection, vector: np.ndarray, k: int) -> list[Hit]:
-        """Top ``k`` by cosine; scores are cosines (ES's ``(1 + cos) / 2`` undone)."""
+    def vector_search(
+        self, collection: Collection, vector: np.ndarray, k: int, where: Any = None
+    ) -> list[Hit]:
+        """Top ``k`` by cosine; scores are cosines (ES's ``(1 + cos) / 2`` undone). With
+        ``where``, a kNN pre-filter: ``k`` hits whenever ``k`` documents pass it."""
         index = self.indices.of(collection)
         if k <= 0:
             return []
-        request = q.knn_request(self._query_vector(vector), k)
+        flt = self._filter(collection, parse_where(where))
+        request = q.knn_request(self._query_vector(vector), k, filter=flt)
         response = self._search(f"kNN search on {index!r}", index, request)
         return [
             Hit(h["_id"], q.score_to_cosine(float(h["_score"]))) for h in response["hits"]["hits"]

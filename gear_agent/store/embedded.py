@@ -1,15 +1,26 @@
 """The embedded store, gear-agent's default backend: one directory, no server.
 
-Passages and triples live in memory while the store is open, with BM25 and
-cosine search over each and the :class:`EntityGraph` over the triples. Every
-write goes through :meth:`EmbeddedStore.transaction`: it takes the directory's
-file lock (so two writers cannot interleave), reloads the index if another
-process committed since this one read it, applies the change, and commits a
-new generation atomically (:mod:`gear_agent.store.generations`).
+Layout (docs/storage.md has the design and the measurements behind it):
+
+* ``index.sqlite`` (:mod:`gear_agent.store.embedded_db`): records, metadata, entity ids,
+  BM25 vocabulary and segments (:mod:`gear_agent.store.postings`), vector checksums and
+  the manifest, in SQLite's WAL mode: a write is one SQLite transaction, readers are never
+  blocked, and a crash leaves the last commit;
+* ``passage.vec`` / ``triple.vec`` (:mod:`gear_agent.store.vectors`): append-only float32
+  rows, memory-mapped, written and flushed before the transaction that counts them commits;
+* ``{collection}-{start}-{stop}.usearch`` (:mod:`gear_agent.store.ann`): the approximate
+  nearest-neighbour parts, a derived cache checksummed and rebuilt when bad.
+
+Nothing is rebuilt at open: BM25 postings, entity lookups and vectors are read where they
+lie. Writers take SQLite's write lock (``BEGIN IMMEDIATE``), so two writers never interleave.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import sqlite3
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -17,33 +28,83 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from filelock import FileLock, Timeout
 
 from gear_agent.embedding.base import Embedder
-from gear_agent.store import generations as gen
+from gear_agent.filters import Where, parse_where
+from gear_agent.store import ann as ann_mod
+from gear_agent.store import embedded_db as edb
 from gear_agent.store.base import ModelMismatchError, Store, StoreError
-from gear_agent.store.bm25 import BM25Index, top_k
-from gear_agent.store.entity_graph import EntityGraph
-from gear_agent.text.tokenizer import get_tokenizer
+from gear_agent.store.bm25 import top_k
+from gear_agent.store.embedded_db import IndexCorruptError, get_meta, set_meta
+from gear_agent.store.postings import Postings, SegmentCorruptError
+from gear_agent.store.threads import matvec
+from gear_agent.store.vectors import VectorFile
+from gear_agent.store.where_sql import where_sql
+from gear_agent.text.tokenizer import get_tokenizer, normalise_entity
 from gear_agent.types import AddResult, Collection, Hit, Passage, Triple
 
-FORMAT_VERSION = 1
-MANIFEST = "manifest.json"
+logger = logging.getLogger(__name__)
+
+FORMAT_VERSION = edb.FORMAT_VERSION
+COLLECTIONS: tuple[Collection, ...] = ("passage", "triple")
+SYNC_INTERVAL_S = 0.005
+"""How stale a reader may be: it looks for other processes' commits at most this often."""
+EXACT_SUBSET_MAX = 50_000
+"""A filter matching at most this many rows is searched exactly over just those rows."""
+_CHUNK = 900
+_TABLE = {"passage": "passages", "triple": "triples"}
+
+
+def _chunks(items: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 def read_manifest(path: Path) -> dict[str, Any] | None:
-    """The manifest of the committed index at ``path``, or None if there is none."""
-    live = gen.current_generation(Path(path))
-    return None if live is None else gen.read_json(live / MANIFEST)
+    """The manifest of the index at ``path`` (no model loaded), or None if there is none.
+
+    An index still in the previous format (``CURRENT`` + ``gen-*``) gives that format's
+    manifest with ``"format_version": 1``; it is migrated the first time it is opened.
+    """
+    from gear_agent.store import legacy
+
+    db_path = Path(path) / edb.DB_FILE
+    if not db_path.exists():
+        return legacy.read_legacy_manifest(Path(path))
+    db = edb.connect(db_path, timeout_s=5.0, readonly=True)
+    try:
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() is None:
+            return None  # a writer is creating it
+        meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+    except sqlite3.DatabaseError as exc:
+        raise IndexCorruptError(f"{db_path} cannot be read ({exc}); run `gear check`") from exc
+    finally:
+        db.close()
+    if "embedding_model" not in meta:
+        return None
+    return {
+        "format_version": int(meta.get("format_version", FORMAT_VERSION)),
+        "embedding_model": meta["embedding_model"],
+        "dimension": int(meta["dimension"]),
+        "passages": int(meta.get("count:passage", 0)),
+        "triples": int(meta.get("count:triple", 0)),
+        "extracted_passages": int(meta.get("extracted", 0)),
+        "committed_at": meta.get("committed_at", "?"),
+        "tokenizers": json.loads(meta.get("tokenizers", "[]")),
+    }
 
 
 class EmbeddedStore(Store):
     """A :class:`Store` in one local directory.
 
     Example:
-        >>> from gear_agent.embedding import make_embedder  # doctest: +SKIP
-        >>> store = EmbeddedStore.open(Path(".gear/index"), make_embedder(settings))  # doctest: +SKIP
-        >>> store.bm25_search("passage", "Eiffel tower", k=5)  # doctest: +SKIP
+        >>> from gear_agent.embedding.hashing import HashingEmbedder
+        >>> import tempfile
+        >>> store = EmbeddedStore.open(Path(tempfile.mkdtemp()) / "ix", HashingEmbedder(64))
+        >>> store.add_passages([Passage("p-1", "Paris", "Paris is in France.", "a.txt", {"year": 2020})]).added
+        ['p-1']
+        >>> [h.id for h in store.bm25_search("passage", "France", k=5, where={"year": {"$gte": 2020}})]
+        ['p-1']
     """
 
     def __init__(
@@ -51,350 +112,731 @@ class EmbeddedStore(Store):
         tokenizer: str = "standard",
     ) -> None:
         self.root = Path(root)
+        self.tokenizer = tokenizer
         self.tokenize = get_tokenizer(tokenizer)
         self.embedder = embedder
         self.embedding_model = embedder.name
-        self.dimension = embedder.dimension
-        self._lock = FileLock(str(self.root / gen.LOCK), timeout=lock_timeout_s)
+        self.dimension = int(embedder.dimension)
+        self._db = edb.connect(self.root / edb.DB_FILE, timeout_s=lock_timeout_s)
+        self._mutex = threading.RLock()
         self._tx_depth = 0
-        self._dirty = False
-        self._generation: str | None = None
-        self._reset()
+        self._version: int | None = None
+        self._rows = {c: 0 for c in COLLECTIONS}
+        self._counts = {c: 0 for c in COLLECTIONS}
+        self._dead = {c: np.zeros(0, dtype=bool) for c in COLLECTIONS}
+        self._dead_rows = {c: np.empty(0, dtype=np.int64) for c in COLLECTIONS}
+        self._ann_text: dict[str, str | None] = {c: "" for c in COLLECTIONS}
+        self._vectors = {c: VectorFile(self.root / f"{c}.vec", self.dimension) for c in COLLECTIONS}
+        self._ann = {c: ann_mod.AnnIndex(self.root, c) for c in COLLECTIONS}
+        self._postings: dict[tuple[str, str], Postings] = {}
+        self._where_cache: dict[tuple[str, str], np.ndarray] = {}
+        # id <-> row of live records; rows are never reused, so entries stay true until the
+        # record is deleted (the caches are dropped whenever the dead rows change)
+        self._id_of: dict[str, dict[int, str]] = {c: {} for c in COLLECTIONS}
+        self._row_of: dict[str, dict[str, int]] = {c: {} for c in COLLECTIONS}
+        self._ends: dict[int, tuple[int, int]] = {}
+        self._entity_rows: dict[int, np.ndarray] = {}
+        self._checked_at = 0.0
+        if not self._has_schema():
+            self._db.executescript(f"BEGIN IMMEDIATE;{edb.SCHEMA}COMMIT;")
 
     @classmethod
     def open(
         cls, path: Path, embedder: Embedder, *, create: bool = True, lock_timeout_s: float = 600.0,
-        tokenizer: str = "standard",
+        tokenizer: str = "standard", verify: bool = True,
     ) -> EmbeddedStore:
         """Open the index at ``path`` (created empty when missing and ``create`` is true).
 
-        ``tokenizer`` names the BM25 tokenizer (:data:`gear_agent.text.tokenizer.TOKENIZERS`);
-        BM25 is rebuilt in memory at open, so it is a reading choice, not part of the index.
+        ``verify`` checks the newest vector chunk of each collection (``gear check`` checks
+        them all); only repairs open without it.
+
+        An index in the previous format (``CURRENT`` + ``gen-*`` folders) is migrated into
+        this one on first open; its folders are left in place. ``tokenizer`` names the
+        BM25 tokenizer; postings are kept per tokenizer, built once when first asked for.
 
         Raises:
             ModelMismatchError: the index was built with another embedding model.
             StoreError: no index at ``path`` and ``create`` is false.
+            IndexCorruptError: the index is damaged (the message says what; see ``gear check``).
         """
+        from gear_agent.store import legacy
+
         path = Path(path)
-        if not create and gen.current_generation(path) is None:
-            raise StoreError(f"no index at {path}: build one first with `gear index`")
         if path.exists() and not path.is_dir():
             raise StoreError(f"{path} is a file, not an index directory")
+        has_legacy = legacy.has_legacy_index(path)
+        if not create and not has_legacy and read_manifest(path) is None:
+            raise StoreError(f"no index at {path}: build one first with `gear index`")
         path.mkdir(parents=True, exist_ok=True)
         store = cls(path, embedder, lock_timeout_s=lock_timeout_s, tokenizer=tokenizer)
-        store._load()
+        try:
+            store._check_model()
+            if has_legacy and store._meta("migrated_from") is None:
+                legacy.migrate(store)
+            store._sync(force=True)
+            if verify:
+                store._verify_newest_chunks()
+            store._ensure_tokenizer()
+        except BaseException:
+            store.close()
+            raise
         return store
 
-    # ---- state -----------------------------------------------------------
-    def _reset(self) -> None:
-        self._passages: list[Passage] = []
-        self._extracted: list[bool] = []
-        self._passage_index: dict[str, int] = {}
-        self._passage_vectors = np.zeros((0, self.dimension), dtype=np.float32)
-        self._triples: list[Triple] = []
-        self._triple_index: dict[str, int] = {}
-        self._triple_vectors = np.zeros((0, self.dimension), dtype=np.float32)
-        self._triples_by_passage: dict[str, list[int]] = {}
-        self._derived: dict[str, Any] = {}
+    # ---- state --------------------------------------------------------------------
+    def _has_schema(self) -> bool:
+        try:
+            return self._db.execute("SELECT 1 FROM sqlite_master WHERE name='segments'").fetchone() is not None
+        except sqlite3.DatabaseError as exc:
+            raise IndexCorruptError(f"{self.root / edb.DB_FILE} is not a readable index ({exc}); run `gear check`") from exc
 
-    def _invalidate(self) -> None:
-        self._dirty = True
-        self._derived.clear()
+    def _meta(self, key: str, default: Any = None) -> Any:
+        return get_meta(self._db, key, default)
 
-    def _load(self, attempts: int = 5) -> None:
-        for attempt in range(attempts):
-            live = gen.current_generation(self.root)
-            if live is None:
-                self._reset()
-                self._generation = None
-                return
-            try:
-                self._load_generation(live)
-                return
-            except FileNotFoundError:
-                # A writer pruned this generation between our reading CURRENT and loading it.
-                if attempt == attempts - 1:
-                    raise
-                time.sleep(0.05)
-
-    def _load_generation(self, live: Path) -> None:
-        manifest = gen.read_json(live / MANIFEST)
-        model, dimension = manifest.get("embedding_model"), manifest.get("dimension")
-        if model != self.embedding_model or dimension != self.dimension:
+    def _check_model(self) -> None:
+        model, dimension = self._meta("embedding_model"), self._meta("dimension")
+        if model is None:
+            return
+        if model != self.embedding_model or int(dimension) != self.dimension:
             raise ModelMismatchError(
                 f"index at {self.root} was built with embedding model {model!r} "
                 f"(dimension {dimension}); the configured model is {self.embedding_model!r} "
                 f"(dimension {self.dimension}). Set GEAR_EMBEDDING_MODEL={model} to use this "
                 "index, or build a new index in another directory."
             )
-        self._reset()
-        for row in gen.read_jsonl(live / "passages.jsonl"):
-            self._passage_index[row["id"]] = len(self._passages)
-            self._passages.append(Passage(row["id"], row["title"], row["text"], row.get("source", "")))
-            self._extracted.append(bool(row.get("extracted", False)))
-        for row in gen.read_jsonl(live / "triples.jsonl"):
-            triple = Triple(row["id"], row["subject"], row["predicate"], row["object"], row["passage_id"])
-            self._triple_index[triple.id] = len(self._triples)
-            self._triples_by_passage.setdefault(triple.passage_id, []).append(len(self._triples))
-            self._triples.append(triple)
-        self._passage_vectors = gen.read_array(live / "passage_vectors.npy", self.dimension)
-        self._triple_vectors = gen.read_array(live / "triple_vectors.npy", self.dimension)
-        if len(self._passage_vectors) != len(self._passages) or len(self._triple_vectors) != len(
-            self._triples
-        ):
-            raise gen.IndexCorruptError(f"{live}: vector counts do not match record counts")
-        self._generation = live.name
-        self._dirty = False
 
-    def _write_files(self, folder: Path) -> None:
-        gen.write_jsonl(
-            folder / "passages.jsonl",
-            (
-                {"id": p.id, "title": p.title, "text": p.text, "source": p.source, "extracted": e}
-                for p, e in zip(self._passages, self._extracted)
-            ),
-        )
-        gen.write_jsonl(
-            folder / "triples.jsonl",
-            (
-                {"id": t.id, "subject": t.subject, "predicate": t.predicate, "object": t.object,
-                 "passage_id": t.passage_id}
-                for t in self._triples
-            ),
-        )
-        gen.write_array(folder / "passage_vectors.npy", self._passage_vectors)
-        gen.write_array(folder / "triple_vectors.npy", self._triple_vectors)
-        gen.write_json(
-            folder / MANIFEST,
-            {
-                "format_version": FORMAT_VERSION,
-                "embedding_model": self.embedding_model,
-                "dimension": self.dimension,
-                "passages": len(self._passages),
-                "triples": len(self._triples),
-                "extracted_passages": sum(self._extracted),
-                "committed_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            },
-        )
+    def _postings_of(self, collection: str, tokenizer: str | None = None) -> Postings:
+        name = tokenizer or self.tokenizer
+        key = (collection, name)
+        if key not in self._postings:
+            tokenize = self.tokenize if name == self.tokenizer else get_tokenizer(name)
+            self._postings[key] = Postings(self._db, collection, name, tokenize)
+        return self._postings[key]
+
+    def _tokenizers(self) -> list[str]:
+        return json.loads(self._meta("tokenizers", "[]"))
+
+    def _sync(self, force: bool = False) -> None:
+        """Reload the small shared state if another connection committed since.
+
+        Checked at most every :data:`SYNC_INTERVAL_S` (one query makes dozens of store
+        calls); a writer's transaction always syncs.
+        """
+        now = time.monotonic()
+        if not force and now - self._checked_at < SYNC_INTERVAL_S:
+            return
+        self._checked_at = now
+        version = self._db.execute("PRAGMA data_version").fetchone()[0]
+        if version == self._version and not force:
+            return
+        self._version = version
+        self._entity_rows.clear()
+        meta = dict(self._db.execute("SELECT key, value FROM meta WHERE key LIKE 'rows:%' OR key LIKE "
+                                     "'count:%' OR key LIKE 'ann:%'").fetchall())
+        for c in COLLECTIONS:
+            self._rows[c] = int(meta.get(f"rows:{c}", 0))
+            self._counts[c] = int(meta.get(f"count:{c}", 0))
+            dead_rows = np.fromiter((r for (r,) in self._db.execute(
+                "SELECT row FROM dead WHERE collection=? ORDER BY row", (c,))), dtype=np.int64)
+            mask = np.zeros(self._rows[c], dtype=bool)
+            mask[dead_rows[dead_rows < self._rows[c]]] = True
+            if len(dead_rows) != len(self._dead_rows[c]):
+                self._id_of[c].clear()
+                self._row_of[c].clear()
+                self._ends.clear()
+            self._dead[c], self._dead_rows[c] = mask, dead_rows
+            text = meta.get(f"ann:{c}")
+            if text != self._ann_text[c] or self._ann[c].problems:
+                self._ann[c].load(ann_mod.parse_parts(text))
+                self._ann_text[c] = text
+        self._where_cache.clear()
+
+    def _verify_newest_chunks(self) -> None:
+        for c in COLLECTIONS:
+            rows = self._rows[c]
+            if self._vectors[c].stored_rows() < rows:
+                raise IndexCorruptError(
+                    f"{self._vectors[c].path} holds fewer rows than the {rows} committed "
+                    "(truncated or deleted); run `gear check`"
+                )
+            newest = self._db.execute(
+                "SELECT start, stop, checksum FROM chunks WHERE collection=? ORDER BY start DESC LIMIT 1", (c,)
+            ).fetchone()
+            if newest and self._vectors[c].checksum(newest[0], newest[1]) != newest[2]:
+                raise IndexCorruptError(
+                    f"{self._vectors[c].path} rows {newest[0]}..{newest[1]} fail their checksum; "
+                    "run `gear check` (`gear check --repair` re-embeds them)"
+                )
+
+    def _ensure_tokenizer(self) -> None:
+        if self.tokenizer in self._tokenizers() or self._meta("embedding_model") is None:
+            return
+        with self.transaction():
+            if self.tokenizer not in self._tokenizers():
+                self._rebuild_postings(self.tokenizer)
+
+    def _rebuild_postings(self, tokenizer: str) -> None:
+        """(In a transaction.) Index every live row's text under ``tokenizer`` again."""
+        for c in COLLECTIONS:
+            sql = ("SELECT row, title, text FROM passages ORDER BY row" if c == "passage" else
+                   "SELECT row, subject, predicate, object FROM triples ORDER BY row")
+            rows = self._db.execute(sql).fetchall()
+            texts = ((r[0], (f"{r[1]}\n{r[2]}" if r[1] else r[2]) if c == "passage" else f"{r[1]} {r[2]} {r[3]}")
+                     for r in rows)
+            self._postings_of(c, tokenizer).rebuild(texts)
+        names = self._tokenizers()
+        if tokenizer not in names:
+            set_meta(self._db, "tokenizers", json.dumps([*names, tokenizer]))
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """Group writes into one atomic commit under the directory's lock.
+        """Group writes into one atomic commit under SQLite's write lock.
 
-        On an exception the staged changes are dropped and the last commit reloaded.
+        On an exception nothing of the transaction is kept.
 
         Raises:
             StoreError: another writer held the lock for longer than the lock timeout.
         """
-        if self._tx_depth:
-            self._tx_depth += 1
+        with self._mutex:
+            if self._tx_depth:
+                self._tx_depth += 1
+                try:
+                    yield
+                finally:
+                    self._tx_depth -= 1
+                return
             try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise StoreError(f"index at {self.root} is locked by another writer ({exc})") from exc
+            self._tx_depth = 1
+            try:
+                self._initialise()
+                self._sync(force=True)
+                yield
+                set_meta(self._db, "committed_at", _now())
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+            finally:
+                self._tx_depth = 0
+                self._sync(force=True)
+
+    def _initialise(self) -> None:
+        if self._meta("embedding_model") is None:
+            set_meta(self._db, "format_version", FORMAT_VERSION)
+            set_meta(self._db, "embedding_model", self.embedding_model)
+            set_meta(self._db, "dimension", self.dimension)
+            set_meta(self._db, "tokenizers", json.dumps([self.tokenizer]))
+        else:
+            self._check_model()
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads inside see one committed state, however many commits land meanwhile.
+
+        Example:
+            >>> with store.snapshot():  # doctest: +SKIP
+            ...     passages, triples = list(store.iter_passages()), list(store.iter_triples())
+        """
+        with self._mutex:
+            if self._tx_depth or self._db.in_transaction:
+                yield
+                return
+            self._db.execute("BEGIN")
+            try:
+                self._sync()
                 yield
             finally:
-                self._tx_depth -= 1
-            return
-        try:
-            self._lock.acquire()
-        except Timeout as exc:
-            raise StoreError(
-                f"index at {self.root} is locked by another writer ({self._lock.lock_file})"
-            ) from exc
-        self._tx_depth = 1
-        try:
-            live = gen.current_generation(self.root)
-            if (live.name if live else None) != self._generation:
-                self._load()
-            yield
-            if self._dirty:
-                committed = gen.commit_generation(self.root, self._write_files)
-                self._generation = committed.name
-                self._dirty = False
-        except BaseException:
-            self._load()
-            raise
-        finally:
-            self._tx_depth = 0
-            self._lock.release()
+                self._db.execute("COMMIT")
 
     def refresh(self) -> bool:
-        """Reload if another process committed since; returns whether it did."""
-        live = gen.current_generation(self.root)
-        if (live.name if live else None) == self._generation:
-            return False
-        self._load()
-        return True
+        """Pick up another process's commits now; returns whether there were any."""
+        with self._mutex:
+            before = self._version
+            self._sync()
+            return before != self._version
 
-    # ---- writes ----------------------------------------------------------
+    # ---- writes ---------------------------------------------------------------------
+    def _embed(self, texts: list[str], what: list[str]) -> np.ndarray:
+        vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32)
+        if vectors.shape != (len(texts), self.dimension):
+            raise StoreError(f"embedder {self.embedding_model!r} returned shape {vectors.shape} for "
+                             f"{len(texts)} texts; expected ({len(texts)}, {self.dimension})")
+        bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1))
+        if len(bad):
+            raise StoreError(f"embedder {self.embedding_model!r} returned a vector that is not finite "
+                             f"for {what[int(bad[0])]}; nothing of this batch was stored")
+        return vectors
+
+    def _remember(self, collection: str, pairs: Any) -> None:
+        id_of, row_of = self._id_of[collection], self._row_of[collection]
+        if len(id_of) > 400_000:
+            id_of.clear()
+            row_of.clear()
+        for rid, row in pairs:
+            id_of[row] = rid
+            row_of[rid] = row
+
+    def _existing(self, table: str, ids: Sequence[str]) -> dict[str, int]:
+        collection = "passage" if table == "passages" else "triple"
+        known = self._row_of[collection] if not self._db.in_transaction else {}
+        found: dict[str, int] = {}
+        missing = []
+        for i in dict.fromkeys(ids):
+            row = known.get(i)
+            if row is None:
+                missing.append(i)
+            else:
+                found[i] = row
+        for chunk in _chunks(missing):
+            marks = ",".join("?" * len(chunk))
+            pairs = self._db.execute(f"SELECT id, row FROM {table} WHERE id IN ({marks})", list(chunk)).fetchall()
+            found.update(pairs)
+            if not self._db.in_transaction:
+                self._remember(collection, pairs)
+        return found
+
+    def _append_vectors(self, collection: Collection, vectors: np.ndarray) -> list[int]:
+        start = self._rows[collection]
+        checksum = self._vectors[collection].append(start, vectors)
+        stop = start + len(vectors)
+        self._db.execute("INSERT INTO chunks(collection, start, stop, checksum) VALUES (?, ?, ?, ?)",
+                         (collection, start, stop, checksum))
+        set_meta(self._db, f"rows:{collection}", stop)
+        self._rows[collection] = stop
+        return list(range(start, stop))
+
+    def _bump_count(self, collection: Collection, delta: int) -> None:
+        self._db.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
+                         "value = value + excluded.value", (f"count:{collection}", delta))
+
+    def _index_text(self, collection: Collection, rows: list[int], texts: list[str]) -> None:
+        for name in self._tokenizers():
+            self._postings_of(collection, name).add(rows, texts, lambda: self._dead_rows[collection])
+
+    def _insert_passages(self, new: list[Passage], vectors: np.ndarray, extracted: Sequence[bool] | None = None) -> None:
+        rows = self._append_vectors("passage", vectors)
+        records, meta = [], []
+        for i, (row, p) in enumerate(zip(rows, new)):
+            meta_json = edb.metadata_json(p.metadata)
+            done = int(bool(extracted[i])) if extracted is not None else 0
+            records.append((row, p.id, p.title, p.text, p.source, meta_json, done, edb.passage_crc(p, meta_json)))
+            meta.extend(edb.meta_rows(row, p.metadata))
+        self._db.executemany("INSERT INTO passages(row, id, title, text, source, metadata, extracted, crc) "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", records)
+        self._db.executemany("INSERT INTO passage_meta(key, value, row) VALUES (?, ?, ?)",
+                             [(k, int(v) if isinstance(v, bool) else v, r) for k, v, r in meta])
+        self._bump_count("passage", len(new))
+        if extracted is not None:
+            self._bump_extracted(sum(map(bool, extracted)))
+        self._index_text("passage", rows, [p.content for p in new])
+
+    def _bump_extracted(self, delta: int) -> None:
+        self._db.execute("INSERT INTO meta(key, value) VALUES ('extracted', ?) ON CONFLICT(key) DO UPDATE "
+                         "SET value = value + excluded.value", (delta,))
+
+    def _entity_ids(self, names: Sequence[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        unique = list(dict.fromkeys(names))
+        for chunk in _chunks(unique):
+            marks = ",".join("?" * len(chunk))
+            found.update(self._db.execute(f"SELECT name, id FROM entities WHERE name IN ({marks})", list(chunk)))
+        for name in unique:
+            if name not in found:
+                found[name] = int(self._db.execute("INSERT INTO entities(name) VALUES (?)", (name,)).lastrowid or 0)
+        return found
+
+    def _insert_triples(self, new: list[Triple], vectors: np.ndarray, passage_rows: dict[str, int]) -> None:
+        heads = [normalise_entity(t.subject) for t in new]
+        tails = [normalise_entity(t.object) for t in new]
+        entity = self._entity_ids([*heads, *tails])
+        rows = self._append_vectors("triple", vectors)
+        self._db.executemany(
+            "INSERT INTO triples(row, id, subject, predicate, object, passage_row, head, tail, crc) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(row, t.id, t.subject, t.predicate, t.object, passage_rows[t.passage_id], entity[h], entity[tl],
+              edb.triple_crc(t)) for row, t, h, tl in zip(rows, new, heads, tails)],
+        )
+        self._bump_count("triple", len(new))
+        self._index_text("triple", rows, [t.text for t in new])
+
     def add_passages(self, passages: Sequence[Passage]) -> AddResult:
         with self.transaction():
+            stored = self._existing("passages", [p.id for p in passages])
             new, existing, seen = [], [], set()
             for passage in passages:
-                if passage.id in self._passage_index or passage.id in seen:
+                if passage.id in stored or passage.id in seen:
                     existing.append(passage.id)
                 else:
                     seen.add(passage.id)
                     new.append(passage)
             if new:
-                vectors = self.embedder.embed([p.content for p in new])
-                for passage in new:
-                    self._passage_index[passage.id] = len(self._passages)
-                    self._passages.append(passage)
-                    self._extracted.append(False)
-                self._passage_vectors = np.vstack([self._passage_vectors, vectors])
-                self._invalidate()
+                vectors = self._embed([p.content for p in new], [f"passage {p.id}" for p in new])
+                self._insert_passages(new, vectors)
             return AddResult(added=[p.id for p in new], existing=existing)
 
     def add_triples(self, triples: Sequence[Triple]) -> AddResult:
         with self.transaction():
+            parents = self._existing("passages", [t.passage_id for t in triples])
+            for triple in triples:
+                if triple.passage_id not in parents:
+                    raise StoreError(f"triple {triple.id} names passage {triple.passage_id}, which is not stored")
+            stored = self._existing("triples", [t.id for t in triples])
             new, existing, seen = [], [], set()
             for triple in triples:
-                if triple.passage_id not in self._passage_index:
-                    raise StoreError(
-                        f"triple {triple.id} names passage {triple.passage_id}, which is not stored"
-                    )
-                if triple.id in self._triple_index or triple.id in seen:
+                if triple.id in stored or triple.id in seen:
                     existing.append(triple.id)
                 else:
                     seen.add(triple.id)
                     new.append(triple)
             if new:
-                vectors = self.embedder.embed([t.text for t in new])
-                for triple in new:
-                    position = len(self._triples)
-                    self._triple_index[triple.id] = position
-                    self._triples_by_passage.setdefault(triple.passage_id, []).append(position)
-                    self._triples.append(triple)
-                self._triple_vectors = np.vstack([self._triple_vectors, vectors])
-                self._invalidate()
+                vectors = self._embed([t.text for t in new], [f"triple {t.id}" for t in new])
+                self._insert_triples(new, vectors, parents)
             return AddResult(added=[t.id for t in new], existing=existing)
 
     def mark_extracted(self, passage_ids: Sequence[str]) -> None:
         with self.transaction():
-            for pid in passage_ids:
-                position = self._passage_index.get(pid)
-                if position is not None and not self._extracted[position]:
-                    self._extracted[position] = True
-                    self._dirty = True
+            changed = 0
+            for chunk in _chunks(list(dict.fromkeys(passage_ids))):
+                marks = ",".join("?" * len(chunk))
+                changed += self._db.execute(
+                    f"UPDATE passages SET extracted = 1 WHERE extracted = 0 AND id IN ({marks})", list(chunk)
+                ).rowcount
+            if changed:
+                self._bump_extracted(changed)
 
     def delete_passages(self, passage_ids: Sequence[str]) -> list[str]:
         with self.transaction():
-            doomed = {pid for pid in passage_ids if pid in self._passage_index}
+            doomed: dict[str, tuple[int, str, int]] = {}
+            for chunk in _chunks(list(dict.fromkeys(passage_ids))):
+                marks = ",".join("?" * len(chunk))
+                for row, pid, title, text, extracted in self._db.execute(
+                    f"SELECT row, id, title, text, extracted FROM passages WHERE id IN ({marks})", list(chunk)
+                ):
+                    doomed[pid] = (row, f"{title}\n{text}" if title else text, extracted)
             if not doomed:
                 return []
-            keep_p = np.asarray([p.id not in doomed for p in self._passages], dtype=bool)
-            keep_t = np.asarray([t.passage_id not in doomed for t in self._triples], dtype=bool)
-            passages = [p for p, k in zip(self._passages, keep_p) if k]
-            extracted = [e for e, k in zip(self._extracted, keep_p) if k]
-            triples = [t for t, k in zip(self._triples, keep_t) if k]
-            passage_vectors = self._passage_vectors[keep_p]
-            triple_vectors = self._triple_vectors[keep_t]
-            self._reset()
-            self._passages, self._extracted = passages, extracted
-            self._passage_index = {p.id: i for i, p in enumerate(passages)}
-            self._triples = triples
-            self._triple_index = {t.id: i for i, t in enumerate(triples)}
-            for i, t in enumerate(triples):
-                self._triples_by_passage.setdefault(t.passage_id, []).append(i)
-            self._passage_vectors, self._triple_vectors = passage_vectors, triple_vectors
-            self._invalidate()
+            prow = [v[0] for v in doomed.values()]
+            trows, ttexts = [], []
+            for chunk in _chunks(prow):
+                marks = ",".join("?" * len(chunk))
+                for row, s, p, o in self._db.execute(
+                    f"SELECT row, subject, predicate, object FROM triples WHERE passage_row IN ({marks})", list(chunk)
+                ):
+                    trows.append(row)
+                    ttexts.append(f"{s} {p} {o}")
+            for name in self._tokenizers():
+                self._postings_of("passage", name).remove([v[1] for v in doomed.values()])
+                self._postings_of("triple", name).remove(ttexts)
+            for collection, rows in (("triple", trows), ("passage", prow)):
+                table = _TABLE[collection]
+                for chunk in _chunks(rows):
+                    marks = ",".join("?" * len(chunk))
+                    self._db.execute(f"DELETE FROM {table} WHERE row IN ({marks})", list(chunk))
+                    if collection == "passage":
+                        self._db.execute(f"DELETE FROM passage_meta WHERE row IN ({marks})", list(chunk))
+                self._db.executemany("INSERT INTO dead(collection, row) VALUES (?, ?)", [(collection, r) for r in rows])
+                self._bump_count(collection, -len(rows))
+            self._bump_extracted(-sum(v[2] for v in doomed.values()))
             return [pid for pid in passage_ids if pid in doomed]
 
     def delete_source(self, source: str) -> list[str]:
-        return self.delete_passages([p.id for p in self._passages if p.source == source])
+        with self.transaction():
+            ids = [pid for (pid,) in self._db.execute("SELECT id FROM passages WHERE source = ? ORDER BY row", (source,))]
+            return self.delete_passages(ids)
 
-    # ---- derived indexes ---------------------------------------------------
-    def _bm25(self, collection: Collection) -> BM25Index:
-        key = f"bm25-{collection}"
-        if key not in self._derived:
-            texts = (
-                [p.content for p in self._passages]
-                if collection == "passage"
-                else [t.text for t in self._triples]
-            )
-            self._derived[key] = BM25Index([self.tokenize(text) for text in texts])
-        return self._derived[key]
+    def maintain(self) -> None:
+        """Bring the ANN parts up to date (called at the end of an indexing run)."""
+        from gear_agent.store.maintenance import remove_superseded, update_ann
 
-    @property
-    def entity_graph(self) -> EntityGraph:
-        """The entity graph over the stored triples (edge ``i`` is triple ``i``)."""
-        if "graph" not in self._derived:
-            self._derived["graph"] = EntityGraph([(t.subject, t.object) for t in self._triples])
-        return self._derived["graph"]
+        with self.transaction():
+            update_ann(self)
+        with self.transaction():
+            remove_superseded(self)
 
-    # ---- reads -----------------------------------------------------------
-    def _records(self, collection: Collection) -> list[Any]:
-        if collection == "passage":
-            return self._passages
-        if collection == "triple":
-            return self._triples
-        raise ValueError(f"unknown collection {collection!r}; expected 'passage' or 'triple'")
+    # ---- filters --------------------------------------------------------------------
+    def _where_rows(self, collection: Collection, where: Where) -> np.ndarray:
+        """Rows of ``collection`` passing ``where`` (for triples: whose passage passes)."""
+        key = (collection, repr(where))
+        rows = self._where_cache.get(key)
+        if rows is None:
+            sql, params = where_sql(where)
+            if collection == "triple":
+                sql = f"SELECT row FROM triples WHERE passage_row IN ({sql.replace(' ORDER BY row', '')}) ORDER BY row"
+            rows = np.fromiter((r for (r,) in self._db.execute(sql, params)), dtype=np.int64)
+            if len(self._where_cache) > 64:
+                self._where_cache.clear()
+            self._where_cache[key] = rows
+        return rows
 
-    def _vectors(self, collection: Collection) -> np.ndarray:
-        self._records(collection)
-        return self._passage_vectors if collection == "passage" else self._triple_vectors
+    def _allowed(self, collection: Collection, where: Where | None) -> np.ndarray | None:
+        if where is None:
+            return None
+        mask = np.zeros(self._rows[collection], dtype=bool)
+        rows = self._where_rows(collection, where)
+        mask[rows[rows < len(mask)]] = True
+        return mask
 
-    def count(self, collection: Collection) -> int:
-        return len(self._records(collection))
+    def count(self, collection: Collection, where: Any = None) -> int:
+        self._table(collection)
+        with self._mutex:
+            self._sync()
+            parsed = parse_where(where)
+            return self._counts[collection] if parsed is None else len(self._where_rows(collection, parsed))
 
-    def bm25_search(self, collection: Collection, query: str, k: int) -> list[Hit]:
-        records = self._records(collection)
-        indices, scores = self._bm25(collection).search(self.tokenize(query), k)
-        return [Hit(records[i].id, float(s)) for i, s in zip(indices, scores)]
+    def filter_passage_ids(self, ids: Sequence[str], where: Any) -> list[str]:
+        parsed = parse_where(where)
+        if parsed is None:
+            return list(ids)
+        with self._mutex:
+            self._sync()
+            allowed = set(self._where_rows("passage", parsed).tolist())
+            rows = self._existing("passages", ids)
+            return [i for i in ids if rows.get(i) in allowed]
 
-    def vector_search(self, collection: Collection, vector: np.ndarray, k: int) -> list[Hit]:
-        records = self._records(collection)
-        matrix = self._vectors(collection)
-        if len(records) == 0:
-            return []
-        indices, scores = top_k(matrix @ np.asarray(vector, dtype=np.float32), k)
-        return [Hit(records[i].id, float(s)) for i, s in zip(indices, scores)]
+    # ---- reads ------------------------------------------------------------------------
+    def _table(self, collection: Collection) -> str:
+        try:
+            return _TABLE[collection]
+        except KeyError:
+            raise ValueError(f"unknown collection {collection!r}; expected 'passage' or 'triple'") from None
+
+    def _ids_of_rows(self, collection: Collection, rows: Sequence[int]) -> list[str]:
+        table = self._table(collection)
+        known = self._id_of[collection]
+        wanted = [int(r) for r in rows]
+        missing = [r for r in wanted if r not in known]
+        for chunk in _chunks(missing):
+            marks = ",".join("?" * len(chunk))
+            pairs = self._db.execute(f"SELECT id, row FROM {table} WHERE row IN ({marks})", list(chunk)).fetchall()
+            self._remember(collection, pairs)
+        return [known[r] for r in wanted if r in known]
+
+    def _hits(self, collection: Collection, rows: np.ndarray, scores: np.ndarray) -> list[Hit]:
+        ids = self._ids_of_rows(collection, rows)
+        return [Hit(i, float(s)) for i, s in zip(ids, scores)]
+
+    def bm25_search(self, collection: Collection, query: str, k: int, where: Any = None) -> list[Hit]:
+        self._table(collection)
+        parsed = parse_where(where)
+        with self._mutex:
+            self._sync()
+            postings = self._postings_of(collection)
+            n = self._rows[collection]
+            try:
+                scores = postings.scores(query, n, self._dead[collection], self._allowed(collection, parsed))
+            except SegmentCorruptError as exc:
+                logger.warning("%s; rebuilding the BM25 postings from the stored text", exc)
+                with self.transaction():
+                    self._rebuild_postings(self.tokenizer)
+                scores = postings.scores(query, n, self._dead[collection], self._allowed(collection, parsed))
+            rows, values = top_k(scores, k, positive_only=True)
+            return self._hits(collection, rows, values)
+
+    def _query(self, vector: np.ndarray) -> np.ndarray:
+        q = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if q.shape != (self.dimension,):
+            raise ValueError(f"query vector has shape {q.shape}; this store's vectors have dimension "
+                             f"{self.dimension} ({self.embedding_model})")
+        return q
+
+    def _exact(self, matrix: np.ndarray, rows: np.ndarray, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        if len(rows) == 0 or k <= 0:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        chosen, values = top_k(matvec(matrix[rows], q), k)
+        return rows[chosen], values
+
+    def vector_search(self, collection: Collection, vector: np.ndarray, k: int, where: Any = None) -> list[Hit]:
+        self._table(collection)
+        q = self._query(vector)
+        parsed = parse_where(where)
+        with self._mutex:
+            self._sync()
+            n, dead = self._rows[collection], self._dead[collection]
+            matrix = self._vectors[collection].view(n)
+            live = self._counts[collection]
+            if n == 0 or k <= 0:
+                return []
+            ann = self._ann[collection]
+            subset = self._where_rows(collection, parsed) if parsed is not None else None
+            use_ann = ann.covered > 0 and live >= ann_mod.ANN_MIN_ROWS and k * ann_mod.OVERSAMPLE * 2 < live
+            if subset is not None and (len(subset) <= EXACT_SUBSET_MAX or not use_ann):
+                rows, values = self._exact(matrix, subset, q, k)
+                return self._hits(collection, rows, values)
+            if not use_ann:
+                if dead.any():
+                    rows, values = self._exact(matrix, np.flatnonzero(~dead), q, k)
+                else:
+                    rows, values = top_k(matvec(matrix, q), k)
+                return self._hits(collection, rows, values)
+            share = live / max(len(subset), 1) if subset is not None else 1.0
+            count = int(min(max(k * ann_mod.OVERSAMPLE, 200) * share, 4096))
+            candidates = np.unique(np.concatenate([ann.candidates(q, count), np.arange(ann.covered, n)]))
+            candidates = candidates[(candidates >= 0) & (candidates < n)]
+            candidates = candidates[~dead[candidates]]
+            if subset is not None:
+                candidates = candidates[np.isin(candidates, subset)]
+            rows, values = self._exact(matrix, candidates, q, k)
+            if subset is not None and len(rows) < min(k, len(subset)):
+                rows, values = self._exact(matrix, subset, q, k)
+            return self._hits(collection, rows, values)
+
+    def exact_vector_search(self, collection: Collection, vector: np.ndarray, k: int) -> list[Hit]:
+        """Exact top ``k`` by cosine over every live row (the reference the ANN is measured by)."""
+        q = self._query(vector)
+        with self._mutex:
+            self._sync()
+            n, dead = self._rows[collection], self._dead[collection]
+            rows, values = self._exact(self._vectors[collection].view(n), np.flatnonzero(~dead), q, k)
+            return self._hits(collection, rows, values)
 
     def get_passages(self, ids: Sequence[str]) -> list[Passage]:
-        return [self._passages[self._passage_index[i]] for i in ids if i in self._passage_index]
+        with self._mutex:
+            found: dict[str, Passage] = {}
+            for chunk in _chunks(list(dict.fromkeys(ids))):
+                marks = ",".join("?" * len(chunk))
+                for row in self._db.execute(f"SELECT {edb.PASSAGE_COLUMNS} FROM passages WHERE id IN ({marks})", list(chunk)):
+                    found[row[1]] = edb.passage_from_row(row, self.root)
+            return [found[i] for i in ids if i in found]
 
     def get_triples(self, ids: Sequence[str]) -> list[Triple]:
-        return [self._triples[self._triple_index[i]] for i in ids if i in self._triple_index]
+        with self._mutex:
+            found: dict[str, Triple] = {}
+            for chunk in _chunks(list(dict.fromkeys(ids))):
+                marks = ",".join("?" * len(chunk))
+                for row in self._db.execute(
+                    f"SELECT {edb.TRIPLE_COLUMNS} FROM {edb.TRIPLE_FROM} WHERE t.id IN ({marks})", list(chunk)
+                ):
+                    found[row[1]] = edb.triple_from_row(row, self.root)
+            return [found[i] for i in ids if i in found]
 
     def triple_vectors(self, ids: Sequence[str]) -> np.ndarray:
-        positions = [self._triple_index[i] for i in ids]
-        return self._triple_vectors[positions]
+        with self._mutex:
+            self._sync()
+            rows = self._existing("triples", ids)
+            positions = [rows[i] for i in ids]  # KeyError for an unknown id, as documented
+            return np.asarray(self._vectors["triple"].view(self._rows["triple"])[positions], dtype=np.float32)
 
     def triples_of_passage(self, passage_id: str) -> list[str]:
-        return [self._triples[i].id for i in self._triples_by_passage.get(passage_id, [])]
+        with self._mutex:
+            return [tid for (tid,) in self._db.execute(
+                "SELECT t.id FROM triples t JOIN passages p ON p.row = t.passage_row WHERE p.id = ? ORDER BY t.row",
+                (passage_id,),
+            )]
 
-    def neighbours(
-        self, triple_id: str, query_vector: np.ndarray | None = None, limit: int = 100
-    ) -> list[str]:
-        position = self._triple_index.get(triple_id)
-        if position is None:
-            return []
-        found = self.entity_graph.neighbours(position)
-        if query_vector is not None and len(found) > 0:
-            similarity = self._triple_vectors[found] @ np.asarray(query_vector, dtype=np.float32)
-            chosen, _ = top_k(similarity, limit)
-            found = found[chosen]
-        else:
-            found = found[:limit]
-        return [self._triples[i].id for i in found]
+    def neighbours(self, triple_id: str, query_vector: np.ndarray | None = None, limit: int = 100) -> list[str]:
+        with self._mutex:
+            self._sync()
+            row = self._row_of["triple"].get(triple_id)
+            ends = self._ends.get(row) if row is not None else None
+            if ends is None:
+                found = self._db.execute("SELECT row, head, tail FROM triples WHERE id = ?", (triple_id,)).fetchone()
+                if found is None:
+                    return []
+                row, ends = found[0], (found[1], found[2])
+                self._ends[row] = ends
+                self._remember("triple", [(triple_id, row)])
+            if limit <= 0:
+                return []
+            rows = np.unique(np.concatenate([self._triples_of_entity(e) for e in set(ends)]))
+            rows = rows[rows != row]
+            if query_vector is not None and len(rows):
+                matrix = self._vectors["triple"].view(self._rows["triple"])
+                chosen, _ = top_k(matvec(matrix[rows], self._query(query_vector)), limit)
+                rows = rows[chosen]
+            else:
+                rows = rows[:limit]
+            return self._ids_of_rows("triple", rows)
+
+    def _triples_of_entity(self, entity: int) -> np.ndarray:
+        rows = self._entity_rows.get(entity)
+        if rows is None:
+            rows = np.fromiter((r for (r,) in self._db.execute(
+                "SELECT row FROM triples WHERE head = ? UNION SELECT row FROM triples WHERE tail = ?",
+                (entity, entity),
+            )), dtype=np.int64)
+            if len(self._entity_rows) > 100_000:
+                self._entity_rows.clear()
+            self._entity_rows[entity] = rows
+        return rows
 
     def unextracted_passages(self) -> list[Passage]:
-        return [p for p, done in zip(self._passages, self._extracted) if not done]
+        with self._mutex:
+            return [edb.passage_from_row(r, self.root) for r in self._db.execute(
+                f"SELECT {edb.PASSAGE_COLUMNS} FROM passages WHERE extracted = 0 ORDER BY row")]
 
     def iter_passages(self) -> Iterator[Passage]:
-        return iter(list(self._passages))
+        with self._mutex:
+            return iter([edb.passage_from_row(r, self.root) for r in self._db.execute(
+                f"SELECT {edb.PASSAGE_COLUMNS} FROM passages ORDER BY row")])
 
     def iter_triples(self) -> Iterator[Triple]:
-        return iter(list(self._triples))
+        with self._mutex:
+            return iter([edb.triple_from_row(r, self.root) for r in self._db.execute(
+                f"SELECT {edb.TRIPLE_COLUMNS} FROM {edb.TRIPLE_FROM} ORDER BY t.row")])
 
     def close(self) -> None:
-        self._derived.clear()
+        with self._mutex:
+            self._db.close()
 
-    # ---- extras of this backend ----------------------------------------------
+    # ---- extras of this backend ---------------------------------------------------------
     def passage_position(self, passage_id: str) -> int | None:
-        """Row of a passage in the vector matrix (for fast array code), or None."""
-        return self._passage_index.get(passage_id)
+        """Row of a passage in the passage vector file, or None."""
+        with self._mutex:
+            return self._existing("passages", [passage_id]).get(passage_id)
 
     def size_on_disk(self) -> int:
-        """Bytes of the committed generation."""
-        live = gen.current_generation(self.root)
-        return gen.folder_size(live) if live else 0
+        """Bytes of the index's files."""
+        return size_on_disk(self.root)
+
+
+def size_on_disk(root: Path) -> int:
+    """Bytes of the files of the index at ``root`` (SQLite with its WAL, vectors, ANN parts)."""
+    names = (edb.DB_FILE, f"{edb.DB_FILE}-wal", "passage.vec", "triple.vec")
+    total = 0
+    for path in Path(root).iterdir():
+        if path.is_file() and (path.name in names or path.name.endswith(ann_mod.SUFFIX)):
+            total += path.stat().st_size
+    return total
+
+
+def _translate_database_errors(cls: type) -> type:
+    """Make SQLite's errors on a damaged or locked file the project's one-line errors."""
+    import functools
+
+    def wrap(function: Any) -> Any:
+        @functools.wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return function(*args, **kwargs)
+            except sqlite3.OperationalError as exc:
+                if "locked" in str(exc) or "busy" in str(exc):
+                    raise StoreError(f"index is locked by another writer ({exc})") from exc
+                raise IndexCorruptError(f"the index cannot be read ({exc}); run `gear check`") from exc
+            except sqlite3.DatabaseError as exc:
+                raise IndexCorruptError(f"the index cannot be read ({exc}); run `gear check`") from exc
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise IndexCorruptError(f"a stored record cannot be decoded ({exc}); run `gear check`") from exc
+
+        return wrapper
+
+    for name in ("add_passages", "add_triples", "mark_extracted", "delete_passages", "delete_source",
+                 "maintain", "count", "filter_passage_ids", "bm25_search", "vector_search",
+                 "exact_vector_search", "get_passages", "get_triples", "triple_vectors",
+                 "triples_of_passage", "neighbours", "unextracted_passages", "iter_passages",
+                 "iter_triples", "passage_position", "refresh"):
+        setattr(cls, name, wrap(getattr(cls, name)))
+    original_open = cls.__dict__["open"].__func__
+    cls.open = classmethod(wrap(original_open))  # type: ignore[attr-defined]
+    return cls
+
+
+_translate_database_errors(EmbeddedStore)
+
+
+def _now() -> str:
+    import time
+
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,45 @@ INSTALL_HINT = "pip install 'gear-agent[elasticsearch]'  (i.e. elasticsearch>=8.
 REQUEST_TIMEOUT_S = 60.0
 """Per-request timeout; the client's default of 10 s is short for a large bulk or delete."""
 COMPOSE_HINT = "docker compose -f docker-compose.elasticsearch.yml up -d"
+
+
+@dataclass(frozen=True)
+class ElasticsearchSettings:
+    """What the Elasticsearch backend reads, and nothing else.
+
+    Attributes:
+        url: Cluster URL (``GEAR_ES_URL``), e.g. ``http://localhost:9200``.
+        api_key: API key (``GEAR_ES_API_KEY``); wins over username and password.
+        username: Basic-auth user (``GEAR_ES_USERNAME``); needs ``password``.
+        password: Basic-auth password (``GEAR_ES_PASSWORD``).
+        verify_certs: Verify the server's TLS certificate (``GEAR_ES_VERIFY_CERTS``).
+        index_prefix: Indices are ``{prefix}-passages`` and ``{prefix}-triples``.
+
+    Example:
+        >>> ElasticsearchSettings(url="http://localhost:9200").index_prefix
+        'gear'
+    """
+
+    url: str | None = None
+    api_key: str | None = None
+    username: str | None = None
+    password: str | None = None
+    verify_certs: bool = True
+    index_prefix: str = "gear"
+
+    @classmethod
+    def from_gear(cls, settings: GearSettings) -> ElasticsearchSettings:
+        """The Elasticsearch part of the project's settings (``GEAR_ES_*``)."""
+        return cls(
+            url=settings.es_url, api_key=settings.es_api_key, username=settings.es_username,
+            password=settings.es_password, verify_certs=settings.es_verify_certs,
+            index_prefix=settings.es_index_prefix,
+        )
+
+    @classmethod
+    def of(cls, settings: ElasticsearchSettings | GearSettings) -> ElasticsearchSettings:
+        """``settings`` as an :class:`ElasticsearchSettings` (a ``GearSettings`` is converted)."""
+        return settings if isinstance(settings, ElasticsearchSettings) else cls.from_gear(settings)
 
 
 def import_elasticsearch() -> ModuleType:
@@ -52,31 +92,32 @@ def import_elasticsearch() -> ModuleType:
     return elasticsearch
 
 
-def make_client(settings: GearSettings) -> Elasticsearch:
-    """A client for ``settings.es_url`` with the configured credentials.
+def make_client(settings: ElasticsearchSettings | GearSettings) -> Elasticsearch:
+    """A client for ``settings.url`` with the configured credentials.
 
-    ``es_api_key`` wins over ``es_username``/``es_password``; a username
-    without a password (or the reverse) is refused.
+    ``api_key`` wins over ``username``/``password``; a username without a password (or
+    the reverse) is refused.
     """
+    settings = ElasticsearchSettings.of(settings)
     es = import_elasticsearch()
-    if not settings.es_url:
+    if not settings.url:
         raise StoreError(
             "GEAR_BACKEND=elasticsearch needs a cluster URL: set GEAR_ES_URL "
             f"(e.g. http://localhost:9200; start one with `{COMPOSE_HINT}`)"
         )
-    if (settings.es_username is None) != (settings.es_password is None):
+    if (settings.username is None) != (settings.password is None):
         raise StoreError("set both GEAR_ES_USERNAME and GEAR_ES_PASSWORD, or neither")
     kwargs: dict[str, Any] = {
-        "verify_certs": settings.es_verify_certs,
+        "verify_certs": settings.verify_certs,
         "request_timeout": REQUEST_TIMEOUT_S,
     }
-    if settings.es_api_key:
-        kwargs["api_key"] = settings.es_api_key
-    elif settings.es_username is not None and settings.es_password is not None:
-        kwargs["basic_auth"] = (settings.es_username, settings.es_password)
-    if not settings.es_verify_certs:
+    if settings.api_key:
+        kwargs["api_key"] = settings.api_key
+    elif settings.username is not None and settings.password is not None:
+        kwargs["basic_auth"] = (settings.username, settings.password)
+    if not settings.verify_certs:
         kwargs["ssl_show_warn"] = False
-    return es.Elasticsearch(settings.es_url, **kwargs)
+    return es.Elasticsearch(settings.url, **kwargs)
 
 
 def parse_version(number: str) -> tuple[int, int]:

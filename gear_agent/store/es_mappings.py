@@ -12,6 +12,14 @@ with an explicit, ``strict`` mapping:
 * keyword fields for ids, ``source``, ``passage_id`` and the normalised
   ``head``/``tail`` entities; ``extracted`` boolean on passages.
 
+Passages also keep their ``metadata`` as given (an object field with ``enabled: false``:
+stored and returned, never mapped, so arbitrary user keys cannot clash or explode the
+mapping) and, for filters, one ``nested`` entry per flattened (key, value) pair in
+``meta`` with a typed value column (``str`` keyword, ``num`` double, ``bool``, ``null``),
+so ``year >= 2020`` is a numeric range and never a string comparison; ``title_key`` is the
+title as a keyword for exact title filters. Schema version 1 indices (no metadata) are
+upgraded in place by adding these fields (:func:`upgrade_mapping`).
+
 One primary shard per index: Lucene computes BM25 statistics per shard, so a
 single shard gives the same IDF as one embedded index. The embedding model and
 dimension live in the mapping's ``_meta``.
@@ -23,11 +31,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from gear_agent.filters import flatten_metadata
 from gear_agent.store.base import ModelMismatchError, StoreError
 from gear_agent.text.tokenizer import normalise_entity
 from gear_agent.types import Collection, Passage, Triple
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SIMILARITY = "gear_bm25"
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -84,6 +93,32 @@ def _vector(dimension: int) -> dict[str, Any]:
     }
 
 
+METADATA_FIELDS: dict[str, Any] = {
+    "title_key": {"type": "keyword", "ignore_above": 1024},
+    "metadata": {"type": "object", "enabled": False},
+    "meta": {
+        "type": "nested",
+        "properties": {
+            "key": {"type": "keyword"},
+            "str": {"type": "keyword", "ignore_above": 1024},
+            "num": {"type": "double"},
+            "bool": {"type": "boolean"},
+            "null": {"type": "boolean"},
+        },
+    },
+}
+"""Fields schema version 2 added to passages (metadata and filters)."""
+
+
+def upgrade_mapping(collection: Collection, model: str, dimension: int) -> dict[str, Any]:
+    """The ``PUT _mapping`` body that takes a schema-1 index to this schema (fields are only
+    added; documents indexed before have no metadata, which is what they had)."""
+    body: dict[str, Any] = {"_meta": index_mappings(collection, model, dimension)["_meta"]}
+    if collection == "passage":
+        body["properties"] = METADATA_FIELDS
+    return body
+
+
 def index_mappings(collection: Collection, model: str, dimension: int) -> dict[str, Any]:
     """The explicit mapping of one collection's index, ``_meta`` included."""
     keyword = {"type": "keyword"}
@@ -96,6 +131,7 @@ def index_mappings(collection: Collection, model: str, dimension: int) -> dict[s
             "source": keyword,
             "extracted": {"type": "boolean"},
             VECTOR_FIELD: _vector(dimension),
+            **METADATA_FIELDS,
         }
     elif collection == "triple":
         properties = {
@@ -164,7 +200,10 @@ def check_mapping(
     expected = index_mappings(collection, model, dimension)["properties"]
     found = actual.get("properties") or {}
     problems = []
+    upgradable = meta.get("schema_version") == 1
     for field, spec in expected.items():
+        if upgradable and field in METADATA_FIELDS and field not in found:
+            continue
         have = found.get(field)
         if have is None:
             problems.append(f"field {field!r} is missing")
@@ -176,7 +215,7 @@ def check_mapping(
                 continue
             if have.get(key) != spec[key]:
                 problems.append(f"{field}.{key} is {have.get(key)!r}, expected {spec[key]!r}")
-    if meta.get("schema_version") != SCHEMA_VERSION:
+    if meta.get("schema_version") not in (1, SCHEMA_VERSION):
         problems.append(
             f"schema version is {meta.get('schema_version')!r}, expected {SCHEMA_VERSION}"
         )
@@ -195,15 +234,33 @@ def vector_list(vector: np.ndarray) -> list[float]:
     return [float(x) for x in np.asarray(vector, dtype=np.float32)]
 
 
+def meta_entries(metadata: Any) -> list[dict[str, Any]]:
+    """The nested ``meta`` entries of a passage: one per flattened (key, scalar value)."""
+    entries = []
+    for key, value in flatten_metadata(metadata or {}):
+        if value is None:
+            entries.append({"key": key, "null": True})
+        elif isinstance(value, bool):
+            entries.append({"key": key, "bool": value})
+        elif isinstance(value, int | float):
+            entries.append({"key": key, "num": value})
+        else:
+            entries.append({"key": key, "str": value})
+    return entries
+
+
 def passage_document(passage: Passage, vector: np.ndarray) -> dict[str, Any]:
     """The ``_source`` of a passage; ``extracted`` starts false."""
     return {
         "id": passage.id,
         "title": passage.title,
+        "title_key": passage.title,
         "text": passage.text,
         "content": passage.content,
         "source": passage.source,
         "extracted": False,
+        "metadata": dict(passage.metadata),
+        "meta": meta_entries(passage.metadata),
         VECTOR_FIELD: vector_list(vector),
     }
 
@@ -229,7 +286,8 @@ def triple_document(
 
 def passage_from_source(source: dict[str, Any]) -> Passage:
     return Passage(
-        id=source["id"], title=source["title"], text=source["text"], source=source["source"]
+        id=source["id"], title=source["title"], text=source["text"], source=source["source"],
+        metadata=source.get("metadata") or {},
     )
 
 

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from gear_agent.filters import Condition, Where
 from gear_agent.store.es_mappings import VECTOR_FIELD, vector_list
 from gear_agent.text.tokenizer import normalise_entity
 
@@ -92,11 +93,71 @@ def score_to_cosine(score: float) -> float:
     return 2.0 * score - 1.0
 
 
-def bm25_request(field: str, query: str, k: int) -> dict[str, Any]:
-    """Top ``k`` by BM25 of ``query`` against the analysed ``field``; ids and scores only."""
+_FIELD_OF = {"source": "source", "title": "title_key", "id": "id"}
+_RANGE = {"gt": "gt", "gte": "gte", "lt": "lt", "lte": "lte"}
+
+
+def _value_field(value: Any) -> str:
+    if isinstance(value, bool):
+        return "meta.bool"
+    if isinstance(value, int | float):
+        return "meta.num"
+    return "meta.str"
+
+
+def _meta_query(key: str, inner: dict[str, Any]) -> dict[str, Any]:
+    return {"nested": {"path": "meta", "query": {"bool": {"filter": [{"term": {"meta.key": key}}, inner]}}}}
+
+
+def _eq_query(condition: Condition, value: Any) -> dict[str, Any]:
+    if condition.is_field:
+        field = _FIELD_OF[condition.key]
+        if condition.key == "source":
+            base = value.rstrip("/") or value
+            return {"bool": {"should": [{"term": {field: base}}, {"prefix": {field: base + "/"}}],
+                             "minimum_should_match": 1}}
+        return {"term": {field: value}}
+    if value is None:
+        return _meta_query(condition.key, {"term": {"meta.null": True}})
+    return _meta_query(condition.key, {"term": {_value_field(value): value}})
+
+
+def condition_query(condition: Condition) -> dict[str, Any]:
+    """One filter condition in the query DSL (metadata through the nested ``meta`` entries)."""
+    op = condition.op
+    if op in ("eq", "in", "ne", "nin"):
+        parts = [_eq_query(condition, v) for v in condition.values()]
+        matched = parts[0] if len(parts) == 1 else {"bool": {"should": parts, "minimum_should_match": 1}}
+        return matched if op in ("eq", "in") else {"bool": {"must_not": [matched]}}
+    value = condition.value
+    if condition.is_field:
+        return {"range": {_FIELD_OF[condition.key]: {_RANGE[op]: value}}}
+    return _meta_query(condition.key, {"range": {_value_field(value): {_RANGE[op]: value}}})
+
+
+def where_filter(where: Where) -> dict[str, Any]:
+    """A :class:`~gear_agent.filters.Where` as a ``bool`` filter (every condition must hold).
+
+    >>> from gear_agent.filters import parse_where
+    >>> where_filter(parse_where(["id=p-1"]))
+    {'bool': {'filter': [{'term': {'id': 'p-1'}}]}}
+    """
+    return {"bool": {"filter": [condition_query(c) for c in where.conditions]}}
+
+
+def bm25_request(
+    field: str, query: str, k: int, filter: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Top ``k`` by BM25 of ``query`` against the analysed ``field``; ids and scores only.
+
+    With ``filter`` only matching documents are scored (a ``bool`` filter clause).
+    """
     _check_k(k)
+    match: dict[str, Any] = {"match": {field: {"query": query}}}
+    if filter is not None:
+        match = {"bool": {"must": [match], "filter": [filter]}}
     return {
-        "query": {"match": {field: {"query": query}}},
+        "query": match,
         "size": k,
         "source": False,
         "track_total_hits": False,

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from gear_agent.errors import GearError
+
 CURRENT = "CURRENT"
 LOCK = ".lock"
 _PREFIX = "gen-"
@@ -28,7 +30,7 @@ _TEMP_PREFIX = ".tmp-"
 KEEP_GENERATIONS = 2
 
 
-class IndexCorruptError(RuntimeError):
+class IndexCorruptError(GearError, RuntimeError):
     """An index directory cannot be read; the message names the file and what is wrong."""
 
 

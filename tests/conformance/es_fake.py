@@ -174,6 +174,18 @@ class FakeElasticsearch:
                     del self.indices[n]
                 return 200, {"acknowledged": True}
         op = parts[1]
+        if op == "_mapping" and method == "PUT":
+            for n in index_names:
+                mappings = self._index(n).mappings
+                for fname, spec in (body or {}).get("properties", {}).items():
+                    have = mappings.setdefault("properties", {}).get(fname)
+                    if have is not None and have.get("type") != spec.get("type"):
+                        raise EsError(400, "illegal_argument_exception",
+                                      f"mapper [{fname}] cannot be changed from type [{have['type']}]")
+                    mappings["properties"][fname] = copy.deepcopy(spec)
+                if "_meta" in (body or {}):
+                    mappings["_meta"] = copy.deepcopy(body["_meta"])
+            return 200, {"acknowledged": True}
         if op == "_mapping":
             return 200, {
                 n: {"mappings": copy.deepcopy(self._index(n).mappings)} for n in index_names
@@ -534,6 +546,38 @@ class FakeElasticsearch:
             return doc.get(fname) in values
         if kind == "ids":
             return doc_id in spec["values"]
+        if kind == "prefix":
+            ((fname, value),) = spec.items()
+            value = value["value"] if isinstance(value, dict) else value
+            self._check_indexed(index, fname, text_ok=False)
+            have = doc.get(fname)
+            return isinstance(have, str) and have.startswith(value)
+        if kind == "range":
+            ((fname, bounds),) = spec.items()
+            self._check_indexed(index, fname, text_ok=False)
+            have = doc.get(fname)
+            if have is None or isinstance(have, bool):
+                return False
+            for op, bound in bounds.items():
+                if isinstance(bound, str) != isinstance(have, str):
+                    return False  # a keyword compares as text, a number as a number
+                ok = {"gt": have > bound, "gte": have >= bound, "lt": have < bound,
+                      "lte": have <= bound}.get(op)
+                if ok is None:
+                    raise EsError(400, "parsing_exception", f"the fake does not know range [{op}]")
+                if not ok:
+                    return False
+            return True
+        if kind == "nested":
+            path = spec["path"]
+            if index.properties.get(path, {}).get("type") != "nested":
+                raise EsError(400, "query_shard_exception",
+                              f"[nested] failed to find nested object under path [{path}]")
+            for entry in doc.get(path) or []:
+                flat = {f"{path}.{k}": v for k, v in entry.items()}
+                if self._matches(index, doc_id, flat, spec["query"]):
+                    return True
+            return False
         if kind == "bool":
             must = _as_list(spec.get("must")) + _as_list(spec.get("filter"))
             should = _as_list(spec.get("should"))
@@ -549,7 +593,11 @@ class FakeElasticsearch:
         raise EsError(400, "parsing_exception", f"the fake does not know the [{kind}] query")
 
     def _check_indexed(self, index: FakeIndex, fname: str, text_ok: bool = True) -> None:
-        spec = index.properties.get(fname)
+        if "." in fname:
+            parent, child = fname.split(".", 1)
+            spec = index.properties.get(parent, {}).get("properties", {}).get(child)
+        else:
+            spec = index.properties.get(fname)
         if spec is None:
             return  # ES matches nothing on an unmapped field
         if spec.get("index") is False:

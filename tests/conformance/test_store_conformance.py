@@ -270,3 +270,95 @@ def test_reopening_with_the_same_model_keeps_the_data(backend: Any, embedder: Em
     again = backend.open(type(embedder)(dimension=embedder.dimension, name=embedder.name))
     assert again.count("passage") == 4
     assert again.embedding_model == embedder.name
+
+
+# ---- metadata and filters --------------------------------------------------------
+
+REPORTS = [
+    Passage(passage_id(f"Report {i}", f"Annual revenue report number {i} of the group."),
+            f"Report {i}", f"Annual revenue report number {i} of the group.",
+            f"reports/{2018 + i % 4}/r{i}.md",
+            {"year": 2018 + i % 4, "lang": "en" if i % 3 else "de", "tags": ["finance", f"t{i}"],
+             "draft": i % 2 == 0, "author": {"name": f"A{i % 2}"}})
+    for i in range(8)
+]
+
+
+@pytest.fixture
+def reports(store: Store) -> Store:
+    store.add_passages(REPORTS)
+    store.add_triples([_triple(p, p.title, "covers", f"year {p.metadata['year']}") for p in REPORTS])
+    return store
+
+
+def _expected(where: Any) -> list[str]:
+    from gear_agent.filters import parse_where
+
+    parsed = parse_where(where)
+    return sorted(p.id for p in REPORTS if parsed.matches(p))
+
+
+def test_metadata_is_stored_and_returned(reports: Store) -> None:
+    got = reports.get_passages([REPORTS[3].id])[0]
+    assert got.metadata == REPORTS[3].metadata
+    assert {p.id: p.metadata for p in reports.iter_passages()} == {p.id: p.metadata for p in REPORTS}
+
+
+FILTERS = [
+    {"source": "reports/2019"},
+    ["source=reports"],
+    {"year": {"$gte": 2020}},
+    ["year>=2019", "year<2021"],
+    {"lang": "de"},
+    ["lang!=de"],
+    {"tags": "t5"},
+    {"draft": True},
+    {"author.name": "A1", "year": {"$in": [2018, 2021]}},
+    {"year": {"$nin": [2018, 2019]}},
+    {"title": "Report 2"},
+    ["year>2020.5"],
+    ["year>abc"],
+]
+
+
+@pytest.mark.parametrize("where", FILTERS, ids=[str(f) for f in FILTERS])
+def test_filters_apply_before_ranking(reports: Store, embedder: Embedder, where: Any) -> None:
+    expected = _expected(where)
+    assert reports.count("passage", where=where) == len(expected)
+    bm25 = reports.bm25_search("passage", "annual revenue report group", k=20, where=where)
+    assert sorted(h.id for h in bm25) == expected
+    dense = reports.vector_search("passage", embedder.embed_one("annual revenue report"), k=20, where=where)
+    assert sorted(h.id for h in dense) == expected
+    few = reports.bm25_search("passage", "annual revenue report group", k=2, where=where)
+    assert len(few) == min(2, len(expected))  # k hits whenever k passages pass: filtered before ranking
+    ids = [p.id for p in reversed(REPORTS)] + ["p-unknown"]
+    assert reports.filter_passage_ids(ids, where) == [i for i in ids if i in set(expected)]
+
+
+def test_a_filter_on_triples_keeps_the_triples_of_passing_passages(reports: Store, embedder: Embedder) -> None:
+    where = {"year": 2021}
+    passing = set(_expected(where))
+    hits = reports.bm25_search("triple", "covers year", k=20, where=where)
+    assert hits and {t.passage_id for t in reports.get_triples([h.id for h in hits])} <= passing
+    assert reports.count("triple", where=where) == len(passing)
+    dense = reports.vector_search("triple", embedder.embed_one("covers year 2021"), k=20, where=where)
+    assert {t.passage_id for t in reports.get_triples([h.id for h in dense])} == passing
+
+
+def test_a_filter_matching_nothing(reports: Store, embedder: Embedder) -> None:
+    where = {"source": "nowhere"}
+    assert reports.count("passage", where=where) == 0
+    assert reports.bm25_search("passage", "report", k=5, where=where) == []
+    assert reports.vector_search("passage", embedder.embed_one("report"), k=5, where=where) == []
+    assert reports.filter_passage_ids([REPORTS[0].id], where) == []
+
+
+def test_a_bad_filter_is_one_clear_error(reports: Store) -> None:
+    from gear_agent.errors import GearError
+    from gear_agent.filters import FilterError
+
+    with pytest.raises(FilterError, match="year~2020") as caught:
+        reports.bm25_search("passage", "report", k=5, where=["year~2020"])
+    assert isinstance(caught.value, GearError) and "\n" not in str(caught.value)
+    with pytest.raises(FilterError, match=r"\$near"):
+        reports.count("passage", where={"year": {"$near": 2020}})

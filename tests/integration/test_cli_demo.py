@@ -16,7 +16,8 @@ pytestmark = pytest.mark.slow
 def demo_index(tmp_path_factory):
     index = tmp_path_factory.mktemp("demo") / "index"
     result = CliRunner().invoke(
-        app, ["index", str(DEMO / "corpus.json"), "--openie", str(DEMO / "openie.json"), "--index", str(index)]
+        app, ["index", str(DEMO / "corpus.json"), "--openie", str(DEMO / "openie.json"), "--index", str(index)],
+        env={"COLUMNS": "200"},
     )
     assert result.exit_code == 0, result.output
     return index, result.output
@@ -26,6 +27,23 @@ def test_index_reports_counts(demo_index):
     _, output = demo_index
     assert "passages added (embedded)  │ 12" in output.replace("      ", " ") or "12" in output
     assert "34" in output  # triples
+
+
+def test_index_draws_its_own_bars_and_no_third_party_ones(demo_index):
+    _, output = demo_index
+    assert "Loading weights" not in output  # transformers' bar while the model loads
+    bars = [line for line in output.splitlines() if line.startswith("ingest ")]
+    assert len(bars) == 2 and "12/12" in bars[0] and "34/34" in bars[1], output
+    assert all("/s" in bar and "ETA" in bar for bar in bars)
+
+
+def test_search_names_its_scores(demo_index):
+    index, _ = demo_index
+    result = CliRunner().invoke(
+        app, ["search", "Who founded the Kestrel Observatory?", "--index", str(index), "--k", "2",
+              "--retriever", "dense"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "cosine 0." in result.output and "Loading weights" not in result.output
 
 
 def test_second_index_run_is_a_no_op(demo_index):
@@ -148,10 +166,12 @@ def test_an_index_built_with_another_model_is_named(demo_index, tmp_path):
     index, _ = demo_index
     copy = tmp_path / "other"
     shutil.copytree(index, copy)
-    manifest = copy / (copy / "CURRENT").read_text().strip() / "manifest.json"
-    data = json.loads(manifest.read_text())
-    data["embedding_model"] = "BAAI/bge-small-en-v1.5"
-    manifest.write_text(json.dumps(data))
+    import sqlite3
+
+    db = sqlite3.connect(copy / "index.sqlite")  # the manifest is the meta table of the SQLite index
+    db.execute("UPDATE meta SET value = 'BAAI/bge-small-en-v1.5' WHERE key = 'embedding_model'")
+    db.commit()
+    db.close()
     for args in (["search", "x"], ["serve", "--port", "1"]):
         line = one_line_error(CliRunner().invoke(app, [*args, "--index", str(copy)]))
         assert "built with embedding model 'BAAI/bge-small-en-v1.5'" in line, args

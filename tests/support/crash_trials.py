@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 from index_fakes import FakeBagOfWordsEmbedder as BagOfWordsEmbedder  # noqa: E402
 
 from gear_agent.ids import passage_id, triple_id  # noqa: E402
-from gear_agent.store.embedded import EmbeddedStore  # noqa: E402
+from gear_agent.store.embedded import EmbeddedStore, read_manifest  # noqa: E402
 from gear_agent.types import Passage, Triple  # noqa: E402
 
 N_PASSAGES = 480
@@ -65,6 +65,11 @@ def index_everything(path: str) -> None:
 
 def problems(store: EmbeddedStore) -> list[str]:
     """What is wrong with the index's state: empty when it is one whole committed state."""
+    with store.snapshot():
+        return _problems(store)
+
+
+def _problems(store: EmbeddedStore) -> list[str]:
     found = []
     passages = list(store.iter_passages())
     triples = list(store.iter_triples())
@@ -81,10 +86,21 @@ def problems(store: EmbeddedStore) -> list[str]:
         found.append("the passages are not a prefix of the corpus (lost or reordered)")
     if store.count("passage") != len(passages) or store.count("triple") != len(triples):
         found.append("counts disagree with the stored items")
-    vectors = (store._passage_vectors.shape[0], store._triple_vectors.shape[0])
-    if vectors != (len(passages), len(triples)):
+    live_rows = tuple(store._rows[c] - int(store._dead[c].sum()) for c in ("passage", "triple"))
+    if live_rows != (len(passages), len(triples)):
         found.append("vectors and items disagree")
+    if passages:
+        last = passages[-1]
+        hit = store.bm25_search("passage", last.title, 1)
+        if not hit or store.get_passages([hit[0].id])[0].title != last.title:
+            found.append("the BM25 postings miss the newest passage")
     return found
+
+
+def complete(store: EmbeddedStore) -> bool:
+    """Whether the whole corpus is indexed, triples and extraction marks included."""
+    return (store.count("passage") == N_PASSAGES and store.count("triple") == 2 * N_PASSAGES
+            and not store.unextracted_passages())
 
 
 @dataclass(frozen=True)
@@ -92,7 +108,10 @@ class KillTrial:
     """One kill.
 
     Attributes:
-        landed: The writer was still indexing when it was killed.
+        landed: The index was not complete when the writer was killed (read from the
+            index after the kill, not from whether the process was alive).
+        delay_s: When the kill was sent: the committed-passage target for indexing kills,
+            seconds after the work began for delete and cache kills.
         passages_at_kill: Passages in the index as reopened after the kill.
         triples_at_kill: Triples in it.
         after_kill: Problems of the reopened index (empty: a whole commit).
@@ -101,6 +120,7 @@ class KillTrial:
     """
 
     landed: bool
+    delay_s: float
     passages_at_kill: int
     triples_at_kill: int
     after_kill: list[str]
@@ -108,26 +128,54 @@ class KillTrial:
     leftovers: int
 
 
+def _committed_passages(path: Path) -> int:
+    try:
+        manifest = read_manifest(path)
+    except Exception:  # the database is being created
+        return 0
+    return 0 if manifest is None else int(manifest["passages"])
+
+
 def _wait_for_first_commit(path: Path, writer: Any, deadline_s: float = 60.0) -> None:
     deadline = time.monotonic() + deadline_s
-    while not (path / "CURRENT").exists() and writer.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.005)
+    while _committed_passages(path) == 0 and writer.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.002)
 
 
-def kill_trial(path: Path, rng: random.Random, max_delay_s: float = 1.0) -> KillTrial:
-    """Start a writer at ``path``, SIGKILL it after a random delay, reopen, rerun, check."""
+def indexing_seconds(folder: Path) -> float:
+    """How long a whole indexing run takes here, from its first commit to its end."""
+    context = multiprocessing.get_context("spawn")
+    writer = context.Process(target=index_everything, args=(str(folder / "calibration"),))
+    writer.start()
+    _wait_for_first_commit(folder / "calibration", writer)
+    started = time.monotonic()
+    writer.join(120)
+    return time.monotonic() - started
+
+
+def _wait_for_passages(path: Path, target: int, writer: Any, deadline_s: float = 120.0) -> None:
+    deadline = time.monotonic() + deadline_s
+    while _committed_passages(path) < target and writer.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+
+def kill_trial(path: Path, target: int) -> KillTrial:
+    """Start a writer at ``path``, SIGKILL it as soon as ``target`` passages are committed
+    (read from the index, so the kill point does not depend on the machine's load), reopen,
+    rerun, check."""
     context = multiprocessing.get_context("spawn")
     writer = context.Process(target=index_everything, args=(str(path),))
     writer.start()
-    _wait_for_first_commit(path, writer)  # start-up time varies; indexing time less so
-    time.sleep(rng.uniform(0.0, max_delay_s))
-    landed = writer.is_alive()
-    if landed:
+    _wait_for_passages(path, target, writer)
+    delay_s = float(target)
+    if writer.is_alive():
         os.kill(writer.pid, signal.SIGKILL)
     writer.join(30)
     reopened = EmbeddedStore.open(path, BagOfWordsEmbedder())
     after_kill = problems(reopened)
+    landed = not complete(reopened)
     at_kill = (reopened.count("passage"), reopened.count("triple"))
+    reopened.close()
     index_everything(str(path))
     final = EmbeddedStore.open(path, BagOfWordsEmbedder())
     after_rerun = problems(final)
@@ -138,8 +186,10 @@ def kill_trial(path: Path, rng: random.Random, max_delay_s: float = 1.0) -> Kill
         )
     if final.unextracted_passages():
         after_rerun.append(f"{len(final.unextracted_passages())} passages left unextracted")
+    final.close()
     return KillTrial(
         landed=landed,
+        delay_s=delay_s,
         passages_at_kill=at_kill[0],
         triples_at_kill=at_kill[1],
         after_kill=after_kill,
@@ -148,16 +198,30 @@ def kill_trial(path: Path, rng: random.Random, max_delay_s: float = 1.0) -> Kill
     )
 
 
+def kill_delays(duration_s: float, kills: int, rng: random.Random) -> list[float]:
+    """``kills`` kill times spread over the whole run: one at a random point of each of
+    ``kills`` equal slices of ``[0, duration_s)`` (stratified, so every part of the run is hit)."""
+    width = duration_s / kills
+    return [width * (i + rng.random()) for i in range(kills)]
+
+
+def kill_targets(kills: int, rng: random.Random) -> list[int]:
+    """``kills`` kill points spread over the whole run: a random committed-passage count in
+    each of ``kills`` equal slices of ``[1, N_PASSAGES)``."""
+    width = (N_PASSAGES - 1) / kills
+    return [1 + int(width * (i + rng.random())) for i in range(kills)]
+
+
 def kill_trials(folder: Path, kills: int, seed: int = 20261122) -> tuple[list[KillTrial], int]:
-    """Trials until ``kills`` kills have landed mid-indexing (at most 3x as many attempts).
+    """``kills`` kills spread over a whole indexing run, each sent once the index holds a
+    target number of passages (one target in each equal slice of the corpus).
 
     Returns:
-        Every trial (landed or not) and the number of attempts.
+        Every trial and the number of attempts.
     """
     rng = random.Random(seed)
-    trials: list[KillTrial] = []
-    while sum(t.landed for t in trials) < kills and len(trials) < 3 * kills:
-        trials.append(kill_trial(folder / f"trial-{len(trials) + 1}", rng))
+    trials = [kill_trial(folder / f"trial-{i + 1}", target) for i, target in
+              enumerate(kill_targets(kills, rng))]
     return trials, len(trials)
 
 
@@ -177,6 +241,7 @@ def _read_repeatedly(path: str, seconds: float, results: Any) -> None:
             if found:
                 bad.append(found)
             sizes.add(store.count("passage"))
+            store.close()
             seen += 1
         results.put(("ok", seen, len(sizes), bad[:3]))
     except BaseException as exc:  # report to the parent
@@ -213,3 +278,140 @@ def reader_trial(path: Path, seconds: float = 6.0) -> ReaderTrial:
     status, opened, distinct, bad = results.get(timeout=10)
     error = bad[0] if status == "error" else None
     return ReaderTrial(opened, distinct, [] if error else bad, error)
+
+
+# ---- kills during delete and during cache writes -----------------------------------------
+def delete_everything(path: str) -> None:
+    """Delete the corpus batch by batch (one transaction per ``BATCH`` passages), in order."""
+    store = EmbeddedStore.open(Path(path), BagOfWordsEmbedder())
+    passages, _ = corpus()
+    for start in range(0, len(passages), BATCH):
+        store.delete_passages([p.id for p in passages[start : start + BATCH]])
+
+
+def delete_problems(store: EmbeddedStore) -> list[str]:
+    """What is wrong with a state reached by deleting the corpus in order: empty when whole."""
+    with store.snapshot():
+        found = []
+        expected, _ = corpus()
+        ids = [p.id for p in store.iter_passages()]
+        if ids != [p.id for p in expected[len(expected) - len(ids):]]:
+            found.append("the passages left are not a suffix of the corpus")
+        if len(ids) % BATCH:
+            found.append("half a delete batch is visible")
+        triples = list(store.iter_triples())
+        if len(triples) != 2 * len(ids) or not all(t.passage_id in set(ids) for t in triples):
+            found.append("triples and passages disagree")
+        if store.count("passage") != len(ids):
+            found.append("the count disagrees with the stored passages")
+        gone = expected[0]
+        if len(ids) < len(expected) and any(h.id == gone.id for h in store.bm25_search("passage", gone.title, 5)):
+            found.append("BM25 still finds a deleted passage")
+        return found
+
+
+def _started(marker: Path, writer: Any, deadline_s: float = 60.0) -> None:
+    deadline = time.monotonic() + deadline_s
+    while not marker.exists() and writer.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.002)
+
+
+def _delete_with_marker(path: str) -> None:
+    (Path(path) / "deleting").touch()
+    delete_everything(path)
+
+
+def delete_kill_trial(path: Path, target: int) -> KillTrial:
+    """Index the corpus, start deleting it in a child, SIGKILL it once at most ``target``
+    passages are left (read from the index), reopen, check, finish the delete, re-index."""
+    index_everything(str(path))
+    context = multiprocessing.get_context("spawn")
+    writer = context.Process(target=_delete_with_marker, args=(str(path),))
+    writer.start()
+    _started(path / "deleting", writer)
+    deadline = time.monotonic() + 120
+    while _committed_passages(path) > target and writer.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    delay_s = float(target)
+    if writer.is_alive():
+        os.kill(writer.pid, signal.SIGKILL)
+    writer.join(30)
+    reopened = EmbeddedStore.open(path, BagOfWordsEmbedder())
+    after_kill = delete_problems(reopened)
+    at_kill = (reopened.count("passage"), reopened.count("triple"))
+    reopened.close()
+    delete_everything(str(path))
+    after_rerun = []
+    emptied = EmbeddedStore.open(path, BagOfWordsEmbedder())
+    if emptied.count("passage") or emptied.count("triple"):
+        after_rerun.append("the rerun did not delete everything")
+    emptied.close()
+    index_everything(str(path))  # and everything can come back
+    final = EmbeddedStore.open(path, BagOfWordsEmbedder())
+    after_rerun += problems(final) + ([] if complete(final) else ["the re-index is incomplete"])
+    final.close()
+    return KillTrial(0 < at_kill[0] < N_PASSAGES, delay_s, at_kill[0], at_kill[1], after_kill, after_rerun,
+                     len(list(path.glob(".tmp-*"))))
+
+
+CACHE_ROWS = 64
+"""ANN thresholds for the cache trials, so a 480-passage index builds ANN parts."""
+
+
+def _small_ann() -> None:
+    from gear_agent.store import ann
+
+    ann.ANN_MIN_ROWS = CACHE_ROWS
+    ann.TAIL_MAX = 8
+
+
+def _maintain_with_marker(path: str) -> None:
+    _small_ann()
+    store = EmbeddedStore.open(Path(path), BagOfWordsEmbedder())
+    (Path(path) / "maintaining").touch()
+    store.maintain()
+
+
+def cache_problems(store: EmbeddedStore) -> list[str]:
+    """A state after a kill during an ANN write: searches must equal exact search."""
+    found = []
+    embedder = BagOfWordsEmbedder()
+    for text in ("Town 3 lies on river 3", "founded in 1200", "river 5"):
+        for collection in ("passage", "triple"):
+            vector = embedder.embed_one(text)
+            got = store.vector_search(collection, vector, 5)
+            want = store.exact_vector_search(collection, vector, 5)
+            if [round(h.score, 5) for h in got] != [round(h.score, 5) for h in want]:
+                found.append(f"{collection} search differs from exact search")
+    return found
+
+
+def cache_kill_trial(path: Path, delay_s: float) -> KillTrial:
+    """Index the corpus, SIGKILL a child while it writes the ANN parts, reopen, check, rebuild."""
+    index_everything(str(path))
+    context = multiprocessing.get_context("spawn")
+    writer = context.Process(target=_maintain_with_marker, args=(str(path),))
+    writer.start()
+    _started(path / "maintaining", writer)
+    time.sleep(delay_s)
+    if writer.is_alive():
+        os.kill(writer.pid, signal.SIGKILL)
+    writer.join(30)
+    reopened = EmbeddedStore.open(path, BagOfWordsEmbedder())  # the caller set the small ANN thresholds
+    covered = reopened._ann["passage"].covered + reopened._ann["triple"].covered
+    after_kill = problems(reopened) + cache_problems(reopened)
+    reopened.maintain()
+    after_rerun = cache_problems(reopened)
+    if reopened._ann["triple"].covered != reopened._rows["triple"]:
+        after_rerun.append("the ANN does not cover the triples after maintenance")
+    reopened.close()
+    landed = covered < 2 * N_PASSAGES + N_PASSAGES
+    return KillTrial(landed, delay_s, covered, 0, after_kill, after_rerun, len(list(path.glob(".tmp-*"))))
+
+
+def spread_trials(
+    folder: Path, kills: int, trial: Any, duration_s: float, seed: int = 20261122
+) -> list[KillTrial]:
+    """``kills`` runs of ``trial(path, delay)`` with delays spread over ``[0, duration_s)``."""
+    rng = random.Random(seed)
+    return [trial(folder / f"trial-{i + 1}", delay) for i, delay in enumerate(kill_delays(duration_s, kills, rng))]

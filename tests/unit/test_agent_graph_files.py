@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import inspect
 import json
 import subprocess
 import sys
@@ -20,23 +22,51 @@ def test_langgraph_json_points_at_the_graph_module() -> None:
     assert attribute == "graph"
 
 
-def test_graph_module_compiles_without_a_checkpointer(monkeypatch: pytest.MonkeyPatch) -> None:
+def _load_graph_module(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "graphs/gear_graph.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_graph_factory_builds_once_lazily_without_a_checkpointer(monkeypatch: pytest.MonkeyPatch) -> None:
     import gear_agent.agent.graph as graph_module
 
-    seen = {}
+    seen = []
 
     def fake_build_agent(settings=None, **kwargs):
-        seen["settings"], seen["kwargs"] = settings, kwargs
+        seen.append((settings, kwargs))
         return "compiled"
 
     monkeypatch.setattr(graph_module, "build_agent", fake_build_agent)
     monkeypatch.setenv("GEAR_MAX_ITERATIONS", "2")
-    spec = importlib.util.spec_from_file_location("gear_graph_test", ROOT / "graphs/gear_graph.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert module.graph == "compiled"
-    assert seen["kwargs"] == {}  # no checkpointer: the LangGraph server brings its own
-    assert seen["settings"].max_iterations == 2  # settings read from the environment
+    module = _load_graph_module("gear_graph_test")
+    assert seen == []  # importing builds nothing
+    assert asyncio.run(module.graph()) == "compiled"
+    assert asyncio.run(module.graph()) == "compiled"
+    assert len(seen) == 1  # built once, then reused
+    settings, kwargs = seen[0]
+    assert kwargs == {}  # no checkpointer: the LangGraph server brings its own
+    assert settings.max_iterations == 2  # settings read from the environment
+
+
+def test_graph_module_imports_fast_loading_nothing_heavy() -> None:
+    code = (
+        "import importlib.util, sys, time; t = time.perf_counter();"
+        f"spec = importlib.util.spec_from_file_location('g', {str(ROOT / 'graphs/gear_graph.py')!r});"
+        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m);"
+        "heavy = [n for n in ('torch', 'sentence_transformers', 'langgraph', 'gear_agent.runtime')"
+        " if n in sys.modules]; print(heavy)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_graph_factory_signature_is_one_langgraph_accepts() -> None:
+    module = _load_graph_module("gear_graph_sig")
+    assert inspect.iscoroutinefunction(module.graph)
+    assert inspect.signature(module.graph).parameters == {}  # a zero-argument factory
 
 
 def test_docs_graph_md_is_up_to_date() -> None:

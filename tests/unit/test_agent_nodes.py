@@ -101,7 +101,7 @@ def test_expand_fuses_base_and_beam_passages(runtime) -> None:
     start = triple_id(pid("Rainbow Bridge (Folsom)"), "Rainbow Bridge", "located in", "Folsom")
     base = [{"id": pid("American River"), "score": 1.0, "chain": []}]
     state = {"query": "county of Folsom", "linked": [start], "base": base}
-    update = nodes.make_expand(runtime)(state)
+    update = nodes.make_expand(runtime, "beam")(state)
     (fused,) = update["retrieved"]
     beam = TripleBeamSearch(runtime.store, runtime.embedder, runtime.beam_settings())
     expanded = beams_to_passages(

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 from agent_fakes import INPUT_TOKENS, OUTPUT_TOKENS, QUESTION, client, make_runtime, pid, scripted
 
+from gear_agent.agent.gear_retriever import GearRetriever
 from gear_agent.agent.graph import build_graph
 from gear_agent.agent.langchain_retriever import GearLangChainRetriever
-from gear_agent.agent.retrievers import GearRetriever
 from gear_agent.agent.syncge import SyncGERetriever
 from gear_agent.errors import GearError
-from gear_agent.evaluation.runner import Outcome
 from gear_agent.expansion.beam import TripleBeamSearch, beams_to_passages
 from gear_agent.ids import triple_id
+from gear_agent.retrieval.base import Outcome
 from gear_agent.retrieval.fusion import rrf
 from gear_agent.retrieval.search import BaseRetriever
 
@@ -69,22 +69,47 @@ def test_gear_retriever_arun_gives_answer_tokens_iterations(runtime) -> None:
     assert len(outcome.passage_ids) == 4
 
 
-def test_registry_knows_the_llm_retrievers(runtime, monkeypatch) -> None:
+def test_the_table_builds_the_llm_retrievers(runtime, monkeypatch) -> None:
     pytest.importorskip("langchain_openai")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
-    from gear_agent.retrieval.registry import available, make_retriever
+    from gear_agent.retrievers import RETRIEVERS, make_retriever
 
-    assert {"syncge", "gear"} <= set(available())
-    assert isinstance(make_retriever("syncge", runtime), SyncGERetriever)
-    assert isinstance(make_retriever("gear", runtime), GearRetriever)
-    assert make_retriever("syncge+ppr", runtime).name == "syncge+ppr"
+    assert {"syncge", "syncge-ppr", "syncge-fused", "gear", "gear-ppr", "gear-fused"} <= set(RETRIEVERS)
+    for name, expansion in (("syncge", "beam"), ("syncge-ppr", "ppr"), ("syncge-fused", "both")):
+        built = make_retriever(name, runtime)
+        assert isinstance(built, SyncGERetriever)
+        assert (built.name, built.expansion) == (name, expansion)
+    for name, expansion in (("gear", "beam"), ("gear-ppr", "ppr"), ("gear-fused", "both")):
+        built = make_retriever(name, runtime)
+        assert isinstance(built, GearRetriever)
+        assert (built.name, built.expansion) == (name, expansion)
+
+
+def test_a_name_means_the_same_whatever_the_expansion_setting(runtime, monkeypatch) -> None:
+    pytest.importorskip("langchain_openai")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    from gear_agent.retrievers import make_retriever
+
+    for expansion in ("ppr", "both", "beam"):
+        settings = runtime.settings.model_copy(update={"expansion": expansion})
+        other = type(runtime)(settings, runtime.embedder, runtime.store, runtime.encode)
+        assert make_retriever("syncge", other).expansion == "beam"
+        assert make_retriever("gear-ppr", other).expansion == "ppr"
+
+
+def test_gear_retriever_keeps_the_chains(runtime) -> None:
+    gear = GearRetriever(runtime, client(scripted([READ, YES, "Sacramento County"])))
+    ranked = gear.retrieve(QUESTION, 4)
+    stored = {t.id for t in runtime.store.iter_triples()}
+    chained = [p for p in ranked if p.chain]
+    assert chained and all(t in stored for p in chained for t in p.chain)
 
 
 def test_langchain_adapter_over_the_agent(runtime) -> None:
     agent = build_graph(runtime, client(scripted([READ, YES, "Sacramento County"]))).compile()
     docs = GearLangChainRetriever(agent=agent, k=3).invoke(QUESTION)
     assert len(docs) == 3
-    assert set(docs[0].metadata) == {"id", "title", "score", "chain"}
+    assert {"id", "title", "source", "score", "chain", "chain_ids"} <= set(docs[0].metadata)
     by_id = {d.metadata["id"]: d for d in docs}
     assert by_id[pid("Rainbow Bridge (Folsom)")].page_content.startswith("The Rainbow Bridge")
 

@@ -7,7 +7,7 @@ import pytest
 from index_fakes import FakeBagOfWordsEmbedder
 
 from gear_agent.ids import passage_id, triple_id
-from gear_agent.store import generations
+from gear_agent.store import embedded as embedded_module
 from gear_agent.store.base import ModelMismatchError, StoreError
 from gear_agent.store.embedded import EmbeddedStore, read_manifest
 from gear_agent.types import Passage, Triple
@@ -111,20 +111,27 @@ def test_opening_a_missing_index_without_create_says_what_to_do(tmp_path):
 
 def _crash_during_commit(path: str, stage: str) -> None:
     store = EmbeddedStore.open(Path(path), FakeBagOfWordsEmbedder())
-    original = store._write_files
+    if stage == "vectors":  # vectors appended and flushed, the transaction never commits
+        original = store._append_vectors
 
-    def dying(folder: Path) -> None:
-        if stage == "files":
-            (folder / "passages.jsonl").write_text('{"id": "half', encoding="utf-8")
+        def dying(collection, vectors):
+            original(collection, vectors)
             os._exit(9)
-        original(folder)
-        os._exit(9)  # everything written, pointer not yet moved
 
-    store._write_files = dying
+        store._append_vectors = dying
+    else:  # every row written inside the transaction, killed just before COMMIT
+        original_meta = embedded_module.set_meta
+
+        def dying_meta(db, key, value):
+            if key == "committed_at":
+                os._exit(9)
+            original_meta(db, key, value)
+
+        embedded_module.set_meta = dying_meta
     store.add_passages([passage("Crash", "this write never commits")])
 
 
-@pytest.mark.parametrize("stage", ["files", "before-pointer"])
+@pytest.mark.parametrize("stage", ["vectors", "before-commit"])
 def test_a_write_killed_midway_leaves_the_last_good_index_readable(tmp_path, stage):
     build(tmp_path / "ix")
     process = multiprocessing.get_context("spawn").Process(
@@ -135,10 +142,13 @@ def test_a_write_killed_midway_leaves_the_last_good_index_readable(tmp_path, sta
     assert process.exitcode == 9
     reopened = EmbeddedStore.open(tmp_path / "ix", FakeBagOfWordsEmbedder())
     assert reopened.count("passage") == 3 and reopened.count("triple") == 4
-    # the next writer cleans up and commits normally
+    # the next writer trims what the dead one appended and commits normally
     reopened.add_passages([passage("After", "a later write")])
-    assert EmbeddedStore.open(tmp_path / "ix", FakeBagOfWordsEmbedder()).count("passage") == 4
-    assert not list((tmp_path / "ix").glob(".tmp-*"))
+    final = EmbeddedStore.open(tmp_path / "ix", FakeBagOfWordsEmbedder())
+    assert final.count("passage") == 4
+    assert final.vector_search("passage", FakeBagOfWordsEmbedder().embed_one("After\na later write"), 1)[0].id == \
+        passage("After", "a later write").id
+    assert final._vectors["passage"].stored_rows() == 4
 
 
 def test_transaction_rolls_back_on_error(tmp_path):
@@ -148,6 +158,7 @@ def test_transaction_rolls_back_on_error(tmp_path):
         raise RuntimeError("boom")
     assert store.count("passage") == 3
     assert read_manifest(tmp_path / "ix")["passages"] == 3
+    assert store.get_passages([passage("Gone", "never committed").id]) == []
 
 
 def test_a_second_writer_sees_the_first_writers_commit(tmp_path):
@@ -166,14 +177,153 @@ def test_the_lock_keeps_a_second_writer_out(tmp_path):
         other.add_passages([passage("Blocked", "cannot get in")])
 
 
-def test_only_two_generations_are_kept(tmp_path):
+def test_many_commits_keep_bm25_segments_few_and_scores_exact(tmp_path):
+    from gear_agent.store.bm25 import BM25Index
+    from gear_agent.store.postings import MERGE_FACTOR
+    from gear_agent.text.tokenizer import tokenize
+
     store = build(tmp_path / "ix")
-    for i in range(4):
-        store.add_passages([passage(f"G{i}", f"generation {i}")])
-    assert len(list((tmp_path / "ix").glob("gen-*"))) == generations.KEEP_GENERATIONS
+    extra = [passage(f"G{i}", f"generation {i} of river number {i % 5}") for i in range(40)]
+    for p in extra:
+        store.add_passages([p])
+    store.delete_passages([extra[3].id, P2.id])
+    segments = store._db.execute("SELECT COUNT(*) FROM segments WHERE collection='passage'").fetchone()[0]
+    assert segments < 2 * MERGE_FACTOR
+    live = list(store.iter_passages())
+    reference = BM25Index([tokenize(p.content) for p in live])
+    for query in ("river number 3", "generation 7", "capital of Italy"):
+        indices, scores = reference.search(tokenize(query), 10)
+        hits = store.bm25_search("passage", query, 10)
+        assert [h.id for h in hits] == [live[i].id for i in indices]
+        np.testing.assert_allclose([h.score for h in hits], scores, rtol=1e-5)
 
 
 def test_extraction_marks(tmp_path):
     store = build(tmp_path / "ix")
     store.mark_extracted([P1.id])
     assert [p.id for p in store.unextracted_passages()] == [P2.id, P3.id]
+
+
+def test_metadata_is_kept_and_filters_apply_before_ranking(tmp_path):
+    store = EmbeddedStore.open(tmp_path / "ix", FakeBagOfWordsEmbedder())
+    docs = [
+        Passage(passage_id(f"R{i}", f"revenue report {i}"), f"R{i}", f"revenue report {i}",
+                f"reports/{2018 + i}/q{i}.md", {"year": 2018 + i, "tags": ["finance", f"t{i}"]})
+        for i in range(6)
+    ]
+    store.add_passages(docs)
+    assert store.get_passages([docs[2].id])[0].metadata == {"year": 2020, "tags": ["finance", "t2"]}
+    recent = {"year": {"$gte": 2021}}
+    hits = store.bm25_search("passage", "revenue report", 10, where=recent)
+    assert sorted(h.id for h in hits) == sorted(p.id for p in docs[3:])
+    vector = FakeBagOfWordsEmbedder().embed_one("revenue report 0")
+    assert {h.id for h in store.vector_search("passage", vector, 10, where=["source=reports/2019"])} == {docs[1].id}
+    assert store.count("passage", where={"tags": "t4"}) == 1
+    assert store.count("passage", where=["year>3000"]) == 0
+    assert store.filter_passage_ids([docs[5].id, "p-unknown", docs[0].id], ["year!=2018"]) == [docs[5].id]
+    reopened = EmbeddedStore.open(tmp_path / "ix", FakeBagOfWordsEmbedder())
+    assert reopened.get_passages([docs[2].id])[0].metadata["year"] == 2020
+
+
+def test_an_edited_record_is_detected(tmp_path):
+    from gear_agent.store.embedded_db import IndexCorruptError
+
+    store = build(tmp_path / "ix")
+    store._db.execute("UPDATE passages SET text = 'Paris is the capital of Spain.' WHERE id = ?", (P1.id,))
+    with pytest.raises(IndexCorruptError, match="checksum"):
+        store.get_passages([P1.id])
+
+
+def test_a_damaged_newest_vector_chunk_is_refused_at_open(tmp_path):
+    from gear_agent.store.embedded_db import IndexCorruptError
+
+    build(tmp_path / "ix")
+    path = tmp_path / "ix" / "triple.vec"
+    data = bytearray(path.read_bytes())
+    data[-3] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(IndexCorruptError, match="gear check"):
+        EmbeddedStore.open(tmp_path / "ix", FakeBagOfWordsEmbedder())
+
+
+def test_an_index_of_the_previous_format_is_migrated_and_left_in_place(tmp_path):
+    from gear_agent.store import generations
+
+    root = tmp_path / "old"
+    embedder = FakeBagOfWordsEmbedder()
+    passages, triples = [P1, P2, P3], [T1, T2, T3, T4]
+
+    def write(folder):
+        generations.write_jsonl(folder / "passages.jsonl", (
+            {"id": p.id, "title": p.title, "text": p.text, "source": p.source, "extracted": p is P1}
+            for p in passages))
+        generations.write_jsonl(folder / "triples.jsonl", (
+            {"id": t.id, "subject": t.subject, "predicate": t.predicate, "object": t.object,
+             "passage_id": t.passage_id} for t in triples))
+        generations.write_array(folder / "passage_vectors.npy", embedder.embed([p.content for p in passages]))
+        generations.write_array(folder / "triple_vectors.npy", embedder.embed([t.text for t in triples]))
+        generations.write_json(folder / "manifest.json", {
+            "format_version": 1, "embedding_model": embedder.name, "dimension": embedder.dimension,
+            "passages": 3, "triples": 4, "extracted_passages": 1})
+
+    generations.commit_generation(root, write)
+    embedder.calls.clear()
+    before = sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+    assert read_manifest(root)["format_version"] == 1
+    store = EmbeddedStore.open(root, embedder)
+    assert store.count("passage") == 3 and store.count("triple") == 4
+    assert [p.id for p in store.unextracted_passages()] == [P2.id, P3.id]
+    assert set(store.neighbours(T2.id)) == {T1.id, T4.id}
+    assert embedder.texts_embedded == 0  # vectors copied, not re-embedded
+    assert read_manifest(root)["format_version"] == 2
+    after = {str(p.relative_to(root)) for p in root.rglob("*")}
+    assert set(before) <= after  # the old generation is left exactly where it was
+    again = EmbeddedStore.open(root, embedder)
+    assert again.count("passage") == 3  # migrated once, not twice
+
+
+def test_an_unreadable_previous_format_index_is_refused_and_kept(tmp_path):
+    from gear_agent.store.embedded_db import IndexCorruptError
+
+    root = tmp_path / "old"
+    root.mkdir()
+    (root / "CURRENT").write_text("gen-000007", encoding="utf-8")
+    with pytest.raises(IndexCorruptError):
+        EmbeddedStore.open(root, FakeBagOfWordsEmbedder())
+    assert (root / "CURRENT").read_text(encoding="utf-8") == "gen-000007"
+
+
+def test_ann_parts_are_built_checksummed_and_rebuilt_when_bad(tmp_path, monkeypatch, caplog):
+    from gear_agent.store import ann
+
+    monkeypatch.setattr(ann, "ANN_MIN_ROWS", 50)
+    monkeypatch.setattr(ann, "TAIL_MAX", 10)
+    embedder = FakeBagOfWordsEmbedder()
+    store = EmbeddedStore.open(tmp_path / "ix", embedder)
+    docs = [passage(f"D{i}", f"document {i} about topic {i % 13} and theme {i % 7}") for i in range(300)]
+    store.add_passages(docs)
+    store.maintain()
+    parts = list((tmp_path / "ix").glob("*.usearch"))
+    assert len(parts) == 1 and store._ann["passage"].covered == 300
+    query = embedder.embed_one("document about topic 5 and theme 2")
+    assert store.vector_search("passage", query, 5)[0].score == pytest.approx(
+        store.exact_vector_search("passage", query, 5)[0].score)
+    more = [passage(f"E{i}", f"extra {i} about topic {i % 13}") for i in range(40)]
+    store.add_passages(more)
+    found = store.vector_search("passage", embedder.embed_one(more[-1].content), 1)
+    assert found[0].id == more[-1].id  # the tail past the ANN is searched exactly
+    store.maintain()
+    assert store._ann["passage"].covered == 340
+    names = sorted(p.name for p in (tmp_path / "ix").glob("*.usearch"))
+    assert names == ["passage-0-300.usearch", "passage-300-340.usearch"]  # a small second part
+    damaged = tmp_path / "ix" / "passage-300-340.usearch"
+    damaged.write_bytes(damaged.read_bytes()[:-100])
+    reopened = EmbeddedStore.open(tmp_path / "ix", embedder)
+    assert reopened._ann["passage"].covered == 300 and reopened._ann["passage"].problems
+    assert reopened.vector_search("passage", query, 1)[0].id == store.exact_vector_search("passage", query, 1)[0].id
+    reopened.maintain()
+    assert reopened._ann["passage"].covered == 340 and not reopened._ann["passage"].problems
+    store.add_passages([passage(f"F{i}", f"more {i}") for i in range(200)])
+    store.maintain()  # 200 new rows: at least half of the parts before, so all fold into one
+    names = sorted(p.name for p in (tmp_path / "ix").glob("*.usearch"))
+    assert names == ["passage-0-540.usearch"]

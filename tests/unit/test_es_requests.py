@@ -895,3 +895,43 @@ def test_normalise_entity_is_the_shared_one() -> None:
 
     assert q.normalise_entity is normalise_entity
     assert q.normalise_entity("  New \t York ") == "new york"
+
+
+# ---- filters --------------------------------------------------------------------------
+
+
+def test_filters_become_bool_filters_over_nested_typed_metadata() -> None:
+    from gear_agent.filters import parse_where
+    from gear_agent.store.es_queries import where_filter
+
+    where = parse_where(["source=reports/2024", "year>=2020", "lang!=de", "draft=true"])
+    assert where_filter(where) == {"bool": {"filter": [
+        {"bool": {"should": [{"term": {"source": "reports/2024"}}, {"prefix": {"source": "reports/2024/"}}],
+                  "minimum_should_match": 1}},
+        {"nested": {"path": "meta", "query": {"bool": {"filter": [
+            {"term": {"meta.key": "year"}}, {"range": {"meta.num": {"gte": 2020}}}]}}}},
+        {"bool": {"must_not": [{"nested": {"path": "meta", "query": {"bool": {"filter": [
+            {"term": {"meta.key": "lang"}}, {"term": {"meta.str": "de"}}]}}}}]}},
+        {"nested": {"path": "meta", "query": {"bool": {"filter": [
+            {"term": {"meta.key": "draft"}}, {"term": {"meta.bool": True}}]}}}},
+    ]}}
+
+
+def test_filtered_bm25_and_knn_requests_filter_before_ranking() -> None:
+    from gear_agent.store.es_queries import bm25_request, knn_request
+
+    flt = {"term": {"id": "p-1"}}
+    assert bm25_request("content", "q", 5, filter=flt)["query"] == {
+        "bool": {"must": [{"match": {"content": {"query": "q"}}}], "filter": [flt]}}
+    assert knn_request(np.ones(3, dtype=np.float32), 5, filter=flt)["knn"]["filter"] == flt
+
+
+def test_passage_documents_carry_metadata_and_its_nested_entries() -> None:
+    from gear_agent.store.es_mappings import passage_document, passage_from_source
+
+    p = Passage("p-1", "T", "text", "a.txt", {"year": 2020, "tags": ["x", "y"], "ok": None})
+    doc = passage_document(p, np.ones(3, dtype=np.float32))
+    assert doc["metadata"] == {"year": 2020, "tags": ["x", "y"], "ok": None}
+    assert doc["meta"] == [{"key": "year", "num": 2020}, {"key": "tags", "str": "x"},
+                           {"key": "tags", "str": "y"}, {"key": "ok", "null": True}]
+    assert passage_from_source(doc).metadata == p.metadata

@@ -10,8 +10,8 @@ from gear_agent.expansion.fused import FusedExpansionRetriever
 from gear_agent.indexing import IndexReport, add_passages, import_openie
 from gear_agent.ingest.corpus import read_corpus
 from gear_agent.retrieval.fusion import rrf
-from gear_agent.retrieval.registry import make_retriever
 from gear_agent.retrieval.search import QueryEncoder
+from gear_agent.retrievers import make_retriever
 from gear_agent.runtime import Runtime
 from gear_agent.store.embedded import EmbeddedStore
 
@@ -52,7 +52,5 @@ def test_agent_expansion_both_is_the_rrf_of_beam_and_ppr(runtime):
     question = "Who founded the observatory where Marela Voss worked?"
     beam = steps.beam_expand(runtime, question, start)
     ppr = steps.ppr_expand(runtime, question, start, runtime.settings.base_k)
-    both_runtime = Runtime(runtime.settings.model_copy(update={"expansion": "both"}),
-                           runtime.embedder, runtime.store, runtime.encode)
-    both = steps.expand(both_runtime, question, start)
+    both = steps.expand(runtime, question, start, "both")
     assert [p.id for p in both] == [i for i, _ in rrf([[p.id for p in beam], [p.id for p in ppr]])]

@@ -21,8 +21,8 @@ EXPECTED = {
     "reader": {"question", "passages"},
     "reader_with_memory": {"question", "passages", "memory"},
     "reasoner": {"question", "memory"},
-    "rewriter": {"question", "memory", "reason"},
-    "qa": {"question", "passages"},
+    "rewriter": {"question", "memory", "reason", "conversation"},
+    "qa": {"question", "passages", "conversation"},
     "ppr_filter": {"query", "triples"},
 }
 
@@ -48,7 +48,7 @@ def test_literal_braces_come_out_single():
 
 def test_missing_placeholder_is_a_clear_error():
     with pytest.raises(PromptError, match="needs a value for passages"):
-        load_prompt("qa").format(question="Who?")
+        load_prompt("qa").format(question="Who?", conversation="")
 
 
 def test_unknown_name_lists_the_available_ones():

@@ -1,0 +1,397 @@
+"""The embedded index at scale: build, bytes written, incremental add, open, RSS, latency.
+
+Generates the synthetic corpus (``benchmarks/synthetic_corpus.py``) at each size, builds
+it through the real code path (``gear_agent.indexing``: committed batches of passages,
+then the OpenIE triples) into a fresh embedded index, and prints one table. Every phase
+runs in its own process, so open time and RSS are those of a fresh process:
+
+* **build**: seconds, and bytes the process wrote (``wchar`` of ``/proc/self/io``: every
+  ``write`` the store made, commits included) divided by the final size on disk. The
+  default ``--path extract`` is ``gear index --extract``'s path: passages in committed
+  batches, then triple extraction committing every 32 passages, with a chat model that
+  replays the corpus's OpenIE triples (``OpenIEReplayChat``, no LLM); ``--path openie``
+  imports the OpenIE file in large batches instead (``gear index --openie``);
+* **add 1k**: adding 1,000 more passages with their triples to the built index;
+* **open**: opening the index in a new process until the first query can run, and the
+  process's RSS after it;
+* **p50/p99** per retriever over ``--queries`` questions made from the corpus's triples;
+* **ANN recall@10**: the approximate search's top 10 against exact search (where the
+  store has an ANN index).
+
+    python benchmarks/scale.py --sizes 2000,20000 --embedder hashing-384
+    python benchmarks/scale.py --sizes 100000 --retrievers bm25,dense,hybrid,hybrid+naive_ge
+    python benchmarks/scale.py --encoder-rate      # the real encoder's passages/s, triples/s
+    python benchmarks/scale.py --musique           # gear index of ../shared's MuSiQue: encoder share
+
+``--embedder hashing-384`` is the model-free stand-in (``gear_agent.embedding.hashing``), so
+the encoder is out of the figures; ``--embedder all-MiniLM-L6-v2`` uses the real one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_RETRIEVERS = "bm25,dense,hybrid,hybrid+naive_ge,ppr"
+
+
+def io_written() -> int:
+    """Bytes this process has passed to write calls so far (Linux ``wchar``)."""
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("wchar:"):
+            return int(line.split()[1])
+    return 0
+
+
+def rss_mib() -> float:
+    """Resident set size of this process now, MiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def folder_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
+
+
+def settings(index: Path, embedder: str) -> Any:
+    from gear_agent.config import GearSettings
+
+    return GearSettings(index_dir=index, embedding_model=embedder, bm25_tokenizer="word")
+
+
+# ---- phases, each run in a child process ------------------------------------------
+def openie_replay_chat(openie: Path) -> Any:
+    """A chat model that answers the extraction prompt with the OpenIE triples of the
+    passage in it (the benchmark's stand-in for an LLM: no network, realistic commits)."""
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    replies = {}
+    for doc in json.loads(openie.read_text(encoding="utf-8"))["docs"]:
+        replies[doc["text"].strip()] = json.dumps(
+            {"entities": doc["extracted_entities"], "triples": doc["extracted_triples"]}
+        )
+
+    class OpenIEReplayChat(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "openie-replay"
+
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[no-untyped-def]
+            prompt = str(messages[-1].content)
+            text = prompt.rsplit("\nPassage: ", 1)[-1].rsplit("\nReply:", 1)[0].strip()
+            reply = replies.get(text, '{"entities": [], "triples": []}')
+            usage = {"input_tokens": len(prompt) // 4, "output_tokens": len(reply) // 4,
+                     "total_tokens": (len(prompt) + len(reply)) // 4}
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(reply, usage_metadata=usage))])
+
+    return OpenIEReplayChat()
+
+
+def build_index(store: Any, corpus: Path, openie: Path, path: str) -> None:
+    """Passages, then triples: by the extraction path or the OpenIE import."""
+    from gear_agent.indexing import IndexReport, add_passages, extract_with_llm, import_openie
+    from gear_agent.ingest.corpus import read_corpus
+    from gear_agent.ingest.openie import read_openie
+    from gear_agent.llm.client import LLMClient
+
+    report = IndexReport()
+    add_passages(store, read_corpus(corpus), report)
+    if path == "openie":
+        import_openie(store, read_openie(openie), report)
+    else:
+        extract_with_llm(store, LLMClient(openie_replay_chat(openie)), report, concurrency=8)
+
+
+def phase_build(args: argparse.Namespace) -> dict[str, Any]:
+    from gear_agent.embedding import make_embedder
+    from gear_agent.store import open_store
+
+    s = settings(args.index, args.embedder)
+    embedder = make_embedder(s)
+    written = io_written()
+    started = time.perf_counter()
+    store = open_store(s, embedder, create=True)
+    build_index(store, args.corpus, args.openie, args.path)
+    seconds = time.perf_counter() - started
+    counts = {"passages": store.count("passage"), "triples": store.count("triple")}
+    store.close()
+    return {"seconds": seconds, "written": io_written() - written, **counts}
+
+
+def phase_add(args: argparse.Namespace) -> dict[str, Any]:
+    from gear_agent.embedding import make_embedder
+    from gear_agent.store import open_store
+
+    s = settings(args.index, args.embedder)
+    embedder = make_embedder(s)
+    store = open_store(s, embedder, create=False)
+    before = store.count("passage")
+    written = io_written()
+    started = time.perf_counter()
+    build_index(store, args.corpus, args.openie, args.path)
+    seconds = time.perf_counter() - started
+    added = store.count("passage") - before
+    store.close()  # counted before closing
+    return {"seconds": seconds, "written": io_written() - written, "added": added}
+
+
+def phase_query(args: argparse.Namespace) -> dict[str, Any]:
+    import numpy as np
+
+    from gear_agent.embedding import make_embedder
+    from gear_agent.retrieval.search import QueryEncoder
+    from gear_agent.retrievers import make_retriever
+    from gear_agent.runtime import Runtime
+    from gear_agent.store import open_store
+
+    queries = json.loads(Path(args.queries_file).read_text(encoding="utf-8"))
+    s = settings(args.index, args.embedder)
+    embedder = make_embedder(s)
+    rss_before = rss_mib()
+    started = time.perf_counter()
+    store = open_store(s, embedder, create=False)
+    runtime = Runtime(s, embedder, store, QueryEncoder(embedder))
+    vector = embedder.embed_one(queries[0])
+    for collection in ("passage", "triple"):  # whatever is lazy is loaded by the first queries
+        store.bm25_search(collection, queries[0], 1)
+        hits = store.vector_search(collection, vector, 1)
+    store.neighbours(hits[0].id, vector, 10)
+    opened = time.perf_counter() - started
+    rss_open = rss_mib()
+    for q in queries:  # encodings are shared by every retriever and kept out of the timings
+        runtime.encode(q)
+    latencies: dict[str, dict[str, float]] = {}
+    for name in args.retrievers.split(","):
+        retriever = make_retriever(name, runtime)
+        warm = time.perf_counter()
+        retriever.retrieve(queries[0], 15)
+        first = time.perf_counter() - warm
+        times = []
+        for q in queries:
+            t = time.perf_counter()
+            retriever.retrieve(q, 15)
+            times.append(1000 * (time.perf_counter() - t))
+        times.sort()
+        latencies[name] = {
+            "p50": statistics.median(times),
+            "p99": times[min(len(times) - 1, int(0.99 * len(times)))],
+            "first_s": first,
+        }
+    recall = ann_recall(store, embedder, queries[: args.recall_queries])
+    return {
+        "open_s": opened, "rss_mib": rss_open, "rss_before_open_mib": rss_before,
+        "latency": latencies, "ann_recall": recall, "rss_end_mib": rss_mib(),
+        "np": np.__version__,
+    }
+
+
+def ann_recall(store: Any, embedder: Any, queries: list[str]) -> dict[str, float] | None:
+    """Mean recall@10 of the store's vector search against exact search, per collection.
+
+    Tie-aware: a result counts as a true top-10 result when its exact cosine is at least
+    the exact 10th best (the stand-in embedder gives many exact ties, and an id-set
+    comparison would count a tied neighbour as a miss). Scores are exact in both lists
+    (the store re-scores ANN candidates with the float32 vectors)."""
+    exact = getattr(store, "exact_vector_search", None)
+    if exact is None:
+        return None
+    result = {}
+    for collection in ("passage", "triple"):
+        hits = []
+        for q in queries:
+            vector = embedder.embed_one(q)
+            truth = exact(collection, vector, 10)
+            if not truth:
+                continue
+            kth = truth[-1].score
+            found = store.vector_search(collection, vector, 10)
+            hits.append(sum(h.score >= kth - 1e-6 for h in found) / len(truth))
+        result[collection] = statistics.fmean(hits) if hits else 1.0
+    return result
+
+
+PHASES = {"build": phase_build, "add": phase_add, "query": phase_query}
+
+
+def run_phase(phase: str, **options: Any) -> dict[str, Any]:
+    """Run one phase in a child process and return what it printed (JSON)."""
+    command = [sys.executable, __file__, "--phase", phase]
+    for key, value in options.items():
+        command += [f"--{key.replace('_', '-')}", str(value)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"phase {phase} failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def make_queries(openie: Path, count: int) -> list[str]:
+    """Questions from random triples of the corpus: '<subject> <predicate> what?' style."""
+    import random
+
+    docs = json.loads(openie.read_text(encoding="utf-8"))["docs"]
+    rng = random.Random(7)
+    queries = []
+    for doc in rng.sample(docs, min(count, len(docs))):
+        subject, predicate, obj = rng.choice(doc["extracted_triples"])
+        queries.append(f"Who or what {predicate} {obj}?" if rng.random() < 0.5 else f"What did {subject} {predicate}?")
+    return queries
+
+
+def measure(size: int, args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from synthetic_corpus import write
+
+    data = work / f"data-{size}"
+    corpus, openie = write(size, data)
+    extra_corpus, extra_openie = write(1000, work / f"extra-{size}", seed=size + 1)
+    queries_file = work / f"queries-{size}.json"
+    queries_file.write_text(json.dumps(make_queries(openie, args.queries)), encoding="utf-8")
+    index = work / f"index-{size}"
+    row: dict[str, Any] = {"size": size}
+    row["build"] = run_phase("build", index=index, corpus=corpus, openie=openie,
+                             embedder=args.embedder, path=args.path)
+    row["size_bytes"] = folder_bytes(index)
+    row["query"] = run_phase("query", index=index, embedder=args.embedder, queries_file=queries_file,
+                             retrievers=args.retrievers, recall_queries=args.recall_queries)
+    row["add"] = run_phase("add", index=index, corpus=extra_corpus, openie=extra_openie,
+                           embedder=args.embedder, path=args.path)
+    return row
+
+
+def print_table(rows: list[dict[str, Any]], retrievers: list[str]) -> None:
+    head = ["passages / triples", "build s", "written / size", "size MB", "add 1k s",
+            "open s", "RSS MiB"]
+    head += [f"{r} p50/p99 ms" for r in retrievers] + ["ANN recall@10 p/t"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for row in rows:
+        b, q, a = row["build"], row["query"], row["add"]
+        cells = [
+            f"{b['passages']:,} / {b['triples']:,}", f"{b['seconds']:.1f}",
+            f"{b['written'] / max(row['size_bytes'], 1):.1f}", f"{row['size_bytes'] / 1e6:.0f}",
+            f"{a['seconds']:.1f}", f"{q['open_s']:.2f}", f"{q['rss_mib']:.0f}",
+        ]
+        for name in retrievers:
+            lat = q["latency"].get(name)
+            cells.append("-" if lat is None else f"{lat['p50']:.1f} / {lat['p99']:.1f}")
+        recall = q.get("ann_recall")
+        cells.append("exact" if not recall else f"{recall['passage']:.3f} / {recall['triple']:.3f}")
+        print("| " + " | ".join(cells) + " |")
+
+
+def encoder_rate(args: argparse.Namespace) -> None:
+    """The real encoder's throughput on passages and on triples of the synthetic corpus."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from synthetic_corpus import generate
+
+    from gear_agent.embedding.sentence_transformer import SentenceTransformerEmbedder
+
+    corpus, openie = generate(600)
+    embedder = SentenceTransformerEmbedder(args.model)
+    texts = [f"{p['title']}\n{p['text']}" for p in corpus]
+    triples = [" ".join(t) for d in openie["docs"] for t in d["extracted_triples"]][:4000]
+    embedder.embed(texts[:32])  # warm-up
+    rates = {}
+    for label, batch in (("passages", texts), ("triples", triples)):
+        started = time.perf_counter()
+        embedder.embed(batch)
+        rates[label] = len(batch) / (time.perf_counter() - started)
+    print(f"| encoder | passages/s | triples/s |\n|---|---|---|\n| {embedder.name} | "
+          f"{rates['passages']:.1f} | {rates['triples']:.1f} |")
+
+
+def musique_share(args: argparse.Namespace) -> None:
+    """`gear index` of ../shared's MuSiQue slice (corpus + OpenIE) with the real encoder:
+    total seconds and the share spent inside the encoder (same run, so load cancels out)."""
+    from gear_agent.config import GearSettings
+    from gear_agent.embedding import make_embedder
+    from gear_agent.indexing import IndexReport, add_passages, import_openie
+    from gear_agent.ingest.corpus import read_corpus
+    from gear_agent.ingest.openie import read_openie
+    from gear_agent.store import open_store
+
+    data = ROOT.parent / "shared" / "data" / "musique_dev"
+    with tempfile.TemporaryDirectory(prefix="gear-musique-") as tmp:
+        s = GearSettings(index_dir=Path(tmp) / "index", embedding_model=args.model, bm25_tokenizer="word")
+        embedder = make_embedder(s)
+        embedder.embed(["warm up"])
+        inner, spent = embedder.embed, [0.0]
+
+        def timed(texts):  # type: ignore[no-untyped-def]
+            started = time.perf_counter()
+            try:
+                return inner(texts)
+            finally:
+                spent[0] += time.perf_counter() - started
+
+        embedder.embed = timed  # type: ignore[method-assign]
+        started = time.perf_counter()
+        store = open_store(s, embedder, create=True)
+        report = IndexReport()
+        add_passages(store, read_corpus(data / "corpus.json"), report)
+        import_openie(store, read_openie(data / "openie_gpt-3.5-turbo-1106.json"), report)
+        total = time.perf_counter() - started
+    print("| run | passages | triples | total s | in the encoder s | encoder share |\n|---|---|---|---|---|---|")
+    print(f"| gear index MuSiQue ({embedder.name}) | {report.passages_added:,} | {report.triples_added:,} | "
+          f"{total:.1f} | {spent[0]:.1f} | {100 * spent[0] / total:.1f}% |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="2000,20000", help="Passage counts, comma-separated.")
+    parser.add_argument("--embedder", default="hashing-384", help="Embedding model name.")
+    parser.add_argument("--retrievers", default=DEFAULT_RETRIEVERS)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--recall-queries", type=int, default=50)
+    parser.add_argument("--work", type=Path, default=None, help="Keep the data and indexes here.")
+    parser.add_argument("--json", type=Path, default=None, help="Also write the rows here.")
+    parser.add_argument("--encoder-rate", action="store_true", help="Measure the real encoder.")
+    parser.add_argument("--model", default="all-MiniLM-L6-v2")
+    parser.add_argument("--musique", action="store_true",
+                        help="gear index of ../shared's MuSiQue slice with the real encoder: its encoder share.")
+    parser.add_argument("--path", choices=("extract", "openie"), default="extract",
+                        help="How triples are indexed: the extraction path (default) or OpenIE import.")
+    # internal: one phase in a child process
+    parser.add_argument("--phase", choices=sorted(PHASES), help=argparse.SUPPRESS)
+    for option in ("index", "corpus", "openie", "queries-file"):
+        parser.add_argument(f"--{option}", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.phase:
+        print(json.dumps(PHASES[args.phase](args)))
+        return
+    if args.encoder_rate:
+        encoder_rate(args)
+        return
+    if args.musique:
+        musique_share(args)
+        return
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    retrievers = [r for r in args.retrievers.split(",") if r]
+    with tempfile.TemporaryDirectory(prefix="gear-scale-") as tmp:
+        work = args.work or Path(tmp)
+        rows = []
+        for size in sizes:
+            rows.append(measure(size, args, work))
+            print(f"measured {size:,} passages", file=sys.stderr)
+        print_table(rows, retrievers)
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""The whole GEAR agent as a retriever: ``gear`` (beam search), ``gear-ppr``, ``gear-fused``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gear_agent.agent import steps
+from gear_agent.llm.client import LLMClient
+from gear_agent.retrieval.base import Outcome, RankedPassage, Retriever
+from gear_agent.retrieval.records import ranked_from_dicts
+from gear_agent.runtime import Runtime
+
+
+class GearRetriever(Retriever):
+    """The agent's final ranking as a retriever; ``arun`` also gives answer, tokens, iterations.
+
+    Every passage keeps the chain of triples that reached it.
+
+    Args:
+        runtime: Index, embedder and settings (the loop's knobs come from its settings).
+        llm: The client every LLM node calls.
+        expansion: ``beam`` (the paper's), ``ppr`` or ``both``.
+        name: The name shown in tables.
+
+    Example:
+        >>> gear = GearRetriever(runtime, LLMClient.from_settings(llm_settings))  # doctest: +SKIP
+        >>> outcome = asyncio.run(gear.arun("Who is the spouse of the Green performer?", 15))  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        llm: LLMClient,
+        expansion: steps.Expansion = "beam",
+        name: str = "gear",
+    ) -> None:
+        from gear_agent.agent.graph import build_graph
+
+        self.runtime, self.expansion, self.name = runtime, expansion, name
+        graph = build_graph(runtime, llm, runtime.settings, expansion=expansion)
+        self.agent = graph.compile(name="gear")
+
+    def retrieve(self, query: str, k: int) -> list[RankedPassage]:
+        return ranked_from_dicts(self.agent.invoke({"question": query, "top_k": k})["passages"])
+
+    async def arun(self, question: str, k: int) -> Outcome:
+        """One question for ``gear eval``: passages, answer, tokens and iterations."""
+        result: dict[str, Any] = await self.agent.ainvoke({"question": question, "top_k": k})
+        tokens = result.get("tokens") or {}
+        return Outcome(
+            ranked_from_dicts(result["passages"]),
+            answer=result.get("answer"),
+            input_tokens=int(tokens.get("input", 0)),
+            output_tokens=int(tokens.get("output", 0)),
+            iterations=result.get("iterations"),
+        )

@@ -1,0 +1,141 @@
+"""The chat models one agent may call: the configured one, and others chosen per run.
+
+A run names its model in LangGraph's context (``agent.invoke(inputs, context={"model":
+"ollama:llama3.1"})``) or, for clients that only pass a config (LangServe), in
+``config={"configurable": {"model": ...}}``. :class:`ChatModels` builds the
+:class:`~gear_agent.llm.client.LLMClient` of each model once, on first use, and keeps it,
+so one deployment serves several models without rebuilding anything per run. Only the
+configured model and those listed in ``GEAR_LLM_MODELS`` may be chosen (``*`` allows any).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from gear_agent.llm.client import LLMClient
+from gear_agent.llm.errors import LLMConfigError
+from gear_agent.llm.settings import LLMSettings
+
+CONTEXT_KEY = "model"
+"""The key that names a run's chat model, in ``context`` and in ``configurable``."""
+
+
+class ChatModels:
+    """One :class:`LLMClient` per model name, built lazily and kept (thread-safe).
+
+    Args:
+        settings: How to build a client; ``settings.model`` is the default model and
+            ``settings.run_models`` the others a run may choose.
+        default: A ready client for the default model (a test double, or a chat model the
+            caller passed); built from ``settings`` on first use when None.
+        clients: Ready clients of other models, by name (test doubles, or models built by
+            hand); each must still be allowed by ``settings.run_models``.
+
+    Example:
+        >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
+        >>> models = ChatModels(LLMSettings(), LLMClient(FakeListChatModel(responses=["ok"])))
+        >>> models.get(None).invoke("hi", node="qa").text
+        'ok'
+        >>> models.get("ollama:llama3.1")  # doctest: +IGNORE_EXCEPTION_DETAIL
+        Traceback (most recent call last):
+        gear_agent.llm.errors.LLMConfigError: the model 'ollama:llama3.1' may not be chosen ...
+    """
+
+    def __init__(
+        self,
+        settings: LLMSettings,
+        default: LLMClient | None = None,
+        clients: Mapping[str, LLMClient] | None = None,
+    ) -> None:
+        self.settings = settings
+        self._clients: dict[str, LLMClient] = {}
+        for name, client in (clients or {}).items():
+            if not self.allows(name):
+                raise LLMConfigError(f"the model {name!r} is not in run_models {settings.run_models}")
+            self._clients[name] = client
+        if default is not None:
+            self._clients[settings.model] = default
+        self._lock = threading.Lock()
+
+    @property
+    def default(self) -> LLMClient:
+        """The configured model's client (built on first use).
+
+        Raises:
+            LLMConfigError: The configured model cannot be built (no key, no package).
+        """
+        return self.get(None)
+
+    def allows(self, name: str) -> bool:
+        """Whether a run may choose the model ``name``."""
+        allowed = self.settings.run_models
+        return name == self.settings.model or "*" in allowed or name in allowed
+
+    def get(self, name: str | None) -> LLMClient:
+        """The client of the model ``name`` (the default one when None or empty).
+
+        Raises:
+            LLMConfigError: ``name`` is not the configured model nor in ``GEAR_LLM_MODELS``,
+                or its client cannot be built (the message names the missing package or key).
+        """
+        name = (name or "").strip() or self.settings.model
+        client = self._clients.get(name)
+        if client is not None:
+            return client
+        if not self.allows(name):
+            listed = ", ".join(self.settings.run_models) or "none"
+            raise LLMConfigError(
+                f"the model {name!r} may not be chosen per run: this deployment serves "
+                f"{self.settings.model!r} and GEAR_LLM_MODELS lists {listed}; add it there "
+                "(comma-separated, or * for any)"
+            )
+        with self._lock:
+            client = self._clients.get(name)
+            if client is None:
+                client = LLMClient.from_settings(replace(self.settings, model=name))
+                self._clients[name] = client
+        return client
+
+    def for_run(self, config: Mapping[str, Any] | None) -> LLMClient:
+        """The client a run chose (see :func:`chosen_model`), else the default one."""
+        return self.get(chosen_model(config))
+
+
+def chosen_model(config: Mapping[str, Any] | None) -> str | None:
+    """The model a run names: ``context["model"]``, else ``configurable["model"]``, else None.
+
+    Args:
+        config: The run's config as a node receives it (LangGraph keeps the run's runtime,
+            and so its context, in ``configurable``).
+
+    Example:
+        >>> chosen_model({"configurable": {"model": "ollama:llama3.1"}})
+        'ollama:llama3.1'
+        >>> chosen_model(None) is None
+        True
+    """
+    configurable = (config or {}).get("configurable") or {}
+    context = _context_of(configurable)
+    for source in (context, configurable):
+        if isinstance(source, Mapping):
+            value = source.get(CONTEXT_KEY)
+        else:  # a dataclass or pydantic context
+            value = getattr(source, CONTEXT_KEY, None)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+        if value is not None and not isinstance(value, str):
+            raise LLMConfigError(f"the run's model must be a name, got {type(value).__name__}")
+    return None
+
+
+def _context_of(configurable: Mapping[str, Any]) -> Any:
+    """The run's LangGraph context (``Runtime.context``), found in ``configurable``."""
+    from langgraph.runtime import Runtime
+
+    for value in configurable.values():
+        if isinstance(value, Runtime):
+            return value.context
+    return None

@@ -1,0 +1,130 @@
+"""`gear ask`: run the GEAR agent on one question; print the answer, its numbered citations
+and the triple chains that reached the cited passages (``--json`` for scripts)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from gear_agent.cli.common import load_settings, reports_errors
+
+_PREVIEW_CHARS = 300
+
+
+@reports_errors
+def ask(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    index_dir: Annotated[Path | None, typer.Option("--index", "-i", help="Index directory.")] = None,
+    model: Annotated[str | None, typer.Option(help="Chat model for this question (provider:model); default GEAR_LLM_MODEL.")] = None,
+    max_iterations: Annotated[int | None, typer.Option(min=1, help="Iterations at most (GEAR_MAX_ITERATIONS).")] = None,
+    top_k: Annotated[int | None, typer.Option(min=1, help="Passages in the final ranking (GEAR_TOP_K).")] = None,
+    passages: Annotated[bool, typer.Option("--passages", help="Also print every ranked passage.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead.")] = False,
+) -> None:
+    """Answer a question with the GEAR agent, citing the passages the answer rests on."""
+    from gear_agent.agent.graph import build_agent
+    from gear_agent.questions import check_question
+    from gear_agent.runtime import Runtime
+
+    settings = load_settings(index_dir, llm_model=model)
+    text = check_question(question, settings.max_question_chars)
+    inputs: dict[str, Any] = {"question": text}
+    if max_iterations is not None:
+        inputs["max_iterations"] = max_iterations
+    if top_k is not None:
+        inputs["top_k"] = top_k
+    runtime = Runtime.open(settings)  # a missing index is an error, never created here
+    try:
+        result = build_agent(settings, runtime=runtime).invoke(inputs)
+    finally:
+        runtime.store.close()
+    report = ask_report(text, result)
+    if as_json:
+        typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
+    else:
+        print_report(report, show_passages=passages)
+
+
+def ask_report(question: str, result: dict[str, Any]) -> dict[str, Any]:
+    """The agent's output as ``gear ask --json`` prints it: each citation with its number,
+    passage text and the chain of triples that reached it.
+
+    Example:
+        >>> result = {"answer": "Paris", "citations": [{"passage_id": "p1", "title": "Paris",
+        ...           "quote": None}], "passages": [{"id": "p1", "title": "Paris",
+        ...           "text": "Paris is the capital.", "score": 0.5, "chain": []}]}
+        >>> ask_report("Capital of France?", result)["citations"][0]["number"]
+        1
+    """
+    by_id = {p["id"]: p for p in result.get("passages", [])}
+    citations = []
+    for number, citation in enumerate(result.get("citations") or [], start=1):
+        passage = by_id.get(citation["passage_id"], {})
+        citations.append({
+            "number": number,
+            "passage_id": citation["passage_id"],
+            "title": citation.get("title", ""),
+            "quote": citation.get("quote"),
+            "text": passage.get("text", ""),
+            "chain": passage.get("chain", []),
+        })
+    return {
+        "question": question,
+        "answer": result.get("answer"),
+        "citations": citations,
+        "passages": result.get("passages", []),
+        "gist_memory": result.get("gist_memory", []),
+        "queries": result.get("queries", []),
+        "iterations": result.get("iterations"),
+        "stop_reason": result.get("stop_reason"),
+        "tokens": result.get("tokens", {}),
+        "dropped": result.get("dropped", []),
+    }
+
+
+def print_report(report: dict[str, Any], *, show_passages: bool = False) -> None:
+    """The answer, then each citation: title, id, quote (or the passage's start) and chain."""
+    from rich.console import Console
+
+    out = Console(soft_wrap=True)  # long lines stay whole, for terminals and pipes alike
+    citations = report["citations"]
+    marks = "".join(f"[{c['number']}]" for c in citations)
+    answer = report["answer"] if report["answer"] is not None else "(no answer)"
+    out.print(f"{answer} {marks}".rstrip(), style="bold", highlight=False, markup=False)
+    for citation in citations:
+        out.print()
+        out.print(f"[{citation['number']}] {citation['title']}  ({citation['passage_id']})",
+                  highlight=False, markup=False)
+        if citation["quote"]:
+            out.print(f'    "{citation["quote"]}"', highlight=False, markup=False)
+        else:
+            out.print(f"    {_preview(citation['text'])}", style="dim", highlight=False, markup=False)
+        for triple in citation["chain"]:
+            out.print(f"    ↳ ({'; '.join(triple)})", style="cyan", highlight=False, markup=False)
+    if not citations and report["answer"] is not None:
+        out.print("(the answer cites no passage)", style="yellow")
+    if show_passages:
+        out.print()
+        out.print("ranked passages:", style="bold")
+        for rank, passage in enumerate(report["passages"], start=1):
+            out.print(f"{rank}. {passage['title']}  ({passage['id']})", highlight=False, markup=False)
+            for triple in passage.get("chain", []):
+                out.print(f"    ↳ ({'; '.join(triple)})", style="cyan", highlight=False, markup=False)
+    tokens = report["tokens"] or {}
+    total = int(tokens.get("input", 0)) + int(tokens.get("output", 0))
+    dropped = len(report["dropped"])
+    out.print()
+    out.print(
+        f"{report['iterations']} iteration(s), stopped: {report['stop_reason']}; "
+        f"{total:,} tokens; {len(report['passages'])} passages ranked"
+        + (f"; {dropped} item(s) dropped (--json shows them)" if dropped else ""),
+        style="dim", highlight=False, markup=False,
+    )
+
+
+def _preview(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _PREVIEW_CHARS else text[:_PREVIEW_CHARS].rsplit(" ", 1)[0] + " …"

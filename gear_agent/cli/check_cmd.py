@@ -1,0 +1,53 @@
+"""`gear check`: the integrity of the embedded index, like SQLite's ``PRAGMA integrity_check``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from gear_agent.cli.common import console, load_settings, reports_errors
+
+IndexOpt = Annotated[Path | None, typer.Option("--index", "-i", help="Index directory (GEAR_INDEX_DIR).")]
+
+
+@reports_errors
+def check(
+    index_dir: IndexOpt = None,
+    repair: Annotated[bool, typer.Option("--repair", help="Rebuild damaged derived parts; re-embed damaged vectors.")] = False,
+) -> None:
+    """Check every part of the index (records, vectors, BM25, ANN); exit 1 when damaged."""
+    from gear_agent.store.check import check_index
+
+    settings = load_settings(index_dir)
+    report = check_index(settings.index_dir)
+    _print(report)
+    if repair and not report.ok:
+        from gear_agent.embedding import make_embedder
+        from gear_agent.store.check import repair as repair_index
+        from gear_agent.store.embedded import EmbeddedStore
+
+        store = EmbeddedStore.open(settings.index_dir, make_embedder(settings), create=False,
+                                   tokenizer=settings.bm25_tokenizer, verify=False)
+        for line in repair_index(store, report):
+            console.print(f"repaired: {line}")
+        report = check_index(settings.index_dir)
+        _print(report)
+    if not report.ok:
+        console.print("[bold red]damaged:[/] " + "; ".join(f"{i.name}: {i.detail}" for i in report.items if not i.ok),
+                      highlight=False, soft_wrap=True)
+        raise typer.Exit(1)
+    console.print("ok")
+
+
+def _print(report) -> None:
+    table = Table(title=f"check of {report.root}")
+    table.add_column("part")
+    table.add_column("state")
+    table.add_column("detail")
+    for item in report.items:
+        state = "[green]ok[/]" if item.ok else ("[yellow]rebuildable[/]" if item.derived else "[bold red]DAMAGED[/]")
+        table.add_row(item.name, state, item.detail)
+    console.print(table)

@@ -1,0 +1,102 @@
+"""Cheap checks that run before any model loads: the index exists and was built with the
+configured embedding model, the LLM is configured, the retriever can do its job.
+
+Loading the embedding model takes seconds; each check here reads a small file or the
+environment, so a command that cannot succeed says so in well under a second.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from gear_agent.cli.common import console
+
+if TYPE_CHECKING:
+    from gear_agent.config import GearSettings
+    from gear_agent.retrievers import RetrieverSpec
+    from gear_agent.store import Store
+
+
+def require_index(settings: GearSettings, *, missing_ok: bool = False) -> dict[str, Any] | None:
+    """The committed index's manifest (embedded backend), checked against the settings.
+
+    Returns None for Elasticsearch, whose index is checked when it is opened, and for a
+    missing index when ``missing_ok`` (a command that creates one).
+
+    Raises:
+        StoreError: There is no index at ``settings.index_dir``.
+        ModelMismatchError: The index was built with another embedding model than the
+            configured one (compared by name, so no model is loaded to find out).
+    """
+    if settings.backend != "embedded":
+        return None
+    from gear_agent.embedding import embedder_name
+    from gear_agent.store import ModelMismatchError, StoreError
+    from gear_agent.store.embedded import read_manifest
+
+    manifest = read_manifest(settings.index_dir)
+    if manifest is None and missing_ok:
+        return None
+    if manifest is None:
+        raise StoreError(
+            f"no index at {settings.index_dir}: build one with `gear index CORPUS --index "
+            f"{settings.index_dir}` (or point --index / GEAR_INDEX_DIR at an existing one)"
+        )
+    built_with, configured = manifest.get("embedding_model"), embedder_name(settings)
+    if built_with and built_with != configured:
+        raise ModelMismatchError(
+            f"index at {settings.index_dir} was built with embedding model {built_with!r} "
+            f"(dimension {manifest.get('dimension')}); the configured model is {configured!r}. "
+            f"Set GEAR_EMBEDDING_MODEL={built_with} to use this index, or build a new index "
+            "in another directory."
+        )
+    return manifest
+
+
+def require_llm(settings: GearSettings) -> None:
+    """Build (not call) the configured chat model, so a missing key, endpoint or provider
+    package is one line now rather than after the index is loaded.
+
+    Raises:
+        LLMConfigError: No model is configured, or its integration is not installed.
+    """
+    from gear_agent.llm import factory
+    from gear_agent.llm.settings import LLMSettings
+
+    factory.make_chat_model(LLMSettings.from_gear(settings))
+
+
+def open_store_without_model(settings: GearSettings) -> Store:
+    """Open the existing index to read or delete from, without loading the embedding model
+    (embedded backend: the manifest names the model; Elasticsearch loads it).
+
+    Raises:
+        StoreError: There is no index.
+    """
+    from gear_agent.store import StoreError, open_store
+
+    if settings.backend != "embedded":
+        from gear_agent.embedding import make_embedder
+
+        return open_store(settings, make_embedder(settings), create=False)
+    from gear_agent.embedding.base import NamedEmbedder
+    from gear_agent.store.embedded import read_manifest
+
+    manifest = read_manifest(settings.index_dir)
+    if manifest is None:
+        raise StoreError(f"no index at {settings.index_dir}: build one with `gear index CORPUS`")
+    embedder = NamedEmbedder(str(manifest["embedding_model"]), int(manifest["dimension"]))
+    return open_store(settings, embedder, create=False)
+
+
+def warn_without_triples(spec: RetrieverSpec, store: Store) -> bool:
+    """One warning line when ``spec`` walks triples and the index has none; True if warned."""
+    if not spec.needs_triples or store.count("triple") > 0:
+        return False
+    console.print(
+        f"[bold yellow]warning:[/] {spec.name} walks triples, but this index has none, so "
+        "its graph step adds nothing to the passage ranking; add triples with "
+        "`gear index CORPUS --openie FILE` or `--extract`",
+        highlight=False, soft_wrap=True,
+    )
+    return True

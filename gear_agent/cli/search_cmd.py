@@ -1,0 +1,99 @@
+"""`gear search`: one question, the ranked passages with the triple chains that reached them,
+and scores a reader can interpret."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from gear_agent.cli.common import console, load_settings, reports_errors
+from gear_agent.retrievers import DEFAULT_RETRIEVER, RETRIEVERS, ScoreKind
+
+
+def retriever_help(prefix: str) -> str:
+    """Option help listing every retriever name of the table, LLM ones marked.
+
+    Example:
+        >>> "hybrid+naive_ge" in retriever_help("Retriever:")
+        True
+    """
+    free = [name for name, spec in RETRIEVERS.items() if not spec.needs_llm]
+    llm = [name for name, spec in RETRIEVERS.items() if spec.needs_llm]
+    return (f"{prefix} {', '.join(free)}; with an LLM: {', '.join(llm)}. "
+            "`gear retrievers` says what each does.")
+
+
+def describe_score(kind: ScoreKind, score: float, rrf_k: int = 60) -> str:
+    """A score as a reader can take it: its kind, its value and, where it helps, a scale.
+
+    Example:
+        >>> describe_score("rrf", 2 / 61)
+        'RRF 0.0328 = 2.00× a first place'
+        >>> describe_score("ppr", 0.0123)
+        'PPR 1.23%'
+    """
+    if kind == "rrf":
+        return f"RRF {score:.4f} = {score * (rrf_k + 1):.2f}× a first place"
+    if kind == "cosine":
+        return f"cosine {score:.3f}"
+    if kind == "ppr":
+        return f"PPR {100 * score:.2f}%"
+    return f"BM25 {score:.2f}"
+
+
+@reports_errors
+def search(
+    question: Annotated[str, typer.Argument(metavar="QUESTION", help="The question or query.")],
+    retriever: Annotated[str, typer.Option(
+        metavar="NAME", help=retriever_help("Retriever:"))] = DEFAULT_RETRIEVER,
+    k: Annotated[int, typer.Option(min=1, metavar="N", help="Passages to show (at least 1).")] = 5,
+    index_dir: Annotated[Path | None, typer.Option(
+        "--index", "-i", metavar="DIR", help="Index directory (GEAR_INDEX_DIR).")] = None,
+) -> None:
+    """Print the ranked passages for a question, each with the triple chain that reached it.
+
+    Each passage shows its rank and its score, named by kind: RRF (reciprocal rank
+    fusion: the sum of 1/(60 + rank) over the fused lists, 60 being GEAR_RRF_K; also shown
+    as a multiple of one first place, so 2.00× = first in two lists), cosine similarity
+    (-1 to 1), BM25 (unbounded: compare within one list) or PPR (the passage's share of
+    the random walk, in percent).
+    """
+    from rich.console import Console
+
+    from gear_agent.cli.checks import require_index, require_llm, warn_without_triples
+    from gear_agent.cli.progress import ProgressBoard, report_graph_build
+    from gear_agent.questions import check_question
+    from gear_agent.retrievers import check_name
+
+    settings = load_settings(index_dir)
+    question = check_question(question, settings.max_question_chars)
+    spec = check_name(retriever)
+    require_index(settings)
+    if spec.needs_llm:
+        require_llm(settings)
+    # Every check passed: only now load the embedding model and the index.
+    from gear_agent.retrieval.records import passage_records
+    from gear_agent.retrievers import make_retriever
+    from gear_agent.runtime import Runtime
+
+    with console.status("loading the embedding model and the index"):
+        runtime = Runtime.open(settings)
+    warn_without_triples(spec, runtime.store)
+    with ProgressBoard() as board, board.embedding():  # a PPR graph's first build is long
+        report_graph_build(runtime, board)
+        ranked = make_retriever(retriever, runtime).retrieve(question, k)
+    out = Console()
+    for rank, record in enumerate(passage_records(runtime.store, ranked), start=1):
+        score = describe_score(spec.score, record.score, settings.rrf_k)
+        out.print(f"[bold]{rank}. {escape(record.title)}[/]  [dim]{score} · {record.id}[/]",
+                  highlight=False)
+        out.print(f"   {record.text[:300]}{'…' if len(record.text) > 300 else ''}", highlight=False, markup=False)
+        for triple in record.chain:
+            out.print(f"   ↳ ({triple.subject}; {triple.predicate}; {triple.object})",
+                      style="cyan", highlight=False, markup=False)
+    if not ranked:
+        out.print("no passages found")
+

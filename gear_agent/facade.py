@@ -1,0 +1,375 @@
+"""``Gear``: the one object a Python user needs — index texts, retrieve, ask.
+
+It only wires the parts (settings, embedder, store, LLM client, retriever table, agent);
+everything it does is also importable on its own for those who need more control.
+
+Example:
+    >>> from gear_agent import Gear  # doctest: +SKIP
+    >>> gear = Gear("my-index", chat_model="openai:gpt-4o-mini")  # doctest: +SKIP
+    >>> gear.index(["Oskar Brenner founded the Kestrel Observatory.",
+    ...             "Oskar Brenner was married to Ilse Brenner."])  # doctest: +SKIP
+    >>> gear.ask("Who was the spouse of the founder of the Kestrel Observatory?").answer  # doctest: +SKIP
+    'Ilse Brenner'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gear_agent.config import GearSettings, settings_from
+from gear_agent.embedding import Embedder, make_embedder
+from gear_agent.indexing import IndexReport, Progress, add_passages, extract_with_llm, import_openie
+from gear_agent.ingest.items import Item, passages_from_items
+from gear_agent.llm.client import LLMClient
+from gear_agent.llm.errors import LLMConfigError
+from gear_agent.llm.settings import LLMSettings
+from gear_agent.llm.usage import UsageDict
+from gear_agent.questions import check_question
+from gear_agent.retrieval.base import Retriever
+from gear_agent.retrieval.records import PassageRecord, passage_records, ranked_from_dicts
+from gear_agent.retrieval.search import QueryEncoder
+from gear_agent.retrievers import DEFAULT_RETRIEVER, check_name, make_retriever
+from gear_agent.runtime import Runtime
+from gear_agent.store import open_store
+
+if TYPE_CHECKING:
+    from langchain_core.retrievers import BaseRetriever
+    from langgraph.graph.state import CompiledStateGraph
+
+    from gear_agent.extraction import CostEstimate
+
+
+def _noop(stage: str, done: int, total: int) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What :meth:`Gear.ask` returns.
+
+    Attributes:
+        question: The question asked.
+        answer: The answer (None when the model gave none).
+        passages: The final ranked passages the answer rests on, with their triple chains.
+        gist_memory: The triples the agent gathered, in order.
+        tokens: LLM usage, in total and per node (``{"input", "output", "by_node"}``).
+        iterations: Iterations of the loop run.
+        stop_reason: ``"answerable"`` or ``"max_iterations"``.
+        queries: Every retrieval query used, in order.
+        dropped: Reader items, replies, citations and calls that were left out, with why.
+        citations: The passages the answer cites, numbered by their place in this list
+            (1-based), each with the chain of triples that reached it and the quote the
+            model gave as support (when it is really in the passage); only passages the
+            QA prompt was shown can be cited.
+    """
+
+    question: str
+    answer: str | None
+    passages: list[PassageRecord]
+    gist_memory: list[tuple[str, str, str]]
+    tokens: UsageDict
+    iterations: int
+    stop_reason: str | None
+    queries: list[str] = field(default_factory=list)
+    dropped: list[dict[str, Any]] = field(default_factory=list)
+    citations: list[CitedPassage] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class CitedPassage:
+    """One citation of an :class:`Answer`: the passage (with its chain) and the quote.
+
+    Attributes:
+        number: The citation's number, as the answer text marks it (``[1]`` is 1).
+        passage: The cited passage, with its score and the chain of triples that reached it.
+        quote: The words of the passage the model quoted as support, or None.
+    """
+
+    number: int
+    passage: PassageRecord
+    quote: str | None = None
+
+
+class Gear:
+    """Graph-enhanced retrieval over one index: ``index``, ``retrieve``, ``ask``.
+
+    Args:
+        index_dir: The embedded index's folder (created when missing); the
+            ``GEAR_INDEX_DIR`` setting when None. With ``backend="elasticsearch"`` the
+            index lives in the cluster at ``es_url`` instead.
+        chat_model: A LangChain chat model, or a model name: ``"provider:model"``
+            (``"openai:gpt-4o-mini"``, ``"ollama:llama3.1"``, ...) or a plain name for an
+            OpenAI-compatible server (``OPENAI_BASE_URL``). None: ``GEAR_LLM_MODEL``. Only
+            extraction, :meth:`ask` and the LLM retrievers need one.
+        embedding_model: A sentence-transformers name or folder, ``"hashing-384"`` (a
+            model-free stand-in), a gear-agent ``Embedder`` or a LangChain ``Embeddings``.
+            None: ``GEAR_EMBEDDING_MODEL`` (all-MiniLM-L6-v2).
+        settings: Settings to start from; ``GearSettings()`` (the ``GEAR_*`` environment)
+            when None.
+        **overrides: Any other setting by its field name (``top_k=10``, ``beam_width=5``,
+            ``backend="elasticsearch"``, ``es_url=...``).
+
+    Raises:
+        SettingsError: A setting has a value that cannot be used.
+        StoreError: The index cannot be opened (another embedding model, unreachable
+            cluster, a file where the folder should be).
+    """
+
+    def __init__(
+        self,
+        index_dir: str | Path | None = None,
+        *,
+        chat_model: Any | None = None,
+        embedding_model: Any | None = None,
+        settings: GearSettings | None = None,
+        **overrides: Any,
+    ) -> None:
+        values = dict(overrides)
+        if index_dir is not None:
+            values["index_dir"] = Path(index_dir)
+        if isinstance(embedding_model, str):
+            values["embedding_model"] = embedding_model
+        if isinstance(chat_model, str):
+            values["llm_model"] = chat_model
+        if settings is None:
+            self.settings = settings_from(**values)
+        else:
+            self.settings = settings_from(**{**settings.model_dump(exclude_unset=True), **values})
+        embedder = _embedder(embedding_model, self.settings)
+        store = open_store(self.settings, embedder, create=True)
+        self.runtime = Runtime(self.settings, embedder, store, QueryEncoder(embedder))
+        self._chat_model = None if isinstance(chat_model, str) else chat_model
+        self._llm: LLMClient | None = None
+        self._agent: CompiledStateGraph | None = None
+        self._retrievers: dict[str, Retriever] = {}
+
+    # ---- parts -------------------------------------------------------------
+    @property
+    def store(self) -> Any:
+        """The index (a :class:`~gear_agent.store.base.Store`)."""
+        return self.runtime.store
+
+    @property
+    def llm(self) -> LLMClient:
+        """The LLM client (retries, token accounting, cache), built on first use.
+
+        Raises:
+            LLMConfigError: No chat model was given and none is configured.
+        """
+        if self._llm is None:
+            self._llm = LLMClient.from_settings(LLMSettings.from_gear(self.settings), self._chat_model)
+        return self._llm
+
+    @property
+    def agent(self) -> CompiledStateGraph:
+        """The compiled GEAR agent (LangGraph): ``invoke``, ``stream``, ``ainvoke``, ...;
+        ``context={"model": ...}`` picks another chat model for a run (``GEAR_LLM_MODELS``)."""
+        if self._agent is None:
+            from gear_agent.agent.graph import build_graph
+            from gear_agent.agent.models import ChatModels
+
+            models = ChatModels(LLMSettings.from_gear(self.settings), self.llm)
+            self._agent = build_graph(self.runtime, models, self.settings).compile(name="gear")
+        return self._agent
+
+    # ---- indexing ----------------------------------------------------------
+    def index(
+        self,
+        items: Item | Iterable[Item],
+        *,
+        openie: str | Path | None = None,
+        extract: bool | None = None,
+        progress: Progress | None = None,
+    ) -> IndexReport:
+        """Add passages and their triples to the index; only new passages are embedded.
+
+        Args:
+            items: Strings, dicts (``title``, ``text``; any other keys kept as metadata),
+                LangChain ``Document``s, or a ``pathlib.Path`` to a corpus file or folder;
+                one item or an iterable of them.
+            openie: A HippoRAG-format OpenIE file whose triples to import for these passages.
+            extract: Extract triples with the chat model for every passage without any.
+                None: extract when a chat model is configured and no ``openie`` is given.
+            progress: Called as ``progress(stage, done, total)``.
+
+        Returns:
+            What the run did: passages added, triples added, the extraction summary (tokens,
+            failures: failed passages stay unextracted, so calling ``index`` again resumes),
+            and warnings to read.
+        """
+        settings = self.settings
+        progress = progress or _noop
+        passages = passages_from_items(items, settings.chunk_words, settings.chunk_overlap_words)
+        report = IndexReport()
+        llm = self._extraction_llm(extract, openie is not None, report)
+        add_passages(self.store, passages, report, progress)
+        if openie is not None:
+            import_openie(self.store, Path(openie), report, progress)
+        if llm is not None:
+            from gear_agent.prompts import load_prompt
+
+            summary = extract_with_llm(
+                self.store, llm, report, progress, concurrency=settings.llm_concurrency,
+                prompt=load_prompt("extraction", settings.prompts_dir),
+            )
+            report.warnings.extend(summary.warnings())
+        return report
+
+    def estimate_cost(self, items: Item | Iterable[Item]) -> CostEstimate:
+        """Tokens and dollars that extracting triples from ``items`` would cost; sends nothing."""
+        from gear_agent.extraction import estimate_cost
+
+        s = self.settings
+        return estimate_cost(passages_from_items(items, s.chunk_words, s.chunk_overlap_words), s)
+
+    def _extraction_llm(self, extract: bool | None, has_openie: bool, report: IndexReport) -> LLMClient | None:
+        if extract is False or (extract is None and has_openie):
+            return None
+        try:
+            return self.llm
+        except LLMConfigError as exc:
+            if extract:
+                raise
+            report.warnings.append(
+                "no chat model configured, so no triples were extracted: graph retrievers "
+                "give the base ranking until you index with chat_model= or openie= "
+                f"({' '.join(str(exc).split())[:120]}...)"
+            )
+            return None
+
+    def delete(self, ids: Sequence[str] = (), *, source: str | None = None) -> list[str]:
+        """Delete passages by id, or every passage of a ``source``, with their triples.
+
+        Returns:
+            The ids deleted.
+        """
+        deleted = self.store.delete_passages(list(ids)) if ids else []
+        if source is not None:
+            deleted += self.store.delete_source(source)
+        return deleted
+
+    # ---- retrieval ---------------------------------------------------------
+    def retriever(self, name: str = DEFAULT_RETRIEVER) -> Retriever:
+        """The retriever called ``name`` (see ``gear retrievers``), built once and kept."""
+        spec = check_name(name)
+        if spec.name not in self._retrievers:
+            llm = self.llm if spec.needs_llm else None
+            self._retrievers[spec.name] = make_retriever(spec.name, self.runtime, llm)
+        return self._retrievers[spec.name]
+
+    def retrieve(
+        self, question: str, k: int | None = None, retriever: str = DEFAULT_RETRIEVER
+    ) -> list[PassageRecord]:
+        """The top ``k`` passages for ``question``, best first, each with its score and the
+        chain of triples that reached it.
+
+        Args:
+            question: The question or query.
+            k: Passages to return; ``top_k`` (15) when None.
+            retriever: A retriever name (``gear retrievers`` lists them).
+        """
+        question = check_question(question, self.settings.max_question_chars)
+        k = self.settings.top_k if k is None else _positive(k, "k")
+        ranked = self.retriever(retriever).retrieve(question, k)
+        return passage_records(self.store, ranked)
+
+    def ask(
+        self,
+        question: str,
+        *,
+        max_iterations: int | None = None,
+        top_k: int | None = None,
+        model: str | None = None,
+    ) -> Answer:
+        """Run the GEAR agent: retrieve, read into the gist memory, reason, rewrite, answer
+        with numbered citations of the passages the answer rests on.
+
+        Args:
+            question: The question.
+            max_iterations: Iterations at most; the ``max_iterations`` setting when None.
+            top_k: Passages in the final ranking; the ``top_k`` setting when None.
+            model: Another chat model for this question (``"provider:model"``); it must be
+                listed in ``GEAR_LLM_MODELS`` (``llm_models=``). None: the configured one.
+
+        Example:
+            >>> answer = gear.ask("Who was the spouse of the founder of the Kestrel Observatory?")  # doctest: +SKIP
+            >>> answer.answer, [(c.number, c.passage.title) for c in answer.citations]  # doctest: +SKIP
+            ('Ilse Brenner', [(1, 'Oskar Brenner')])
+        """
+        state: dict[str, Any] = {"question": check_question(question, self.settings.max_question_chars)}
+        if max_iterations is not None:
+            state["max_iterations"] = _positive(max_iterations, "max_iterations")
+        if top_k is not None:
+            state["top_k"] = _positive(top_k, "top_k")
+        context = {"model": model} if model else None
+        result = self.agent.invoke(state, context=context)
+        passages = passage_records(self.store, ranked_from_dicts(result.get("passages", [])))
+        return Answer(
+            question=state["question"],
+            answer=result.get("answer"),
+            passages=passages,
+            gist_memory=[tuple(t) for t in result.get("gist_memory", [])],  # type: ignore[misc]
+            tokens=result.get("tokens") or {"input": 0, "output": 0, "by_node": {}},
+            iterations=int(result.get("iterations") or 0),
+            stop_reason=result.get("stop_reason"),
+            queries=list(result.get("queries", [])),
+            dropped=list(result.get("dropped", [])),
+            citations=_cited(result.get("citations") or [], passages),
+        )
+
+    def as_retriever(self, retriever: str = DEFAULT_RETRIEVER, k: int = 5) -> BaseRetriever:
+        """A LangChain ``BaseRetriever`` over ``retriever``: Documents with the passage text,
+        and ``id``, ``title``, ``source``, ``score``, ``chain`` and the passage's metadata."""
+        from gear_agent.agent.langchain_retriever import GearLangChainRetriever
+
+        return GearLangChainRetriever(retriever=self.retriever(retriever), store=self.store, k=k)
+
+    # ---- lifecycle ---------------------------------------------------------
+    def close(self) -> None:
+        """Release the index (locks, connections)."""
+        self.store.close()
+
+    def __enter__(self) -> Gear:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        where = self.settings.index_dir if self.settings.backend == "embedded" else self.settings.es_url
+        return (
+            f"Gear({str(where)!r}, passages={self.store.count('passage')}, "
+            f"triples={self.store.count('triple')}, embedding_model={self.runtime.embedder.name!r})"
+        )
+
+
+def _embedder(embedding_model: Any, settings: GearSettings) -> Embedder:
+    if isinstance(embedding_model, Embedder):
+        return embedding_model
+    if embedding_model is not None and not isinstance(embedding_model, str):
+        from gear_agent.embedding.langchain import LangChainEmbedder
+
+        return LangChainEmbedder(embedding_model)
+    return make_embedder(settings)
+
+
+def _cited(citations: Sequence[dict[str, Any]], passages: Sequence[PassageRecord]) -> list[CitedPassage]:
+    """The agent's citations as :class:`CitedPassage` objects (passages from the final ranking)."""
+    by_id = {p.id: p for p in passages}
+    cited = []
+    for number, citation in enumerate(citations, start=1):
+        record = by_id.get(citation["passage_id"])
+        if record is not None:  # always: only passages the QA prompt was shown are cited
+            cited.append(CitedPassage(number, record, citation.get("quote")))
+    return cited
+
+
+def _positive(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        from gear_agent.errors import SettingsError
+
+        raise SettingsError(f"{what} must be a positive integer, got {value!r}")
+    return value

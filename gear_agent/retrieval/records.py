@@ -1,0 +1,97 @@
+"""The one record of a retrieved passage that every edge shows: text, score and triple chain.
+
+Retrievers rank ids (:class:`~gear_agent.retrieval.base.RankedPassage`); the CLI, the
+Python facade, the LangChain retriever, the agent's output and the server all turn them
+into :class:`PassageRecord` with :func:`passage_records`, so a passage always comes with
+the same fields, and with the chain of triples whose path reached it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gear_agent.retrieval.base import RankedPassage
+from gear_agent.store.base import Store
+from gear_agent.types import Triple
+
+
+@dataclass(frozen=True)
+class PassageRecord:
+    """A retrieved passage with its score and the triple chain that reached it.
+
+    Attributes:
+        id: Passage id.
+        title: Document title.
+        text: Passage text.
+        score: Score in the ranked list it came from (higher is better; fused lists
+            carry RRF scores, so compare scores within one list only).
+        chain: The triples, in order, whose path reached the passage (empty when a plain
+            passage search found it).
+        source: Where the passage came from (file path or corpus name).
+        metadata: The passage's other fields (``year``, ``url``, ...).
+    """
+
+    id: str
+    title: str
+    text: str
+    score: float
+    chain: tuple[Triple, ...] = ()
+    source: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form: ``chain`` as ``[subject, predicate, object]`` lists and
+        ``chain_ids`` as the triples' ids (the shape of the agent's ``passages``).
+
+        Example:
+            >>> PassageRecord("p-1", "Bled", "A town.", 0.5).to_dict()["chain"]
+            []
+        """
+        return {
+            "id": self.id,
+            "title": self.title,
+            "text": self.text,
+            "score": self.score,
+            "chain": [list(t.as_tuple()) for t in self.chain],
+            "chain_ids": [t.id for t in self.chain],
+            "source": self.source,
+            "metadata": dict(self.metadata),
+        }
+
+
+def passage_records(store: Store, ranked: Sequence[RankedPassage]) -> list[PassageRecord]:
+    """The ranked passages with their text, source, metadata and chain triples, in order.
+
+    Passages the store no longer holds are left out (a concurrent delete); chain triples
+    it no longer holds are left out of their chain.
+    """
+    found = {p.id: p for p in store.get_passages([r.id for r in ranked])}
+    triple_ids = list(dict.fromkeys(t for r in ranked for t in r.chain))
+    triples = {t.id: t for t in store.get_triples(triple_ids)}
+    records = []
+    for r in ranked:
+        passage = found.get(r.id)
+        if passage is None:
+            continue
+        records.append(
+            PassageRecord(
+                id=r.id,
+                title=passage.title,
+                text=passage.text,
+                score=r.score,
+                chain=tuple(triples[t] for t in r.chain if t in triples),
+                source=passage.source,
+                metadata=dict(passage.metadata),
+            )
+        )
+    return records
+
+
+def ranked_from_dicts(passages: Sequence[Mapping[str, Any]]) -> list[RankedPassage]:
+    """Ranked passages back from :meth:`PassageRecord.to_dict` dicts (chains by id)."""
+    return [
+        RankedPassage(p["id"], float(p["score"]), tuple(p.get("chain_ids") or ()))
+        for p in passages
+    ]

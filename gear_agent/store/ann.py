@@ -1,0 +1,163 @@
+"""Approximate nearest neighbours for large collections: usearch HNSW parts, memory-mapped.
+
+Why usearch (``benchmarks/ann_candidates.py``, docs/storage.md): its saved index opens as
+a memory-mapped *view* in milliseconds with no copy in RAM, it quantises to int8 (a
+quarter of the float32 size on disk), adds incrementally, and its recall and latency on
+our vectors matched faiss and hnswlib.
+
+A collection's ANN is a short list of *parts*, each an HNSW index over a contiguous range
+of vector rows, saved as ``{collection}-{start}-{stop}.usearch`` through
+:mod:`gear_agent.store.derived_files` and listed with its checksum in the store's meta
+table. Rows after the last part (the *tail*, at most :data:`TAIL_MAX` after maintenance)
+are searched exactly. Every candidate is re-scored with the exact float32 vector, so
+quantisation only affects which rows are candidates, never the scores. A part that is
+missing or fails its checksum is left out with a warning (its rows are then searched
+exactly) and rebuilt at the next maintenance. Below :data:`ANN_MIN_ROWS` rows exact
+search is fast enough and no ANN is built.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gear_agent.store.derived_files import verify, write_atomically
+
+logger = logging.getLogger(__name__)
+
+ANN_MIN_ROWS = 50_000
+"""Collections smaller than this are searched exactly (a few ms at 384 dimensions, one thread)."""
+TAIL_MAX = 4_096
+"""Rows past the ANN parts that maintenance leaves to exact search."""
+CONNECTIVITY = 12
+EXPANSION_ADD = 40
+EXPANSION_SEARCH = 512
+OVERSAMPLE = 20
+"""Candidates fetched per wanted result, before exact re-scoring."""
+SUFFIX = ".usearch"
+
+
+@dataclass(frozen=True)
+class PartInfo:
+    """One saved part: the file, the rows ``start..stop`` it holds, its checksum."""
+
+    file: str
+    start: int
+    stop: int
+    checksum: str
+
+
+def parse_parts(text: str | None) -> list[PartInfo]:
+    if not text:
+        return []
+    return [PartInfo(**entry) for entry in json.loads(text)]
+
+
+def dump_parts(parts: list[PartInfo]) -> str:
+    return json.dumps([asdict(p) for p in parts])
+
+
+def _threads() -> int:
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+def _new_index(dimension: int):  # noqa: ANN202 - usearch.index.Index
+    from usearch.index import Index
+
+    return Index(ndim=dimension, metric="ip", dtype="i8", connectivity=CONNECTIVITY,
+                 expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH)
+
+
+def build_part(root: Path, collection: str, vectors: np.ndarray, start: int, stop: int) -> PartInfo:
+    """Build and save the part over rows ``start..stop`` of ``vectors`` (a row-indexed view)."""
+    index = _new_index(vectors.shape[1])
+    step = 65_536
+    for lo in range(start, stop, step):
+        hi = min(stop, lo + step)
+        index.add(np.arange(lo, hi, dtype=np.uint64), np.ascontiguousarray(vectors[lo:hi]),
+                  threads=_threads())
+    name = f"{collection}-{start}-{stop}{SUFFIX}"
+    checksum = write_atomically(root / name, lambda path: index.save(str(path)))
+    return PartInfo(name, start, stop, checksum)
+
+
+class AnnIndex:
+    """The opened parts of one collection.
+
+    Example:
+        >>> ann = AnnIndex(Path("."), "passage")  # doctest: +SKIP
+        >>> ann.load(parts)  # doctest: +SKIP
+        >>> ann.candidates(query, 40)  # doctest: +SKIP
+    """
+
+    def __init__(self, root: Path, collection: str) -> None:
+        self.root, self.collection = Path(root), collection
+        self.parts: list[PartInfo] = []
+        self._views: list[object] = []
+        self.problems: list[str] = []
+
+    @property
+    def covered(self) -> int:
+        """Rows ``0..covered`` are in usable parts (contiguous from row 0)."""
+        return self.parts[-1].stop if self.parts else 0
+
+    def load(self, parts: list[PartInfo], verify_checksums: bool = True) -> None:
+        """Open ``parts`` as memory-mapped views; stop at the first bad one (warned)."""
+        from usearch.index import Index
+
+        self.parts, self._views, self.problems = [], [], []
+        expected_start = 0
+        for part in parts:
+            path = self.root / part.file
+            problem = None
+            if part.start != expected_start:
+                problem = f"{part.file} does not follow row {expected_start}"
+            elif verify_checksums and not verify(path, part.checksum):
+                problem = f"{part.file} is missing or fails its checksum"
+            if problem is None:
+                try:
+                    view = Index.restore(str(path), view=True)
+                    if view is None:
+                        raise ValueError("not a usearch index")
+                    view.expansion_search = EXPANSION_SEARCH
+                except (ValueError, RuntimeError, OSError) as exc:
+                    problem = f"{part.file} cannot be opened ({exc})"
+            if problem is not None:
+                self.problems.append(problem)
+                logger.warning("ANN index %s; searching those rows exactly until it is rebuilt", problem)
+                break
+            self.parts.append(part)
+            self._views.append(view)
+            expected_start = part.stop
+
+    def candidates(self, query: np.ndarray, count: int) -> np.ndarray:
+        """Rows of up to ``count`` approximate nearest neighbours from each part."""
+        found = []
+        for view in self._views:
+            matches = view.search(np.asarray(query, dtype=np.float32), count)  # type: ignore[attr-defined]
+            found.append(np.asarray(matches.keys, dtype=np.int64))
+        return np.concatenate(found) if found else np.empty(0, dtype=np.int64)
+
+
+def plan_parts(parts: list[PartInfo], rows: int) -> tuple[list[PartInfo], int] | None:
+    """What maintenance should build: (parts kept, first row of the new part), or None.
+
+    A new part covers the rows after the kept parts up to ``rows``; trailing parts are
+    folded into it while the new part would be at least half the size of the one before
+    (so there are O(log n) parts and each row is rebuilt O(log n) times).
+    """
+    if rows < ANN_MIN_ROWS:
+        return None
+    covered = parts[-1].stop if parts else 0
+    if rows - covered <= TAIL_MAX and covered > 0:
+        return None
+    kept = list(parts)
+    start = covered
+    while kept and (rows - start) * 2 >= (kept[-1].stop - kept[-1].start):
+        start = kept.pop().start
+    return kept, start
