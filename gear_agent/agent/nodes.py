@@ -14,6 +14,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables.config import run_in_executor
 from langgraph.types import Overwrite
 
 from gear_agent.agent import steps
@@ -88,7 +89,8 @@ def _llm_node(
         return finish(state, reply)
 
     async def arun(state: GearState, config: RunnableConfig) -> Update:
-        prompt = prompt_of(state)
+        # Prompts and updates may read the index (blocking I/O): off the event loop.
+        prompt = await run_in_executor(config, prompt_of, state)
         try:
             reply = await _client(llm, config).ainvoke(
                 prompt, node=name, config=config, schema=schema
@@ -97,7 +99,7 @@ def _llm_node(
             if on_call_error is None:
                 raise
             return on_call_error(state, exc)
-        return finish(state, reply)
+        return await run_in_executor(config, finish, state, reply)
 
     afunc: Callable[..., Awaitable[Update]] = arun
     return RunnableLambda(run, afunc=afunc, name=name)
