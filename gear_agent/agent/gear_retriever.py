@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gear_agent.agent import steps
+from gear_agent.filters import Where
 from gear_agent.llm.client import LLMClient
 from gear_agent.retrieval.base import Outcome, RankedPassage, Retriever
 from gear_agent.retrieval.records import ranked_from_dicts
@@ -40,12 +41,12 @@ class GearRetriever(Retriever):
         graph = build_graph(runtime, llm, runtime.settings, expansion=expansion)
         self.agent = graph.compile(name="gear")
 
-    def retrieve(self, query: str, k: int) -> list[RankedPassage]:
-        return ranked_from_dicts(self.agent.invoke({"question": query, "top_k": k})["passages"])
+    def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
+        return ranked_from_dicts(self.agent.invoke(_input(query, k, where))["passages"])
 
-    async def arun(self, question: str, k: int) -> Outcome:
+    async def arun(self, question: str, k: int, where: Where | None = None) -> Outcome:
         """One question for ``gear eval``: passages, answer, tokens and iterations."""
-        result: dict[str, Any] = await self.agent.ainvoke({"question": question, "top_k": k})
+        result: dict[str, Any] = await self.agent.ainvoke(_input(question, k, where))
         tokens = result.get("tokens") or {}
         return Outcome(
             ranked_from_dicts(result["passages"]),
@@ -54,3 +55,11 @@ class GearRetriever(Retriever):
             output_tokens=int(tokens.get("output", 0)),
             iterations=result.get("iterations"),
         )
+
+
+def _input(question: str, k: int, where: Where | None) -> dict[str, Any]:
+    """The agent's input for one question (the filter in its JSON form)."""
+    given: dict[str, Any] = {"question": question, "top_k": k}
+    if where is not None:
+        given["where"] = where.to_dict()
+    return given

@@ -20,6 +20,9 @@ from gear_agent.llm.usage import UsageDict, merge_usage
 TripleList = list[list[str]]
 """Triples as ``[subject, predicate, object]`` lists (JSON-friendly, checkpoint-safe)."""
 
+WhereField = dict[str, Any] | list[str]
+"""A passage filter as JSON: ``{"year": {"$gte": 2020}}`` or ``["source=reports/2024"]``."""
+
 RankedList = list[dict[str, Any]]
 """A ranked passage list: ``{"id", "score", "chain": [triple ids]}`` dicts, best first."""
 
@@ -76,6 +79,7 @@ class InputState(TypedDict):
     messages: NotRequired[Annotated[list[AnyMessage], add_messages]]
     max_iterations: NotRequired[int]
     top_k: NotRequired[int]
+    where: NotRequired[WhereField]
 
 
 class GearContext(TypedDict, total=False):
@@ -116,6 +120,8 @@ class GearState(TypedDict):
             for the rewriter and the answer).
         max_iterations: Per-run override of ``GearSettings.max_iterations``.
         top_k: Per-run override of ``GearSettings.top_k``.
+        where: A filter on passages (see :mod:`gear_agent.filters`): every search of the run
+            ranks only passages that pass it.
         query: The current retrieval query (the question in iteration 1).
         queries: Every query used, in order (appended).
         iteration: The current iteration, 1-based.
@@ -142,6 +148,7 @@ class GearState(TypedDict):
     history: list[list[str]]
     max_iterations: NotRequired[int]
     top_k: NotRequired[int]
+    where: NotRequired[WhereField]
     query: str
     queries: Annotated[list[str], operator.add]
     iteration: int

@@ -5,6 +5,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
+from gear_agent.filters import Where
+
 
 @dataclass(frozen=True)
 class RankedPassage:
@@ -53,14 +55,18 @@ class Retriever(ABC):
 
     Retrievers that call an LLM also implement ``async arun(question, k) -> Outcome``
     (answer, tokens, iterations), which ``gear eval`` awaits with many questions in flight.
+
+    ``where`` restricts the result to passages that pass a filter: base retrieval applies it
+    in the store before ranking, expansions keep only passing passages (see
+    :mod:`gear_agent.retrieval.filtering`; callers check it first with ``checked_where``).
     """
 
     #: Short name used in tables and configuration, e.g. ``"hybrid+naive_ge"``.
     name: str
 
     @abstractmethod
-    def retrieve(self, query: str, k: int) -> list[RankedPassage]:
-        """The top ``k`` passages for ``query``, best first."""
+    def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
+        """The top ``k`` passages for ``query`` that pass ``where``, best first."""
 
 
 def fuse_passages(lists: list[list[RankedPassage]], k: int, rrf_k: int = 60) -> list[RankedPassage]:
