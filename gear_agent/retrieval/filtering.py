@@ -34,7 +34,7 @@ def checked_where(store: Store, where: WhereInput | Where | None) -> Where | Non
         total = store.count("passage")
         raise NothingMatchesError(
             f"no passage passes the filter {parsed}: 0 of {total} passages match; "
-            "check the key names and values (`gear info` lists the metadata keys)"
+            "check the key names and values"
         )
     return parsed
 
