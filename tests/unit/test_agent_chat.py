@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from agent_fakes import QUESTION, client, make_runtime, make_settings, pid, scripted
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from support.fakes import client, scripted
+from support.tiny_corpus import QUESTION, make_runtime, make_settings, pid
 
 from gear_agent.agent.chat import HISTORY_MESSAGES, question_of, render_conversation
 from gear_agent.agent.citations import check_citations, quote_in, read_cited_answer
