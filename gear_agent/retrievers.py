@@ -133,6 +133,12 @@ def _gear(expansion: str, name: str) -> Builder:
     return build
 
 
+def _sirerag(runtime: Runtime, llm: LLMClient | None) -> Retriever:
+    from gear_agent.sirerag.retriever import SiReRAGRetriever
+
+    return SiReRAGRetriever(runtime.store, runtime.encode)
+
+
 _DESCRIBED = {
     "bm25": "BM25 over passages (Lucene formula)",
     "dense": "cosine similarity of passage embeddings",
@@ -160,6 +166,11 @@ _SPECS: list[RetrieverSpec] = [
     ),
     RetrieverSpec(
         "hybrid+naive_ge+ppr", "RRF of hybrid+naive_ge and ppr (no LLM)", False, True, _fused,
+    ),
+    RetrieverSpec(
+        "sirerag", "SiReRAG: dense ranking over passages + tree nodes (`gear sirerag build`), "
+        "a node counting as its passages (no LLM at query time)",
+        False, False, _sirerag, "cosine",
     ),
     RetrieverSpec(
         "syncge", "SyncGE: reader triples linked to the index, beam search (the paper), RRF",

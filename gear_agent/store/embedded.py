@@ -36,6 +36,7 @@ from gear_agent.store import embedded_db as edb
 from gear_agent.store.base import ModelMismatchError, Store, StoreError
 from gear_agent.store.bm25 import top_k
 from gear_agent.store.embedded_db import IndexCorruptError, get_meta, set_meta
+from gear_agent.store.embedded_nodes import EmbeddedNodeStore
 from gear_agent.store.postings import Postings, SegmentCorruptError
 from gear_agent.store.threads import matvec
 from gear_agent.store.vectors import VectorFile
@@ -137,6 +138,7 @@ class EmbeddedStore(Store):
         self._ends: dict[int, tuple[int, int]] = {}
         self._entity_rows: dict[int, np.ndarray] = {}
         self._checked_at = 0.0
+        self._nodes: EmbeddedNodeStore | None = None
         if not self._has_schema():
             self._db.executescript(f"BEGIN IMMEDIATE;{edb.SCHEMA}COMMIT;")
 
@@ -782,6 +784,13 @@ class EmbeddedStore(Store):
             self._db.close()
 
     # ---- extras of this backend ---------------------------------------------------------
+    def node_store(self) -> EmbeddedNodeStore:
+        """The SiReRAG nodes of this index (:mod:`gear_agent.store.embedded_nodes`)."""
+        with self._mutex:
+            if self._nodes is None:
+                self._nodes = EmbeddedNodeStore(self)
+            return self._nodes
+
     def passage_position(self, passage_id: str) -> int | None:
         """Row of a passage in the passage vector file, or None."""
         with self._mutex:
@@ -794,7 +803,7 @@ class EmbeddedStore(Store):
 
 def size_on_disk(root: Path) -> int:
     """Bytes of the files of the index at ``root`` (SQLite with its WAL, vectors, ANN parts)."""
-    names = (edb.DB_FILE, f"{edb.DB_FILE}-wal", "passage.vec", "triple.vec")
+    names = (edb.DB_FILE, f"{edb.DB_FILE}-wal", "passage.vec", "triple.vec", "node.vec")
     total = 0
     for path in Path(root).iterdir():
         if path.is_file() and (path.name in names or path.name.endswith(ann_mod.SUFFIX)):
