@@ -139,6 +139,14 @@ def _sirerag(runtime: Runtime, llm: LLMClient | None) -> Retriever:
     return SiReRAGRetriever(runtime.store, runtime.encode)
 
 
+def _gear_sirerag(runtime: Runtime, llm: LLMClient | None) -> Retriever:
+    from gear_agent.agent.gear_retriever import GearRetriever
+    from gear_agent.sirerag.retriever import SiReRAGRetriever
+
+    base = SiReRAGRetriever(runtime.store, runtime.encode)
+    return GearRetriever(runtime, _client(runtime, llm), "ppr", "gear-sirerag", base=base)
+
+
 _DESCRIBED = {
     "bm25": "BM25 over passages (Lucene formula)",
     "dense": "cosine similarity of passage embeddings",
@@ -195,6 +203,10 @@ _SPECS: list[RetrieverSpec] = [
     RetrieverSpec(
         "gear-fused", "the GEAR agent expanding by beam search and PPR, fused by RRF",
         True, True, _gear("both", "gear-fused"),
+    ),
+    RetrieverSpec(
+        "gear-sirerag", "the GEAR agent (PPR expansion) with SiReRAG's pool as its base retriever",
+        True, True, _gear_sirerag,
     ),
 ]
 
