@@ -54,6 +54,10 @@ def eval_(
     from gear_agent.retrievers import RETRIEVERS, check_name, make_retriever
 
     settings = load_settings(None, **_overrides(scorer, no_diversity, base_k, tokenizer))
+    if sirerag is not None:
+        from gear_agent.cli.sirerag_cmd import check_mode
+
+        check_mode(sirerag)
     names = [check_name(n.strip()).name for n in retrievers.split(",") if n.strip()]
     if not names:
         raise UnknownNameError(f"--retrievers names no retriever; known: {', '.join(RETRIEVERS)}")

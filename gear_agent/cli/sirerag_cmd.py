@@ -29,14 +29,21 @@ def sirerag_settings(min_propositions: int, min_passages: int, seed: int, concur
                            concurrency=concurrency)
 
 
-def run_build(runtime: Runtime, mode: str, settings: SiReRAGSettings) -> BuildReport:
-    """Build the pool in ``mode`` over an opened runtime (the LLM from its settings)."""
+def check_mode(mode: str) -> str:
+    """``mode`` when it is a build mode, else one line listing them."""
     from gear_agent.errors import UnknownNameError
-    from gear_agent.sirerag import BUILD_MODES, build_ablation
+    from gear_agent.sirerag import BUILD_MODES
 
     if mode not in BUILD_MODES:
         raise UnknownNameError(f"unknown SiReRAG mode {mode!r}; known: {', '.join(BUILD_MODES)}")
-    if mode == "ablation":
+    return mode
+
+
+def run_build(runtime: Runtime, mode: str, settings: SiReRAGSettings) -> BuildReport:
+    """Build the pool in ``mode`` over an opened runtime (the LLM from its settings)."""
+    from gear_agent.sirerag import build_ablation
+
+    if check_mode(mode) == "ablation":
         return build_ablation(runtime.store, settings)
     from gear_agent.llm.client import LLMClient
     from gear_agent.llm.settings import LLMSettings
@@ -46,8 +53,8 @@ def run_build(runtime: Runtime, mode: str, settings: SiReRAGSettings) -> BuildRe
     return build_full(runtime.store, llm, settings, prompts_dir=runtime.settings.prompts_dir)
 
 
-def print_report(report: BuildReport) -> None:
-    """Nodes per level, what was reused or rebuilt, and the tokens spent."""
+def print_report(report: BuildReport, counts: bool = True) -> None:
+    """Nodes per level, and (``counts``) what was reused or rebuilt and the tokens spent."""
     from rich.console import Console
 
     table = Table(title=f"SiReRAG pool ({report.mode})")
@@ -56,6 +63,8 @@ def print_report(report: BuildReport) -> None:
     for tree, kind, level, n in report.level_rows():
         table.add_row(tree, kind, str(level), f"{n:,}")
     Console().print(table)
+    if not counts:
+        return
     console.print(
         f"propositions {report.propositions:,}; nodes added {report.nodes_added:,}, kept "
         f"{report.nodes_kept:,}, deleted {report.nodes_deleted:,}"
@@ -90,6 +99,7 @@ def build(
     from gear_agent.cli.checks import require_index, require_llm
     from gear_agent.runtime import Runtime
 
+    check_mode(mode)
     settings = load_settings(index_dir)
     require_index(settings)
     options = sirerag_settings(min_propositions, min_passages, seed, concurrency)
@@ -123,4 +133,4 @@ def info(
     store = open_store_without_model(load_settings(index_dir))
     nodes = store.node_store()
     report = BuildReport(nodes.get_meta("mode") or "none", levels=nodes.levels())
-    print_report(report)
+    print_report(report, counts=False)
