@@ -2,9 +2,11 @@
 
 Proposition extraction is counted exactly per passage (the prompt is known); its replies
 are guessed at 1.5 times the passage. Summaries depend on clusters not yet computed, so
-they are modelled: each level's members are summarised in clusters of about
-``max_cluster_size / 2`` (soft membership adds a tenth), each member cut to the prompt's
-limit, each summary about ``summary_max_words`` words; levels stop as the build does.
+they are modelled: each level is summarised in clusters of about :data:`CLUSTER_SIZE` items
+(soft membership puts each item in :data:`SOFT_OVERLAP` clusters on average), each member
+cut to the prompt's limit, each summary about ``summary_max_words`` words; levels stop as
+the build does. Both constants come from the clustering of MuSiQue's 1,890 passages
+(``benchmarks/sirerag_structure.py``, docs/sirerag.md).
 """
 
 from __future__ import annotations
@@ -29,7 +31,11 @@ TOKENS_PER_WORD = 1.35
 AGGREGATES_PER_PASSAGE = 2.8
 """Aggregates per passage, to model the relatedness tree before any proposition exists:
 MuSiQue's ablation gives 5,243 aggregates over 1,890 passages (docs/sirerag.md)."""
-SOFT_OVERLAP = 1.1
+SOFT_OVERLAP = 1.5
+"""Clusters an item joins on average (MuSiQue level 1: 2,814 memberships of 1,890 passages)."""
+CLUSTER_SIZE = 8.0
+"""Items per new cluster (MuSiQue: 1,890 passages → 253 clusters, 2,223 aggregates → 373;
+the levels above ~11)."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +85,7 @@ class BuildEstimate:
 def _tree_tokens(count: int, member_tokens: float, fixed: int, settings: SiReRAGSettings) -> tuple[int, int, int]:
     """Modelled (calls, input, output) of one tree's summary levels above ``count`` leaves."""
     calls = input_tokens = output_tokens = 0
-    per_cluster = max(2.0, settings.max_cluster_size / 2)
+    per_cluster = min(CLUSTER_SIZE, float(settings.max_cluster_size))
     summary_tokens = settings.summary_max_words * TOKENS_PER_WORD
     for _ in range(settings.max_levels):
         if count < settings.stop_below:
@@ -123,7 +129,9 @@ def estimate_build_cost(store: Store, gear: GearSettings, settings: SiReRAGSetti
     cap = CHILD_MAX_CHARS / 4
     mean = min(passage_tokens / max(passages, 1), cap)
     sim = _tree_tokens(passages, mean, fixed_summary, settings)
-    aggregates = int(passages * AGGREGATES_PER_PASSAGE)
+    stored = (sum(n for (_, kind, _), n in nodes.levels().items() if kind == "aggregate")
+              if nodes.get_meta("mode") == "full" else 0)
+    aggregates = stored or int(passages * AGGREGATES_PER_PASSAGE)  # a full pool's own count when built
     rel = _tree_tokens(aggregates, min(mean, cap), fixed_summary, settings)
     s_calls, s_in, s_out = sim[0] + rel[0], sim[1] + rel[1], sim[2] + rel[2]
     return BuildEstimate(calls, ext_in, ext_out, s_calls, s_in, s_out,
