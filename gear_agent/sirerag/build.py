@@ -9,7 +9,7 @@ unchanged aggregate or summary is never embedded or summarised twice.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +24,7 @@ from gear_agent.sirerag.settings import SiReRAGSettings
 from gear_agent.sirerag.tree import Leaf, build_levels
 from gear_agent.store.base import Store
 from gear_agent.store.nodes import NodeStore
-from gear_agent.types import Node
+from gear_agent.types import Node, TreeName
 
 NODE_BATCH = 1024
 PROPOSITIONS_KEY = "propositions:"
@@ -144,16 +144,14 @@ async def _build_full(
     sync_nodes(nodes, aggregates, [], report)
     summary_prompt = load_prompt("sirerag_summary", prompts_dir)
     kept: set[str] = {a.id for a in aggregates}
-    for tree, leaves, vectors in (
-        ("relatedness", [Leaf(a.id, a.text, a.passage_ids) for a in aggregates],
-         lambda ids: nodes.vectors(ids)),
-        ("similarity", [Leaf(p.id, p.content, (p.id,)) for p in passages],
-         lambda ids: nodes.passage_vectors(ids)),
-    ):
+    trees: list[tuple[TreeName, list[Leaf], Callable[[list[str]], np.ndarray]]] = [
+        ("relatedness", [Leaf(a.id, a.text, a.passage_ids) for a in aggregates], nodes.vectors),
+        ("similarity", [Leaf(p.id, p.content, (p.id,)) for p in passages], nodes.passage_vectors),
+    ]
+    for tree, leaves, vectors in trees:
         stored = {(n.level, n.children): n for n in before if n.tree == tree and n.kind == "summary"}
         matrix = vectors([leaf.id for leaf in leaves]) if leaves else np.zeros((0, 1), dtype=np.float32)
-        built = await build_levels(tree, leaves, matrix, nodes, llm, summary_prompt, settings,  # type: ignore[arg-type]
-                                   stored, report)
+        built = await build_levels(tree, leaves, matrix, nodes, llm, summary_prompt, settings, stored, report)
         kept.update(n.id for n in built)
     doomed = [n.id for n in before if n.id not in kept]
     if doomed:
