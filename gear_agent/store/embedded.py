@@ -542,6 +542,7 @@ class EmbeddedStore(Store):
                 self._db.executemany("INSERT INTO dead(collection, row) VALUES (?, ?)", [(collection, r) for r in rows])
                 self._bump_count(collection, -len(rows))
             self._bump_extracted(-sum(v[2] for v in doomed.values()))
+            self.node_store().forget_passages(prow)
             return [pid for pid in passage_ids if pid in doomed]
 
     def delete_source(self, source: str) -> list[str]:

@@ -168,6 +168,21 @@ class EmbeddedNodeStore(NodeStore):
             self._writes += 1
             return [i for i in unique if i in set(deleted)]
 
+    def forget_passages(self, passage_rows: Sequence[int]) -> int:
+        """(In the store's transaction deleting them.) Drop deleted passages from every
+        provenance, and the nodes left with none; returns how many nodes went. A summary
+        keeps its text until the next ``gear sirerag build`` rebuilds it."""
+        if not self._has_tables() or not passage_rows:
+            return 0
+        for start in range(0, len(passage_rows), _CHUNK):
+            chunk = [int(r) for r in passage_rows[start : start + _CHUNK]]
+            marks = ",".join("?" * len(chunk))
+            self._db.execute(f"DELETE FROM node_passages WHERE passage_row IN ({marks})", chunk)
+        gone = self._db.execute(
+            "DELETE FROM nodes WHERE row NOT IN (SELECT DISTINCT node_row FROM node_passages)").rowcount
+        self._writes += 1
+        return int(gone)
+
     def clear(self) -> int:
         with self.store.transaction():
             if not self._has_tables():

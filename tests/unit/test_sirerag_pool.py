@@ -104,6 +104,12 @@ def test_deleting_a_passage_drops_it_from_every_provenance(store: EmbeddedStore)
     oskar = next(n for n in nodes.iter_nodes() if n.entity == "oskar brenner")
     store.delete_passages([BRENNER.id])
     assert nodes.passages_of([oskar.id])[oskar.id] == [KESTREL.id]
+    store.delete_passages([KESTREL.id])  # nodes left with no passage go with it
+    assert [(n.entity, n.passage_ids) for n in nodes.iter_nodes()] == [("ilse brenner", (ILSE.id,))]
+    assert nodes.passages_of([oskar.id]) == {}
+    assert nodes.count() == 1
+    assert [h.id for h in nodes.search(store.embedder.embed_one("Oskar Brenner"), 5)] == [
+        n.id for n in nodes.iter_nodes()]
 
 
 def test_a_node_naming_an_unknown_passage_is_refused(store: EmbeddedStore) -> None:
