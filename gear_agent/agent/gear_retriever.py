@@ -22,6 +22,8 @@ class GearRetriever(Retriever):
         llm: The client every LLM node calls.
         expansion: ``beam`` (the paper's), ``ppr`` or ``both``.
         name: The name shown in tables.
+        base: The agent's base retriever (``gear-sirerag``: SiReRAG's pool); the configured
+            base mode when None.
 
     Example:
         >>> gear = GearRetriever(runtime, LLMClient.from_settings(llm_settings))  # doctest: +SKIP
@@ -34,11 +36,12 @@ class GearRetriever(Retriever):
         llm: LLMClient,
         expansion: steps.Expansion = "beam",
         name: str = "gear",
+        base: Retriever | None = None,
     ) -> None:
         from gear_agent.agent.graph import build_graph
 
         self.runtime, self.expansion, self.name = runtime, expansion, name
-        graph = build_graph(runtime, llm, runtime.settings, expansion=expansion)
+        graph = build_graph(runtime, llm, runtime.settings, expansion=expansion, base=base)
         self.agent = graph.compile(name="gear")
 
     def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:

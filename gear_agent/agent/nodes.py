@@ -30,7 +30,7 @@ from gear_agent.llm.usage import empty_usage, usage_of_call
 from gear_agent.parsing import ParseError, parse_reasoner_reply, parse_short_reply
 from gear_agent.prompts import load_prompt, render_passages, render_triples
 from gear_agent.questions import QuestionError
-from gear_agent.retrieval.base import fuse_passages
+from gear_agent.retrieval.base import Retriever, fuse_passages
 from gear_agent.retrieval.filtering import checked_where
 from gear_agent.retrieval.records import passage_records
 from gear_agent.runtime import Runtime
@@ -156,12 +156,15 @@ def make_start(runtime: Runtime, models: Models | None = None) -> Node:
     return start
 
 
-def make_retrieve(runtime: Runtime) -> Node:
-    """Base retrieval of the current query: ``base_k`` passages."""
+def make_retrieve(runtime: Runtime, base: Retriever | None = None) -> Node:
+    """Base retrieval of the current query: ``base_k`` passages (by ``base`` when given)."""
 
     def retrieve(state: GearState) -> Update:
-        where = parse_where(state.get("where"))
-        ranked = steps.base_retrieve(runtime, state["query"], runtime.settings.base_k, where)
+        k, where = runtime.settings.base_k, parse_where(state.get("where"))
+        if base is not None:
+            ranked = base.retrieve(state["query"], k, where)
+        else:
+            ranked = steps.base_retrieve(runtime, state["query"], k, where)
         return {"base": steps.to_dicts(ranked)}
 
     return retrieve

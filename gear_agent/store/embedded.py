@@ -36,6 +36,7 @@ from gear_agent.store import embedded_db as edb
 from gear_agent.store.base import ModelMismatchError, Store, StoreError
 from gear_agent.store.bm25 import top_k
 from gear_agent.store.embedded_db import IndexCorruptError, get_meta, set_meta
+from gear_agent.store.embedded_nodes import EmbeddedNodeStore
 from gear_agent.store.manifest import read_manifest
 from gear_agent.store.postings import Postings, SegmentCorruptError
 from gear_agent.store.threads import matvec
@@ -104,6 +105,7 @@ class EmbeddedStore(Store):
         self._ends: dict[int, tuple[int, int]] = {}
         self._entity_rows: dict[int, np.ndarray] = {}
         self._checked_at = 0.0
+        self._nodes: EmbeddedNodeStore | None = None
         if not self._has_schema():
             self._db.executescript(f"BEGIN IMMEDIATE;{edb.SCHEMA}COMMIT;")
 
@@ -507,6 +509,7 @@ class EmbeddedStore(Store):
                 self._db.executemany("INSERT INTO dead(collection, row) VALUES (?, ?)", [(collection, r) for r in rows])
                 self._bump_count(collection, -len(rows))
             self._bump_extracted(-sum(v[2] for v in doomed.values()))
+            self.node_store().forget_passages(prow)
             return [pid for pid in passage_ids if pid in doomed]
 
     def delete_source(self, source: str) -> list[str]:
@@ -749,6 +752,13 @@ class EmbeddedStore(Store):
             self._db.close()
 
     # ---- extras of this backend ---------------------------------------------------------
+    def node_store(self) -> EmbeddedNodeStore:
+        """The SiReRAG nodes of this index (:mod:`gear_agent.store.embedded_nodes`)."""
+        with self._mutex:
+            if self._nodes is None:
+                self._nodes = EmbeddedNodeStore(self)
+            return self._nodes
+
     def passage_position(self, passage_id: str) -> int | None:
         """Row of a passage in the passage vector file, or None."""
         with self._mutex:
@@ -761,7 +771,7 @@ class EmbeddedStore(Store):
 
 def size_on_disk(root: Path) -> int:
     """Bytes of the files of the index at ``root`` (SQLite with its WAL, vectors, ANN parts)."""
-    names = (edb.DB_FILE, f"{edb.DB_FILE}-wal", "passage.vec", "triple.vec")
+    names = (edb.DB_FILE, f"{edb.DB_FILE}-wal", "passage.vec", "triple.vec", "node.vec")
     total = 0
     for path in Path(root).iterdir():
         if path.is_file() and (path.name in names or path.name.endswith(ann_mod.SUFFIX)):
