@@ -30,6 +30,14 @@ nx = pytest.importorskip("networkx", reason="networkx reads the exported graphs 
 TRIPLES = sum(len(triples) for _, triples in CORPUS.values())
 
 
+def node_link_graph(data: dict) -> nx.MultiDiGraph:
+    """networkx's reader of our node-link JSON (edges under "edges") in any networkx 3.x."""
+    try:
+        return nx.node_link_graph(data, edges="edges")
+    except TypeError:  # networkx before 3.4 (the newest on Python 3.10) names it `link`
+        return nx.node_link_graph(data, link="edges")
+
+
 @pytest.fixture
 def store(tmp_path: Path):
     store = build_store(tmp_path / "index", HashingEmbedder(64))
@@ -42,7 +50,7 @@ def read_back(graph, fmt: str, tmp_path: Path):
     path.write_bytes(graph.to_bytes(fmt))
     if fmt == "graphml":
         return nx.read_graphml(path, force_multigraph=True)
-    return nx.node_link_graph(json.loads(path.read_text(encoding="utf-8")))
+    return node_link_graph(json.loads(path.read_text(encoding="utf-8")))
 
 
 @pytest.mark.parametrize("fmt", ["graphml", "json"])
@@ -148,7 +156,7 @@ def test_gear_graph_export_at_the_cli(store, tmp_path: Path, monkeypatch) -> Non
     result = runner.invoke(app, ["graph", "export", str(near), "--index", index, "--entity",
                                  "Sacramento County", "--no-passages"])
     assert result.exit_code == 0, result.output
-    g = nx.node_link_graph(json.loads(near.read_text()))
+    g = node_link_graph(json.loads(near.read_text()))
     assert {d["kind"] for _, d in g.nodes(data=True)} == {"entity"}
     stdout = runner.invoke(app, ["graph", "export", "--format", "json", "--index", index])
     assert stdout.exit_code == 0
