@@ -104,6 +104,12 @@ class GearSettings(BaseSettings):
     answer: bool = Field(True, description="Answer the question from the top passages.")
     answer_top_k: int = Field(5, ge=1, description="Passages shown to the QA prompt.")
     max_question_chars: int = Field(2000, ge=1, description="Longer questions are refused.")
+    deadline_s: float = Field(
+        300.0,
+        ge=0,
+        description="Seconds one question may take in all (every LLM call, retry and "
+        "Retry-After wait); then the run stops with stop_reason='deadline'. 0: no deadline.",
+    )
 
     # ---- PPR (HippoRAG 2) --------------------------------------------------
     ppr_damping: float = Field(0.5, gt=0, lt=1)

@@ -17,11 +17,12 @@ def test_kill_indexing_at_points_spread_over_the_run(tmp_path):
     """KILLS kills, one in each twelfth of the corpus: each is sent once the index holds a
     target number of passages (read from the index, so the machine's load cannot move the
     kills); whether a kill landed mid-indexing is read from the index afterwards (not from
-    the process), so a kill after the last commit would count as finished, not as a failure."""
+    the process), so a kill after the last commit counts as finished and is tried again."""
     trials, attempts = kill_trials(tmp_path, KILLS)
 
     landed = [t for t in trials if t.landed]
-    assert len(landed) >= KILLS - 1, f"only {len(landed)} of {attempts} kills landed mid-indexing"
+    # a kill that came after the last commit is retried at its target (up to 3 tries)
+    assert len(landed) == KILLS, f"only {len(landed)} of {attempts} kills landed mid-indexing"
     for trial in trials:
         assert trial.after_kill == [], trial
         assert trial.after_rerun == [], trial
