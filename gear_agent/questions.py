@@ -22,6 +22,8 @@ def check_question(question: object, max_chars: int) -> str:
     if not isinstance(question, str):
         raise QuestionError(f"the question must be text, got {type(question).__name__}")
     text = question.strip()
+    if any("\ud800" <= char <= "\udfff" for char in text):
+        raise QuestionError("the question is not valid text (it holds bytes that are not UTF-8)")
     if not text:
         raise QuestionError("the question is empty; ask something, e.g. 'Who founded Rome?'")
     if len(text) > max_chars:

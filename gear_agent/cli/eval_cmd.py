@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from gear_agent.cli.common import console, load_settings, reports_errors
+from gear_agent.cli.common import SafeConsole, console, load_settings, reports_errors
 from gear_agent.cli.search_cmd import retriever_help
 
 DEFAULT_RETRIEVERS = "bm25,dense,hybrid,bm25+naive_ge,dense+naive_ge,hybrid+naive_ge"
@@ -118,15 +118,13 @@ def _print_rows(rows, settings) -> None:
                 "-" if r.iterations_per_question is None else f"{r.iterations_per_question:.2f}",
             ]
         table.add_row(*cells)
-    from rich.console import Console
 
-    Console().print(table)
+    SafeConsole().print(table)
 
 
 @reports_errors
 def retrievers_() -> None:
     """List every retriever name: what it does and whether it needs an LLM or triples."""
-    from rich.console import Console
 
     from gear_agent.retrievers import DEFAULT_RETRIEVER, RETRIEVERS
 
@@ -137,4 +135,4 @@ def retrievers_() -> None:
         name = f"{spec.name} (default)" if spec.name == DEFAULT_RETRIEVER else spec.name
         table.add_row(name, "yes" if spec.needs_llm else "-", "yes" if spec.needs_triples else "-",
                       spec.score, spec.description)
-    Console().print(table)
+    SafeConsole().print(table)

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from gear_agent.cli.common import console, load_settings, reports_errors
+from gear_agent.cli.common import SafeConsole, console, load_settings, reports_errors
 from gear_agent.retrievers import DEFAULT_RETRIEVER, RETRIEVERS, ScoreKind
 
 
@@ -61,7 +61,6 @@ def search(
     (-1 to 1), BM25 (unbounded: compare within one list) or PPR (the passage's share of
     the random walk, in percent).
     """
-    from rich.console import Console
 
     from gear_agent.cli.checks import require_index, require_llm, warn_without_triples
     from gear_agent.cli.progress import ProgressBoard, report_graph_build
@@ -85,7 +84,7 @@ def search(
     with ProgressBoard() as board, board.embedding():  # a PPR graph's first build is long
         report_graph_build(runtime, board)
         ranked = make_retriever(retriever, runtime).retrieve(question, k)
-    out = Console()
+    out = SafeConsole()
     for rank, record in enumerate(passage_records(runtime.store, ranked), start=1):
         score = describe_score(spec.score, record.score, settings.rrf_k)
         out.print(f"[bold]{rank}. {escape(record.title)}[/]  [dim]{score} · {record.id}[/]",

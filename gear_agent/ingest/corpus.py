@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 from gear_agent.errors import GearError
 from gear_agent.ids import passage_id
 from gear_agent.text.chunking import chunk_text
+from gear_agent.text.json_input import JSONInputError, load_json
 from gear_agent.types import Passage
 
 TEXT_SUFFIXES = (".txt", ".md")
@@ -79,27 +79,31 @@ def _read_text(path: Path) -> str:
         ) from exc
 
 
+def _json(data: str | bytes, where: str) -> object:
+    """``data`` parsed (:func:`~gear_agent.text.json_input.load_json`), any failure a
+    one-line :class:`CorpusFormatError`."""
+    try:
+        return load_json(data, where)
+    except JSONInputError as exc:
+        raise CorpusFormatError(str(exc)) from None
+
+
 def load_json_file(path: Path, what: str) -> object:
     """The parsed content of a UTF-8 JSON file.
 
     Raises:
-        CorpusFormatError: the file is missing, not UTF-8, or not JSON; names ``what`` it is.
+        CorpusFormatError: the file is missing, not UTF-8, not JSON, nested too deep or
+            with a number too long to read; names ``what`` it is.
     """
     path = Path(path)
     if not path.is_file():
         raise CorpusFormatError(f"{what} not found: {path}")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CorpusFormatError(f"{path} is not valid UTF-8 JSON: {exc}") from exc
+    return _json(path.read_bytes(), str(path))
 
 
 def read_json_corpus(path: Path, source: str) -> Iterator[Passage]:
     """HippoRAG's corpus format: a JSON list of ``{"title", "text"}`` objects."""
-    try:
-        data = json.loads(_read_text(path))
-    except json.JSONDecodeError as exc:
-        raise CorpusFormatError(f"{path} is not valid JSON: {exc}") from exc
+    data = _json(path.read_bytes(), str(path))
     if isinstance(data, dict) and "docs" in data:
         raise CorpusFormatError(
             f"{path} looks like OpenIE output ({{'docs': ...}}), not a corpus: pass it with --openie"
@@ -120,10 +124,7 @@ def read_jsonl_corpus(path: Path, source: str) -> Iterator[Passage]:
         if not line.strip():
             continue
         where = f"{path}:{number}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CorpusFormatError(f"{where} is not valid JSON: {exc}") from exc
+        record = _json(line, where)
         passage = passage_from_record(record, where, source)
         if passage:
             yield passage
@@ -185,4 +186,8 @@ def read_corpus(path: Path, max_words: int = 200, overlap_words: int = 30) -> li
     unique: dict[str, Passage] = {}
     for passage in passages:
         unique.setdefault(passage.id, passage)
+    if not unique:
+        raise CorpusFormatError(
+            f"{path} holds no passages (empty, or only empty texts): nothing to index"
+        )
     return list(unique.values())
