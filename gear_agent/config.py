@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from gear_agent.errors import SettingsError
@@ -125,6 +125,23 @@ class GearSettings(BaseSettings):
     es_password: str | None = None
     es_verify_certs: bool = True
     es_index_prefix: str = Field("gear", pattern=r"^[a-z0-9][a-z0-9_\-]*$")
+
+    # ---- server (gear serve) -----------------------------------------------
+    serve_max_body_bytes: int = Field(1_000_000, ge=1_000, description="Largest request body.")
+    serve_max_batch: int = Field(16, ge=1, description="Most inputs in one /gear/batch request.")
+    serve_max_concurrent: int = Field(
+        8, ge=1, description="Most agent runs at once (batch inputs each count); more get 503."
+    )
+    serve_request_timeout_s: float = Field(
+        360.0, gt=0, description="A request whose response has not started by then gets 504."
+    )
+    serve_body_timeout_s: float = Field(10.0, gt=0, description="Time to receive a request body.")
+    serve_cors_origins: str = Field(
+        "", description="Comma-separated origins allowed by CORS; empty: CORS off."
+    )
+    api_key: SecretStr | None = Field(
+        None, description="GEAR_API_KEY: when set, requests need Authorization: Bearer <key>."
+    )
 
     # ---- tracing -----------------------------------------------------------
     trace_dir: Path | None = Field(None, description="Folder for JSON Lines run trees.")
