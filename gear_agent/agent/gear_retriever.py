@@ -6,7 +6,7 @@ from typing import Any
 
 from gear_agent.agent import steps
 from gear_agent.llm.client import LLMClient
-from gear_agent.retrieval.base import Outcome, RankedPassage, Retriever
+from gear_agent.retrieval.base import Outcome, RankedPassage, Retriever, check_request
 from gear_agent.retrieval.records import ranked_from_dicts
 from gear_agent.runtime import Runtime
 
@@ -41,6 +41,7 @@ class GearRetriever(Retriever):
         self.agent = graph.compile(name="gear")
 
     def retrieve(self, query: str, k: int) -> list[RankedPassage]:
+        check_request(query, k)
         return ranked_from_dicts(self.agent.invoke({"question": query, "top_k": k})["passages"])
 
     async def arun(self, question: str, k: int) -> Outcome:

@@ -8,7 +8,7 @@ list by RRF. Every returned passage carries the triple chain that reached it.
 from __future__ import annotations
 
 from gear_agent.expansion.beam import TripleBeamSearch, beams_to_passages
-from gear_agent.retrieval.base import RankedPassage, Retriever, fuse_passages
+from gear_agent.retrieval.base import RankedPassage, Retriever, check_request, fuse_passages
 from gear_agent.retrieval.search import QueryEncoder
 
 
@@ -36,6 +36,7 @@ class NaiveGERetriever(Retriever):
         return beams_to_passages(store, beams)
 
     def retrieve(self, query: str, k: int) -> list[RankedPassage]:
+        check_request(query, k)
         base_list = self.base.retrieve(query, self.base_k)
         expanded = self.expand(query, base_list)
         return fuse_passages([base_list, expanded], k=k, rrf_k=self.rrf_k)

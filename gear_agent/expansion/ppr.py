@@ -28,7 +28,7 @@ import numpy as np
 from scipy import sparse
 
 from gear_agent.expansion.ppr_graph import PPRGraph, load_or_build
-from gear_agent.retrieval.base import RankedPassage, Retriever
+from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
 from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.store.base import Store
 from gear_agent.types import Hit, Triple
@@ -349,6 +349,7 @@ class PPRRetriever(Retriever):
         return self._graph
 
     def retrieve(self, query: str, k: int) -> list[RankedPassage]:
+        check_request(query, k)
         return self.expand(query, None, k)
 
     def expand(

@@ -8,7 +8,7 @@ from functools import lru_cache
 import numpy as np
 
 from gear_agent.embedding.base import Embedder
-from gear_agent.retrieval.base import RankedPassage, Retriever
+from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
 from gear_agent.retrieval.fusion import rrf
 from gear_agent.store.base import Store
 from gear_agent.types import Collection, Hit
@@ -68,5 +68,6 @@ class BaseRetriever(Retriever):
         self.name = mode
 
     def retrieve(self, query: str, k: int) -> list[RankedPassage]:
+        check_request(query, k)
         hits = search(self.store, self.encode, "passage", query, k, self.mode, self.rrf_k)
         return [RankedPassage(h.id, h.score) for h in hits]

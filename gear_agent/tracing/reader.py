@@ -41,7 +41,8 @@ def read_runs(path: str | Path) -> list[dict[str, Any]]:
 
     Raises:
         TraceError: The file is missing, or a line is not UTF-8 JSON, not an object, nested
-            too deep, or without a string ``id`` (the message names the line).
+            too deep, without a string ``id``, or with ``inputs``/``outputs``/``tokens`` that
+            are not objects (the message names the line).
     """
     path = Path(path)
     if not path.is_file():
@@ -63,6 +64,10 @@ def read_runs(path: str | Path) -> list[dict[str, Any]]:
             parent = record.get("parent_run_id")
             if parent is not None and not isinstance(parent, str):
                 raise TraceError(f"{where}: 'parent_run_id' must be a string or null")
+            for key in ("inputs", "outputs", "tokens"):
+                if record.get(key) is not None and not isinstance(record[key], dict):
+                    raise TraceError(f"{where}: {key!r} must be an object or null, "
+                                     f"got {type(record[key]).__name__}")
             runs.append(record)
     return runs
 
