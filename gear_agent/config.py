@@ -95,6 +95,17 @@ class GearSettings(BaseSettings):
     )
     beam_diverse: bool = Field(True, description="Rank penalty on; False is plain beam search.")
 
+    # ---- grounding -----------------------------------------------------------
+    ground_triples: bool = Field(
+        True,
+        description="Drop LLM-extracted and reader triples whose subject or object is not "
+        "found in their source text (text/grounding.py); counted as dropped.",
+    )
+    ground_openie: bool = Field(
+        False,
+        description="Also drop ungrounded triples of an imported OpenIE file (always counted).",
+    )
+
     # ---- agent -------------------------------------------------------------
     max_iterations: int = Field(4, ge=1, le=16, description="4 for MuSiQue, 2 for 2Wiki/HotpotQA.")
     expansion: Literal["beam", "ppr", "both"] = Field(

@@ -207,13 +207,15 @@ class Gear:
         llm = self._extraction_llm(extract, openie is not None, report)
         add_passages(self.store, passages, report, progress)
         if openie is not None:
-            import_openie(self.store, Path(openie), report, progress)
+            import_openie(self.store, Path(openie), report, progress,
+                          drop_ungrounded=settings.ground_openie)
         if llm is not None:
             from gear_agent.prompts import load_prompt
 
             summary = extract_with_llm(
                 self.store, llm, report, progress, concurrency=settings.llm_concurrency,
                 prompt=load_prompt("extraction", settings.prompts_dir),
+                ground=settings.ground_triples,
             )
             report.warnings.extend(summary.warnings())
         return report

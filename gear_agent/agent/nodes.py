@@ -232,11 +232,16 @@ def make_retrieve(runtime: Runtime) -> Node:
     return retrieve
 
 
+UNGROUNDED = "subject or object not found in the passages shown"
+"""The ``reason`` of a ``dropped`` reader triple that its passages do not support."""
+
+
 def make_read(runtime: Runtime, llm: Models) -> RunnableLambda:
     """Reader: proximal triples from the base passages (with the gist memory after iteration 1).
 
-    Items the parser cannot read, and a read that fails after the client's retries,
-    are recorded in ``dropped``; neither stops the loop.
+    Items the parser cannot read, triples whose subject or object is not in the passages
+    shown or the memory (``GEAR_GROUND_TRIPLES``), and a read that fails after the client's
+    retries are recorded in ``dropped``; none of them stops the loop.
     """
 
     def prompt_of(state: GearState) -> str:
@@ -246,10 +251,15 @@ def make_read(runtime: Runtime, llm: Models) -> RunnableLambda:
     def update_of(state: GearState, reply: LLMReply) -> Update:
         triples, dropped = steps.read_reply(reply.text)
         iteration = state.get("iteration", 1)
-        return {
-            "proximal": triples,
-            "dropped": [{"iteration": iteration, "node": "read", "item": d} for d in dropped],
-        }
+        records = [{"iteration": iteration, "node": "read", "item": d} for d in dropped]
+        if runtime.settings.ground_triples and triples:
+            ids = [p["id"] for p in state.get("base", [])]
+            triples, ungrounded = steps.ground_triples(
+                runtime, ids, state.get("gist_memory", []), triples
+            )
+            records += [{"iteration": iteration, "node": "read", "item": t,
+                         "reason": UNGROUNDED} for t in ungrounded]
+        return {"proximal": triples, "dropped": records}
 
     def on_call_error(state: GearState, exc: LLMCallError) -> Update:
         return {"proximal": [], "dropped": [_failure(state, "read", exc)]}

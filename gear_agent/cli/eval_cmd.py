@@ -57,7 +57,8 @@ def eval_(
     if any(check_name(name).needs_llm for name in names):
         require_llm(settings)  # no key or endpoint: one clear line now, not after indexing
     qs = load_questions(questions)[:limit] if limit else load_questions(questions)
-    folder = index_dir or eval_index_dir(corpus, openie, settings.embedding_model)
+    folder = index_dir or eval_index_dir(corpus, openie, settings.embedding_model,
+                                         ground_openie=settings.ground_openie)
     settings = settings.model_copy(update={"index_dir": folder})
     require_index(settings, missing_ok=True)  # a cached index of another model: say so now
     console.print(f"index: {folder}")
