@@ -32,6 +32,18 @@ class GearSettings(BaseSettings):
         200, ge=20, description="Words per passage when long texts are split (folder ingest)."
     )
     chunk_overlap_words: int = Field(30, ge=0, description="Words shared by consecutive chunks.")
+    record_max_words: int = Field(
+        1000,
+        ge=20,
+        description="A JSON/JSONL record or dict longer than this is split into chunk_words "
+        "chunks like folder input (title kept, one id per chunk); shorter ones stay whole.",
+    )
+    prompt_passage_tokens: int = Field(
+        12_000,
+        ge=200,
+        description="Budget for the passages of one reader or QA prompt (estimated at 4 "
+        "characters a token); the longest passages are cut first, the instructions never.",
+    )
 
     # ---- embeddings --------------------------------------------------------
     embedding_model: str = Field(

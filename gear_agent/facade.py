@@ -202,7 +202,8 @@ class Gear:
         """
         settings = self.settings
         progress = progress or _noop
-        passages = passages_from_items(items, settings.chunk_words, settings.chunk_overlap_words)
+        passages = passages_from_items(items, settings.chunk_words, settings.chunk_overlap_words,
+                                       settings.record_max_words)
         report = IndexReport()
         llm = self._extraction_llm(extract, openie is not None, report)
         add_passages(self.store, passages, report, progress)
@@ -225,7 +226,8 @@ class Gear:
         from gear_agent.extraction import estimate_cost
 
         s = self.settings
-        return estimate_cost(passages_from_items(items, s.chunk_words, s.chunk_overlap_words), s)
+        passages = passages_from_items(items, s.chunk_words, s.chunk_overlap_words, s.record_max_words)
+        return estimate_cost(passages, s)
 
     def _extraction_llm(self, extract: bool | None, has_openie: bool, report: IndexReport) -> LLMClient | None:
         if extract is False or (extract is None and has_openie):

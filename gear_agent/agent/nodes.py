@@ -399,7 +399,7 @@ def make_answer(runtime: Runtime, llm: Models) -> RunnableLambda:
         shown = [Passage(p["id"], p["title"], p["text"]) for p in shown_of(state)]
         return prompt.format(
             question=state["question"],
-            passages=render_passages(shown),
+            passages=render_passages(shown, runtime.settings.prompt_passage_tokens),
             conversation=render_conversation(state.get("history") or []),
         )
 

@@ -46,7 +46,8 @@ def reader_prompt(
     runtime: Runtime, question: str, passage_ids: Sequence[str], memory: Sequence[Sequence[str]]
 ) -> str:
     """The reader prompt over the passages; with the gist memory once there is one."""
-    passages = render_passages(runtime.store.get_passages(list(passage_ids)))
+    budget = runtime.settings.prompt_passage_tokens
+    passages = render_passages(runtime.store.get_passages(list(passage_ids)), budget)
     folder = runtime.settings.prompts_dir
     if memory:
         return load_prompt("reader_with_memory", folder).format(

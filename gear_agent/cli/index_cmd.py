@@ -48,7 +48,8 @@ def index(
 
     settings = load_settings(index_dir, embedding_model=model)
     started = time.perf_counter()
-    passages = read_corpus(corpus, settings.chunk_words, settings.chunk_overlap_words)
+    passages = read_corpus(corpus, settings.chunk_words, settings.chunk_overlap_words,
+                           settings.record_max_words)
     if dry_run:
         _dry_run(settings, passages)
         return

@@ -38,7 +38,8 @@ def prepare_index(
     """Open ``settings.index_dir``, add the corpus and OpenIE triples (no-ops when present)."""
     runtime = Runtime.open(settings, create=True)
     report = IndexReport()
-    passages = read_corpus(corpus, settings.chunk_words, settings.chunk_overlap_words)
+    passages = read_corpus(corpus, settings.chunk_words, settings.chunk_overlap_words,
+                           settings.record_max_words)
     add_passages(runtime.store, passages, report, progress)
     if openie is not None:  # stored triples are no-ops: nothing is embedded twice
         import_openie(runtime.store, openie, report, progress,

@@ -101,8 +101,35 @@ def load_json_file(path: Path, what: str) -> object:
     return _json(path.read_bytes(), str(path))
 
 
-def read_json_corpus(path: Path, source: str) -> Iterator[Passage]:
-    """HippoRAG's corpus format: a JSON list of ``{"title", "text"}`` objects."""
+RECORD_MAX_WORDS = 1000
+"""Default ``record_max_words``: records longer than this are split into chunks."""
+
+
+def split_long(
+    passage: Passage, record: dict[str, Any], where: str, default_source: str,
+    max_words: int, overlap_words: int, record_max_words: int,
+) -> list[Passage]:
+    """``passage`` whole when it has at most ``record_max_words`` words, else its chunks of
+    ``max_words`` (like a text file's: title and metadata kept, one id per chunk).
+
+    Example:
+        >>> long = passage_from_record({"title": "T", "text": "word " * 30}, "x", "c.json")
+        >>> len(split_long(long, {"title": "T"}, "x", "c.json", 20, 0, 25))
+        2
+    """
+    if len(passage.text.split()) <= record_max_words:
+        return [passage]
+    chunks = chunk_text(passage.text, max_words, overlap_words)
+    return [p for chunk in chunks
+            if (p := passage_from_record({**record, "text": chunk}, where, default_source))]
+
+
+def read_json_corpus(
+    path: Path, source: str, max_words: int = 200, overlap_words: int = 30,
+    record_max_words: int = RECORD_MAX_WORDS,
+) -> Iterator[Passage]:
+    """HippoRAG's corpus format: a JSON list of ``{"title", "text"}`` objects; one longer
+    than ``record_max_words`` words is split into ``max_words`` chunks."""
     data = _json(path.read_bytes(), str(path))
     if isinstance(data, dict) and "docs" in data:
         raise CorpusFormatError(
@@ -113,13 +140,19 @@ def read_json_corpus(path: Path, source: str) -> Iterator[Passage]:
             f"{path}: expected a JSON list of {{'title', 'text'}} objects, got {type(data).__name__}"
         )
     for number, record in enumerate(data):
-        passage = passage_from_record(record, f"{path}[{number}]", source)
+        where = f"{path}[{number}]"
+        passage = passage_from_record(record, where, source)
         if passage:
-            yield passage
+            yield from split_long(passage, record, where, source, max_words, overlap_words,
+                                  record_max_words)
 
 
-def read_jsonl_corpus(path: Path, source: str) -> Iterator[Passage]:
-    """One JSON object per line, each with ``text`` and optionally ``title``."""
+def read_jsonl_corpus(
+    path: Path, source: str, max_words: int = 200, overlap_words: int = 30,
+    record_max_words: int = RECORD_MAX_WORDS,
+) -> Iterator[Passage]:
+    """One JSON object per line, each with ``text`` and optionally ``title``; one longer
+    than ``record_max_words`` words is split into ``max_words`` chunks."""
     for number, line in enumerate(_read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
@@ -127,7 +160,8 @@ def read_jsonl_corpus(path: Path, source: str) -> Iterator[Passage]:
         record = _json(line, where)
         passage = passage_from_record(record, where, source)
         if passage:
-            yield passage
+            yield from split_long(passage, record, where, source, max_words, overlap_words,
+                                  record_max_words)
 
 
 def read_text_file(
@@ -160,10 +194,16 @@ def read_text_folder(
         yield from read_text_file(path, str(path.relative_to(folder)), max_words, overlap_words)
 
 
-def read_corpus(path: Path, max_words: int = 200, overlap_words: int = 30) -> list[Passage]:
+def read_corpus(
+    path: Path, max_words: int = 200, overlap_words: int = 30,
+    record_max_words: int = RECORD_MAX_WORDS,
+) -> list[Passage]:
     """Passages from a corpus file or folder, chosen by what ``path`` is.
 
-    Duplicate passages (same title and text) appear once.
+    Text files are split into chunks of ``max_words``; JSON/JSONL records stay whole up to
+    ``record_max_words`` words (so HippoRAG corpora keep their passages and OpenIE files
+    align) and are split like text files beyond it. Duplicate passages (same title and
+    text) appear once.
 
     Raises:
         CorpusFormatError: the path is missing, or not a supported format.
@@ -174,9 +214,9 @@ def read_corpus(path: Path, max_words: int = 200, overlap_words: int = 30) -> li
     if path.is_dir():
         passages = read_text_folder(path, max_words, overlap_words)
     elif path.suffix.lower() in (".jsonl", ".ndjson"):
-        passages = read_jsonl_corpus(path, path.name)
+        passages = read_jsonl_corpus(path, path.name, max_words, overlap_words, record_max_words)
     elif path.suffix.lower() == ".json":
-        passages = read_json_corpus(path, path.name)
+        passages = read_json_corpus(path, path.name, max_words, overlap_words, record_max_words)
     elif path.suffix.lower() in TEXT_SUFFIXES:
         passages = read_text_file(path, path.name, max_words, overlap_words)
     else:

@@ -245,3 +245,44 @@ def test_trace_reader_and_show_take_any_bytes(tmp_path_factory, data: bytes) -> 
     result = CliRunner().invoke(trace_cmd.app, ["show", str(path)])
     assert result.exit_code in (0, 2), result.output
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+
+
+# ---- bounded text ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", [".json", ".jsonl"])
+def test_long_records_are_split_like_folder_input(tmp_path: Path, suffix: str) -> None:
+    long_text = " ".join(f"Sentence number {i} says something." for i in range(2000))  # 10,000 words
+    records = [{"title": "Huge", "text": long_text, "year": 2020},
+               {"title": "Small", "text": "word " * 900}]  # under record_max_words: whole
+    path = tmp_path / f"corpus{suffix}"
+    path.write_text(json.dumps(records) if suffix == ".json" else
+                    "\n".join(json.dumps(r) for r in records))
+    passages = read_corpus(path, max_words=200, overlap_words=30, record_max_words=1000)
+    huge = [p for p in passages if p.title == "Huge"]
+    assert len(huge) > 40 and all(len(p.text.split()) <= 200 for p in huge)
+    assert len({p.id for p in huge}) == len(huge)  # one id per chunk
+    assert all(p.metadata == {"year": 2020} for p in huge)
+    assert [len(p.text.split()) for p in passages if p.title == "Small"] == [900]
+
+
+def test_dict_items_are_split_beyond_the_record_limit() -> None:
+    from gear_agent.ingest.items import passages_from_items
+
+    passages = passages_from_items([{"title": "T", "text": "a b c. " * 400}], 100, 10, 500)
+    assert len(passages) > 1 and all(len(p.text.split()) <= 100 for p in passages)
+
+
+def test_prompts_pack_passages_to_the_budget_and_keep_the_instructions() -> None:
+    from gear_agent.prompts import load_prompt, render_passages
+    from gear_agent.types import Passage
+
+    passages = [Passage("p1", "Huge", "word " * 50_000), Passage("p2", "Small", "A short fact.")]
+    shown = render_passages(passages, max_tokens=1_000)
+    assert len(shown) <= 1_000 * 4 + 100
+    assert "A short fact." in shown and "[...]" in shown  # the long one is cut, not the short
+    prompt = load_prompt("qa").format(question="Q?", passages=shown, conversation="")
+    bare = load_prompt("qa").format(question="Q?", passages="", conversation="")
+    assert all(line in prompt for line in bare.splitlines())  # every instruction line, whole
+    small = [Passage("p1", "A", "one two"), Passage("p2", "B", "three")]
+    assert render_passages(small, max_tokens=1_000) == render_passages(small)  # under budget: unchanged
