@@ -7,7 +7,9 @@ punctuation, word order and small spelling differences:
 
 1. the normalised phrase (NFKC, case-folded, punctuation as spaces) is a substring of the
    normalised source; or
-2. every word of the phrase is a word of the source (``"Smith, John"`` vs ``"John Smith"``); or
+2. every content word of the phrase is a word of the source (``"Smith, John"`` vs
+   ``"John Smith"``; function words and one-letter words such as the ``v`` of
+   ``"Lancashire v Yorkshire"`` need not be there, but one content word must); or
 3. ``rapidfuzz.fuzz.partial_ratio`` (the best-aligned window of the source, an indel
    similarity, RapidFuzz's C++ implementation) is at least ``threshold`` (``"Tchaikovsky"`` vs
    ``"Tchaikowsky"``), for phrases of at least :data:`MIN_FUZZY_CHARS` characters.
@@ -30,6 +32,11 @@ MIN_FUZZY_CHARS = 5
 """Shorter phrases must be found exactly (after normalising): one letter off is another word."""
 
 _NOT_WORD = re.compile(r"[^\w]+")
+
+FUNCTION_WORDS = frozenset(
+    "a an the of and or in on at to for by with from as is was are were be its it vs".split()
+)
+"""Words a phrase may add without the source having them (with every one-letter word)."""
 
 
 def normalise(text: str) -> str:
@@ -67,7 +74,10 @@ class Grounding:
         wanted = normalise(phrase)
         if not wanted:
             return False
-        if f" {wanted} " in self.text or set(wanted.split()) <= self.words:
+        if f" {wanted} " in self.text:
+            return True
+        content = {w for w in wanted.split() if len(w) > 1 and w not in FUNCTION_WORDS}
+        if content and content <= self.words:
             return True
         if len(wanted) < MIN_FUZZY_CHARS:
             return False

@@ -45,3 +45,11 @@ def test_a_triple_needs_both_ends() -> None:
 def test_normalise() -> None:
     assert normalise("Saint-Étienne’s  F.C.") == "saint étienne s f c"
     assert normalise("ﬁne") == "fine"  # NFKC
+
+
+def test_function_words_and_one_letter_words_need_not_be_in_the_source() -> None:
+    source = Grounding.of("Lancashire", "A representative fixture between Lancashire and Yorkshire "
+                                        "rugby league teams began in 1895.")
+    assert source.finds("Lancashire v Yorkshire rugby league representative fixture")
+    assert source.finds("the Lancashire fixture")
+    assert not source.finds("Lancashire v Durham fixture")  # a content word is missing
