@@ -200,3 +200,18 @@ def test_numeric_strings_are_coerced(tmp_path: Path) -> None:
     update = nodes.make_start(make_runtime(tmp_path / "index"))(
         {"question": QUESTION, "max_iterations": "3", "top_k": "4"})
     assert (update["max_iterations"], update["top_k"]) == (3, 4)
+
+
+def test_the_deadline_is_recorded_in_the_trace(tmp_path: Path) -> None:
+    from gear_agent.agent.graph import build_graph
+    from gear_agent.tracing.jsonl_tracer import FILE_NAME, JsonlTracer
+    from gear_agent.tracing.reader import read_runs, roots
+
+    runtime = make_runtime(tmp_path / "index", make_settings(deadline_s=30))
+    model = AlwaysFails(responses=["x"], error=rate_limited(120))  # asks for more than is left
+    agent = build_graph(runtime, LLMClient(model)).compile()
+    result = agent.invoke({"question": QUESTION}, config={"callbacks": [JsonlTracer(tmp_path)]})
+    assert result["stop_reason"] == "deadline" and model.calls == 1
+    root = roots(read_runs(tmp_path / FILE_NAME))[-1]
+    assert root["outputs"]["stop_reason"] == "deadline"
+    assert any("deadline is spent" in d["error"] for d in root["outputs"]["dropped"])
