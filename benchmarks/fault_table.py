@@ -19,10 +19,10 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "unit")]
+sys.path[:0] = [str(ROOT / "tests")]
 
-from agent_fakes import make_runtime, make_settings  # noqa: E402
 from support.agent_faults import FAULTS, FaultOutcome, run_fault_case  # noqa: E402
+from support.tiny_corpus import make_runtime, make_settings  # noqa: E402
 
 CASES = [
     ("read", False),

@@ -38,24 +38,18 @@ QUESTION = "In which county is the town where the Rainbow Bridge over the Americ
 
 def serve_fake(port: int, folder: Path) -> None:
     """Run the service over the tiny test index with the fake chat model (blocks)."""
-    sys.path[:0] = [str(ROOT / "tests" / p) for p in ("", "unit", "integration")]
+    sys.path[:0] = [str(ROOT / "tests" / p) for p in ("", "integration")]
     import uvicorn
-    from agent_fakes import make_runtime, make_settings
-    from test_serve import PromptKeyedChat
+    from support.tiny_corpus import make_runtime, make_settings
+    from test_serve import prompt_keyed_chat
 
     from gear_agent.agent.graph import build_agent
     from gear_agent.serve.app import create_app
 
     settings = make_settings(llm_max_retries=0)
     runtime = make_runtime(folder / "index", settings)
-    delay = float(os.environ.get("LOAD_FAKE_DELAY_S", "0"))
-
-    class SlowChat(PromptKeyedChat):
-        def _generate(self, *args, **kwargs):
-            time.sleep(delay)  # a model that takes a while (sync: runs in a worker thread)
-            return super()._generate(*args, **kwargs)
-
-    model = SlowChat() if delay else PromptKeyedChat()
+    model = prompt_keyed_chat()
+    model.delay_s = float(os.environ.get("LOAD_FAKE_DELAY_S", "0"))  # seconds per (async) call
     agent = build_agent(settings, runtime=runtime, chat_model=model)
     uvicorn.run(create_app(agent, settings), host="127.0.0.1", port=port, log_level="warning")
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from gear_agent.config import GearSettings, settings_from
 from gear_agent.embedding import Embedder, make_embedder
+from gear_agent.filters import WhereInput
 from gear_agent.indexing import IndexReport, Progress, add_passages, extract_with_llm, import_openie
 from gear_agent.ingest.items import Item, passages_from_items
 from gear_agent.llm.client import LLMClient
@@ -29,6 +30,7 @@ from gear_agent.llm.settings import LLMSettings
 from gear_agent.llm.usage import UsageDict
 from gear_agent.questions import check_question
 from gear_agent.retrieval.base import Retriever
+from gear_agent.retrieval.filtering import checked_where
 from gear_agent.retrieval.records import PassageRecord, passage_records, ranked_from_dicts
 from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.retrievers import DEFAULT_RETRIEVER, check_name, make_retriever
@@ -265,7 +267,11 @@ class Gear:
         return self._retrievers[spec.name]
 
     def retrieve(
-        self, question: str, k: int | None = None, retriever: str = DEFAULT_RETRIEVER
+        self,
+        question: str,
+        k: int | None = None,
+        retriever: str = DEFAULT_RETRIEVER,
+        where: WhereInput | None = None,
     ) -> list[PassageRecord]:
         """The top ``k`` passages for ``question``, best first, each with its score and the
         chain of triples that reached it.
@@ -274,10 +280,21 @@ class Gear:
             question: The question or query.
             k: Passages to return; ``top_k`` (15) when None.
             retriever: A retriever name (``gear retrievers`` lists them).
+            where: Only passages that pass this filter, applied before ranking:
+                ``{"source": "reports/2024", "year": {"$gte": 2020}}`` or
+                ``["source=reports/2024", "year>=2020"]`` (see :mod:`gear_agent.filters`).
+
+        Raises:
+            FilterError: ``where`` cannot be read, or no passage passes it
+                (:class:`~gear_agent.retrieval.filtering.NothingMatchesError`).
+
+        Example:
+            >>> gear.retrieve("Who founded the observatory?", k=3, where={"year": {"$gte": 1900}})  # doctest: +SKIP
         """
         question = check_question(question, self.settings.max_question_chars)
         k = self.settings.top_k if k is None else _positive(k, "k")
-        ranked = self.retriever(retriever).retrieve(question, k)
+        parsed = checked_where(self.store, where)
+        ranked = self.retriever(retriever).retrieve(question, k, parsed)
         return passage_records(self.store, ranked)
 
     def ask(
@@ -287,6 +304,7 @@ class Gear:
         max_iterations: int | None = None,
         top_k: int | None = None,
         model: str | None = None,
+        where: WhereInput | None = None,
     ) -> Answer:
         """Run the GEAR agent: retrieve, read into the gist memory, reason, rewrite, answer
         with numbered citations of the passages the answer rests on.
@@ -297,6 +315,7 @@ class Gear:
             top_k: Passages in the final ranking; the ``top_k`` setting when None.
             model: Another chat model for this question (``"provider:model"``); it must be
                 listed in ``GEAR_LLM_MODELS`` (``llm_models=``). None: the configured one.
+            where: Only passages that pass this filter are retrieved (as in :meth:`retrieve`).
 
         Example:
             >>> answer = gear.ask("Who was the spouse of the founder of the Kestrel Observatory?")  # doctest: +SKIP
@@ -308,6 +327,9 @@ class Gear:
             state["max_iterations"] = _positive(max_iterations, "max_iterations")
         if top_k is not None:
             state["top_k"] = _positive(top_k, "top_k")
+        parsed = checked_where(self.store, where)
+        if parsed is not None:
+            state["where"] = parsed.to_dict()
         context = {"model": model} if model else None
         result = self.agent.invoke(state, context=context)
         passages = passage_records(self.store, ranked_from_dicts(result.get("passages", [])))
@@ -324,12 +346,19 @@ class Gear:
             citations=_cited(result.get("citations") or [], passages),
         )
 
-    def as_retriever(self, retriever: str = DEFAULT_RETRIEVER, k: int = 5) -> BaseRetriever:
+    def as_retriever(
+        self, retriever: str = DEFAULT_RETRIEVER, k: int = 5, where: WhereInput | None = None
+    ) -> BaseRetriever:
         """A LangChain ``BaseRetriever`` over ``retriever``: Documents with the passage text,
-        and ``id``, ``title``, ``source``, ``score``, ``chain`` and the passage's metadata."""
+        and ``id``, ``title``, ``source``, ``score``, ``chain`` and the passage's metadata;
+        ``where`` restricts every search to passages that pass it."""
         from gear_agent.agent.langchain_retriever import GearLangChainRetriever
 
-        return GearLangChainRetriever(retriever=self.retriever(retriever), store=self.store, k=k)
+        parsed = checked_where(self.store, where)
+        return GearLangChainRetriever(
+            retriever=self.retriever(retriever), store=self.store, k=k,
+            where=None if parsed is None else parsed.to_dict(),
+        )
 
     # ---- lifecycle ---------------------------------------------------------
     def close(self) -> None:

@@ -43,6 +43,9 @@ _CLI_OP = re.compile(r"(>=|<=|!=|=|>|<)")
 _KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
 MAX_VALUES = 1024
 
+WhereInput = Mapping[str, Any] | Iterable[str] | str
+"""A filter as users write it: a Mongo-style dict, CLI ``KEY OP VALUE`` strings, or one such string."""
+
 
 class FilterError(GearError, ValueError):
     """A filter cannot be read; the message names the bad part and the expected form."""
@@ -89,6 +92,22 @@ class Where:
     def __str__(self) -> str:
         return " AND ".join(str(c) for c in self.conditions) or "(everything)"
 
+    def to_dict(self) -> dict[str, Any]:
+        """The dict form (JSON-friendly) that :func:`parse_where` reads back to an equal filter.
+
+        >>> parse_where(["year>=2020", "year<2024"]).to_dict()
+        {'year': {'$gte': 2020, '$lt': 2024}}
+        >>> parse_where(parse_where(["a>1", "a>2"]).to_dict()) == parse_where(["a>1", "a>2"])
+        True
+        """
+        flat: dict[str, dict[str, Any]] = {}
+        for c in self.conditions:
+            ops = flat.setdefault(c.key, {})
+            if f"${c.op}" in ops:  # the same test twice on one key: keep them apart
+                return {"$and": [{c.key: {f"${c.op}": _json_value(c)}} for c in self.conditions]}
+            ops[f"${c.op}"] = _json_value(c)
+        return dict(flat)
+
     def matches(self, passage: Any) -> bool:
         """Whether a :class:`~gear_agent.types.Passage` passes every condition."""
         return self.matches_record(passage.source, passage.title, passage.id, passage.metadata)
@@ -106,6 +125,10 @@ class Where:
             if not _holds(condition, present):
                 return False
         return True
+
+
+def _json_value(condition: Condition) -> Any:
+    return list(condition.value) if condition.op in ("in", "nin") else condition.value
 
 
 def _same_kind(a: Any, b: Any) -> bool:
@@ -258,8 +281,13 @@ def parse_dict(spec: Mapping[str, Any]) -> Where:
         >>> str(parse_dict({"year": {"$gte": 2020, "$lt": 2024}}))
         'year>=2020 AND year<2024'
     """
-    conditions = []
+    conditions: list[Condition] = []
     for key, value in spec.items():
+        if key == "$and":
+            if not isinstance(value, list | tuple) or not all(isinstance(v, Mapping) for v in value):
+                raise FilterError("bad filter: $and takes a list of filter objects")
+            conditions.extend(c for part in value for c in parse_dict(part).conditions)
+            continue
         _check_key(key, f"filter {{{key!r}: ...}}")
         if isinstance(value, Mapping):
             if not value:
@@ -279,7 +307,7 @@ def parse_dict(spec: Mapping[str, Any]) -> Where:
     return Where(tuple(conditions))
 
 
-def parse_where(spec: Where | Mapping[str, Any] | Iterable[str] | str | None) -> Where | None:
+def parse_where(spec: Where | WhereInput | None) -> Where | None:
     """One :class:`Where` from whichever form ``spec`` takes; None (no filter) stays None.
 
     A string is one CLI item; a list or tuple of strings the CLI form; a mapping the dict

@@ -23,3 +23,12 @@ def passage_id(title: str, text: str) -> str:
 def triple_id(passage: str, subject: str, predicate: str, obj: str) -> str:
     """Id of a triple: a hash of its passage id and its three parts."""
     return "t-" + _digest(passage, subject, predicate, obj)
+
+
+def node_id(kind: str, tree: str, level: int, text: str) -> str:
+    """Id of a SiReRAG node: a hash of its kind, tree, level and text.
+
+    >>> node_id("aggregate", "relatedness", 0, "a b") == node_id("aggregate", "relatedness", 0, "a b")
+    True
+    """
+    return "n-" + _digest(kind, tree, str(level), text)

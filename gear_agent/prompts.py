@@ -14,6 +14,8 @@ reasoner               question, memory                          {"answerable", 
 rewriter               question, memory, reason, conversation    one-line query
 qa                     question, passages, conversation          {"answer", "citations"}
 ppr_filter             query, triples                            {"triples": [...]}
+sirerag_propositions   title, passage                            {"propositions": [...]}
+sirerag_summary        texts, max_words                          one paragraph
 =====================  ========================================  ==========================
 """
 
@@ -37,6 +39,8 @@ PROMPT_NAMES = (
     "rewriter",
     "qa",
     "ppr_filter",
+    "sirerag_propositions",
+    "sirerag_summary",
 )
 """The prompts gear-agent uses."""
 

@@ -133,6 +133,20 @@ def _gear(expansion: str, name: str) -> Builder:
     return build
 
 
+def _sirerag(runtime: Runtime, llm: LLMClient | None) -> Retriever:
+    from gear_agent.sirerag.retriever import SiReRAGRetriever
+
+    return SiReRAGRetriever(runtime.store, runtime.encode)
+
+
+def _gear_sirerag(runtime: Runtime, llm: LLMClient | None) -> Retriever:
+    from gear_agent.agent.gear_retriever import GearRetriever
+    from gear_agent.sirerag.retriever import SiReRAGRetriever
+
+    base = SiReRAGRetriever(runtime.store, runtime.encode)
+    return GearRetriever(runtime, _client(runtime, llm), "ppr", "gear-sirerag", base=base)
+
+
 _DESCRIBED = {
     "bm25": "BM25 over passages (Lucene formula)",
     "dense": "cosine similarity of passage embeddings",
@@ -162,6 +176,11 @@ _SPECS: list[RetrieverSpec] = [
         "hybrid+naive_ge+ppr", "RRF of hybrid+naive_ge and ppr (no LLM)", False, True, _fused,
     ),
     RetrieverSpec(
+        "sirerag", "SiReRAG: dense ranking over passages + tree nodes (`gear sirerag build`), "
+        "a node counting as its passages (no LLM at query time)",
+        False, False, _sirerag, "cosine",
+    ),
+    RetrieverSpec(
         "syncge", "SyncGE: reader triples linked to the index, beam search (the paper), RRF",
         True, True, _syncge("beam", "syncge"),
     ),
@@ -184,6 +203,10 @@ _SPECS: list[RetrieverSpec] = [
     RetrieverSpec(
         "gear-fused", "the GEAR agent expanding by beam search and PPR, fused by RRF",
         True, True, _gear("both", "gear-fused"),
+    ),
+    RetrieverSpec(
+        "gear-sirerag", "the GEAR agent (PPR expansion) with SiReRAG's pool as its base retriever",
+        True, True, _gear_sirerag,
     ),
 ]
 

@@ -9,6 +9,13 @@ from typing import Any, Literal
 Collection = Literal["passage", "triple"]
 """The two things a store indexes: passages, and the triples extracted from them."""
 
+NodeKind = Literal["aggregate", "summary"]
+"""What a SiReRAG node is: a proposition aggregate (propositions sharing an entity,
+concatenated) or an LLM summary of a cluster of nodes or passages."""
+
+TreeName = Literal["similarity", "relatedness"]
+"""The SiReRAG tree a node belongs to."""
+
 ResponseFormatMode = Literal["text", "json_object", "json_schema", "json_object_schema"]
 """How JSON replies are asked of a chat model (``GEAR_LLM_RESPONSE_FORMAT``); see
 :mod:`gear_agent.llm.response_format`."""
@@ -80,3 +87,32 @@ class AddResult:
 
     added: list[str] = field(default_factory=list)
     existing: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Node:
+    """A SiReRAG tree node, stored beside passages and triples (see :mod:`gear_agent.sirerag`).
+
+    Attributes:
+        id: Content hash of kind, tree, level and text (see :func:`gear_agent.ids.node_id`).
+        kind: ``aggregate`` or ``summary``.
+        tree: ``similarity`` (RAPTOR-style summaries of passages) or ``relatedness``
+            (aggregates and their summaries).
+        level: 0 for aggregates, 1 and up for summaries (a summary is one above the
+            highest of its children; passages are level 0 of the similarity tree).
+        text: The text that is embedded and shown.
+        passage_ids: Provenance: the passages under the node, in order (for an aggregate,
+            the order its propositions were read; for a summary, its children's in turn).
+        children: Ids of the nodes (or, at level 1 of the similarity tree, passages) it
+            summarises; empty for aggregates.
+        entity: The shared entity of an aggregate (normalised); empty for summaries.
+    """
+
+    id: str
+    kind: NodeKind
+    tree: TreeName
+    level: int
+    text: str
+    passage_ids: tuple[str, ...]
+    children: tuple[str, ...] = ()
+    entity: str = ""

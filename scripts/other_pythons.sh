@@ -5,7 +5,7 @@
 # dependencies except torch and sentence-transformers (the CPU torch build on this machine
 # is for Python 3.11 only; the hashing stand-in embedder needs neither).
 #
-#   bash scripts/other_pythons.sh            # 3.10 and 3.12
+#   bash scripts/other_pythons.sh            # 3.10, 3.12 and 3.13
 #   bash scripts/other_pythons.sh 3.12       # one version
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +21,7 @@ deps += extras["dev"] + extras["serve"] + extras["elasticsearch"]
 print("\n".join(deps))
 PY
 status=0
-for version in "${@:-3.10 3.12}"; do
+for version in "${@:-3.10 3.12 3.13}"; do
   for wanted in $version; do
     python_bin=$(ls -d "$(pyenv root 2>/dev/null || echo /nonexistent)"/versions/"$wanted".*/bin/python 2>/dev/null | tail -1 || true)
     if [ -z "$python_bin" ]; then

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gear_agent.agent import steps
+from gear_agent.filters import Where
 from gear_agent.llm.client import LLMClient
 from gear_agent.retrieval.base import Outcome, RankedPassage, Retriever, check_request
 from gear_agent.retrieval.records import ranked_from_dicts
@@ -21,6 +22,8 @@ class GearRetriever(Retriever):
         llm: The client every LLM node calls.
         expansion: ``beam`` (the paper's), ``ppr`` or ``both``.
         name: The name shown in tables.
+        base: The agent's base retriever (``gear-sirerag``: SiReRAG's pool); the configured
+            base mode when None.
 
     Example:
         >>> gear = GearRetriever(runtime, LLMClient.from_settings(llm_settings))  # doctest: +SKIP
@@ -33,20 +36,21 @@ class GearRetriever(Retriever):
         llm: LLMClient,
         expansion: steps.Expansion = "beam",
         name: str = "gear",
+        base: Retriever | None = None,
     ) -> None:
         from gear_agent.agent.graph import build_graph
 
         self.runtime, self.expansion, self.name = runtime, expansion, name
-        graph = build_graph(runtime, llm, runtime.settings, expansion=expansion)
+        graph = build_graph(runtime, llm, runtime.settings, expansion=expansion, base=base)
         self.agent = graph.compile(name="gear")
 
-    def retrieve(self, query: str, k: int) -> list[RankedPassage]:
+    def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
         check_request(query, k)
-        return ranked_from_dicts(self.agent.invoke({"question": query, "top_k": k})["passages"])
+        return ranked_from_dicts(self.agent.invoke(_input(query, k, where))["passages"])
 
-    async def arun(self, question: str, k: int) -> Outcome:
+    async def arun(self, question: str, k: int, where: Where | None = None) -> Outcome:
         """One question for ``gear eval``: passages, answer, tokens and iterations."""
-        result: dict[str, Any] = await self.agent.ainvoke({"question": question, "top_k": k})
+        result: dict[str, Any] = await self.agent.ainvoke(_input(question, k, where))
         tokens = result.get("tokens") or {}
         return Outcome(
             ranked_from_dicts(result["passages"]),
@@ -55,3 +59,11 @@ class GearRetriever(Retriever):
             output_tokens=int(tokens.get("output", 0)),
             iterations=result.get("iterations"),
         )
+
+
+def _input(question: str, k: int, where: Where | None) -> dict[str, Any]:
+    """The agent's input for one question (the filter in its JSON form)."""
+    given: dict[str, Any] = {"question": question, "top_k": k}
+    if where is not None:
+        given["where"] = where.to_dict()
+    return given

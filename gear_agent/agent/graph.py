@@ -20,6 +20,7 @@ from gear_agent.agent.steps import Expansion
 from gear_agent.config import GearSettings
 from gear_agent.llm.client import LLMClient
 from gear_agent.llm.settings import LLMSettings
+from gear_agent.retrieval.base import Retriever
 from gear_agent.runtime import Runtime
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ def build_graph(
     settings: GearSettings | None = None,
     *,
     expansion: Expansion | None = None,
+    base: Retriever | None = None,
 ) -> StateGraph:
     """The uncompiled GEAR graph over ``runtime``'s index, calling the model through ``llm``.
 
@@ -47,6 +49,8 @@ def build_graph(
         settings: Settings for the loop; ``runtime.settings`` when None.
         expansion: How each iteration expands its linked triples: ``beam`` (the paper's
             Algorithm 1), ``ppr`` or ``both``; ``settings.expansion`` when None.
+        base: The retriever of the ``retrieve`` node (e.g. SiReRAG's pool); the
+            configured base mode over passages (``GEAR_BASE_RETRIEVER``) when None.
 
     Returns:
         The ``StateGraph``; compile it (optionally with a checkpointer) to run it.
@@ -58,7 +62,7 @@ def build_graph(
         GearState, context_schema=GearContext, input_schema=InputState, output_schema=OutputState
     )
     graph.add_node("start", nodes.make_start(runtime, llm))
-    graph.add_node("retrieve", nodes.make_retrieve(runtime))
+    graph.add_node("retrieve", nodes.make_retrieve(runtime, base))
     graph.add_node("read", nodes.make_read(runtime, llm))
     graph.add_node("link", nodes.make_link(runtime))
     graph.add_node("expand", nodes.make_expand(runtime, expansion or settings.expansion))

@@ -18,6 +18,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
+from gear_agent.filters import parse_where
 from gear_agent.retrieval.records import PassageRecord, passage_records
 
 _RECORD_KEYS = ("id", "title", "source", "score", "chain", "chain_ids")
@@ -53,6 +54,9 @@ class GearLangChainRetriever(BaseRetriever):
     retriever: Any | None = Field(None, description="A gear_agent Retriever, used with store.")
     store: Any | None = Field(None, description="The store the retriever searches.")
     k: int = Field(15, ge=1, description="Documents returned.")
+    where: dict[str, Any] | list[str] | None = Field(
+        None, description='Only passages passing this filter, e.g. {"year": {"$gte": 2020}}.'
+    )
 
     def model_post_init(self, context: Any) -> None:
         if (self.agent is None) == (self.retriever is None):
@@ -60,8 +64,14 @@ class GearLangChainRetriever(BaseRetriever):
         if self.retriever is not None and self.store is None:
             raise ValueError("retriever= needs store= to read the passages' text")
 
+    def _input(self, query: str) -> dict[str, Any]:
+        given: dict[str, Any] = {"question": query, "top_k": self.k}
+        if self.where is not None:
+            given["where"] = self.where
+        return given
+
     def _records(self, query: str) -> list[dict[str, Any]]:
-        ranked = self.retriever.retrieve(query, self.k)  # type: ignore[union-attr]
+        ranked = self.retriever.retrieve(query, self.k, parse_where(self.where))  # type: ignore[union-attr]
         return _as_dicts(passage_records(self.store, ranked))  # type: ignore[arg-type]
 
     def _get_relevant_documents(
@@ -69,7 +79,7 @@ class GearLangChainRetriever(BaseRetriever):
     ) -> list[Document]:
         if self.agent is not None:
             config = {"callbacks": run_manager.get_child()}
-            result = self.agent.invoke({"question": query, "top_k": self.k}, config)
+            result = self.agent.invoke(self._input(query), config)
             return to_documents(result["passages"])
         return to_documents(self._records(query))
 
@@ -78,6 +88,6 @@ class GearLangChainRetriever(BaseRetriever):
     ) -> list[Document]:
         if self.agent is not None:
             config = {"callbacks": run_manager.get_child()}
-            result = await self.agent.ainvoke({"question": query, "top_k": self.k}, config)
+            result = await self.agent.ainvoke(self._input(query), config)
             return to_documents(result["passages"])
         return to_documents(await asyncio.to_thread(self._records, query))

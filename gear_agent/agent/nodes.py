@@ -24,6 +24,7 @@ from gear_agent.agent.chat import question_of, render_conversation
 from gear_agent.agent.citations import CITED_ANSWER_REPLY, read_cited_answer, render_citations
 from gear_agent.agent.models import ChatModels, run_option
 from gear_agent.agent.state import GearState
+from gear_agent.filters import parse_where
 from gear_agent.llm.client import LLMClient, LLMReply
 from gear_agent.llm.errors import LLMCallError, LLMDeadlineError
 from gear_agent.llm.response_format import TRIPLES_REPLY, VERDICT_REPLY, ReplySchema
@@ -31,7 +32,8 @@ from gear_agent.llm.usage import empty_usage, usage_of_call
 from gear_agent.parsing import ParseError, parse_reasoner_reply, parse_short_reply
 from gear_agent.prompts import load_prompt, render_passages, render_triples
 from gear_agent.questions import QuestionError, check_run_option
-from gear_agent.retrieval.base import fuse_passages
+from gear_agent.retrieval.base import Retriever, fuse_passages
+from gear_agent.retrieval.filtering import checked_where
 from gear_agent.retrieval.records import passage_records
 from gear_agent.runtime import Runtime
 from gear_agent.types import Passage
@@ -187,6 +189,7 @@ def make_start(runtime: Runtime, models: Models | None = None) -> Node:
                 "no question: give 'question', or 'messages' ending with a human message"
             )
         question = steps.check_question(raw, runtime.settings.max_question_chars)
+        checked_where(runtime.store, state.get("where"))  # a bad or empty filter fails here
         if models is not None:
             _client(models, config)  # an unknown or unbuildable model fails here, before any work
         budget = run_deadline_s(state, config, runtime.settings.deadline_s)
@@ -222,11 +225,15 @@ def make_start(runtime: Runtime, models: Models | None = None) -> Node:
     return start
 
 
-def make_retrieve(runtime: Runtime) -> Node:
-    """Base retrieval of the current query: ``base_k`` passages."""
+def make_retrieve(runtime: Runtime, base: Retriever | None = None) -> Node:
+    """Base retrieval of the current query: ``base_k`` passages (by ``base`` when given)."""
 
     def retrieve(state: GearState) -> Update:
-        ranked = steps.base_retrieve(runtime, state["query"], runtime.settings.base_k)
+        k, where = runtime.settings.base_k, parse_where(state.get("where"))
+        if base is not None:
+            ranked = base.retrieve(state["query"], k, where)
+        else:
+            ranked = steps.base_retrieve(runtime, state["query"], k, where)
         return {"base": steps.to_dicts(ranked)}
 
     return retrieve
@@ -272,7 +279,8 @@ def make_link(runtime: Runtime) -> Node:
 
     def link(state: GearState) -> Update:
         proximal = state.get("proximal", [])
-        return {"linked": steps.link_triples(runtime, proximal), "gist_memory": proximal}
+        linked = steps.link_triples(runtime, proximal, parse_where(state.get("where")))
+        return {"linked": linked, "gist_memory": proximal}
 
     return link
 
@@ -283,7 +291,8 @@ def make_expand(runtime: Runtime, expansion: steps.Expansion) -> Node:
 
     def expand(state: GearState) -> Update:
         base = steps.from_dicts(state.get("base", []))
-        expanded = steps.expand(runtime, state["query"], state.get("linked", []), expansion)
+        where = parse_where(state.get("where"))
+        expanded = steps.expand(runtime, state["query"], state.get("linked", []), expansion, where)
         size = max(len({p.id for p in base} | {p.id for p in expanded}), 1)
         fused = fuse_passages([base, expanded], k=size, rrf_k=runtime.settings.rrf_k)
         return {"retrieved": [steps.to_dicts(fused)]}
@@ -367,7 +376,8 @@ def make_finalize(runtime: Runtime) -> Node:
         settings = runtime.settings
         k = state.get("top_k", settings.top_k)
         retrieved = [steps.from_dicts(r) for r in state.get("retrieved", [])]
-        ranked = steps.final_ranking(runtime, state.get("gist_memory", []), retrieved, k)
+        where = parse_where(state.get("where"))
+        ranked = steps.final_ranking(runtime, state.get("gist_memory", []), retrieved, k, where)
         update: Update = {
             "passages": [r.to_dict() for r in passage_records(runtime.store, ranked)],
             "stop_reason": stop_reason_of(state, settings.max_iterations),

@@ -20,6 +20,9 @@ from gear_agent.llm.usage import UsageDict, merge_usage
 TripleList = list[list[str]]
 """Triples as ``[subject, predicate, object]`` lists (JSON-friendly, checkpoint-safe)."""
 
+WhereField = dict[str, Any] | list[str]
+"""A passage filter as JSON: ``{"year": {"$gte": 2020}}`` or ``["source=reports/2024"]``."""
+
 RankedList = list[dict[str, Any]]
 """A ranked passage list: ``{"id", "score", "chain": [triple ids]}`` dicts, best first."""
 
@@ -76,6 +79,7 @@ class InputState(TypedDict):
     messages: NotRequired[Annotated[list[AnyMessage], add_messages]]
     max_iterations: NotRequired[int]
     top_k: NotRequired[int]
+    where: NotRequired[WhereField]
     deadline_s: NotRequired[float]
 
 
@@ -120,6 +124,8 @@ class GearState(TypedDict):
             for the rewriter and the answer).
         max_iterations: Per-run override of ``GearSettings.max_iterations``.
         top_k: Per-run override of ``GearSettings.top_k``.
+        where: A filter on passages (see :mod:`gear_agent.filters`): every search of the run
+            ranks only passages that pass it.
         deadline_s: Per-run time budget in seconds (``GEAR_DEADLINE_S``; 0 for none).
         deadline_at: When the run's time budget ends (epoch seconds), or None for no
             budget; set by ``start``. Every LLM call, retry and ``Retry-After`` wait of the
@@ -151,6 +157,7 @@ class GearState(TypedDict):
     history: list[list[str]]
     max_iterations: NotRequired[int]
     top_k: NotRequired[int]
+    where: NotRequired[WhereField]
     deadline_s: NotRequired[float]
     deadline_at: NotRequired[float | None]
     query: str

@@ -12,10 +12,12 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from gear_agent.expansion.beam import TripleBeamSearch, beams_to_passages
+from gear_agent.filters import Where
 from gear_agent.parsing import parse_triples
 from gear_agent.prompts import load_prompt, render_passages, render_triples
 from gear_agent.questions import check_question
 from gear_agent.retrieval.base import RankedPassage, fuse_passages
+from gear_agent.retrieval.filtering import keep_passing
 from gear_agent.retrieval.search import search
 from gear_agent.runtime import Runtime
 from gear_agent.text.grounding import Grounding
@@ -35,10 +37,13 @@ def from_dicts(ranked: Sequence[dict[str, Any]]) -> list[RankedPassage]:
     return [RankedPassage(p["id"], float(p["score"]), tuple(p.get("chain") or ())) for p in ranked]
 
 
-def base_retrieve(runtime: Runtime, query: str, k: int) -> list[RankedPassage]:
-    """Hybrid (or the configured base mode) passage retrieval of ``query``."""
+def base_retrieve(
+    runtime: Runtime, query: str, k: int, where: Where | None = None
+) -> list[RankedPassage]:
+    """Hybrid (or the configured base mode) passage retrieval of ``query`` (among the
+    passages that pass ``where``)."""
     s = runtime.settings
-    hits = search(runtime.store, runtime.encode, "passage", query, k, s.base_retriever, s.rrf_k)
+    hits = search(runtime.store, runtime.encode, "passage", query, k, s.base_retriever, s.rrf_k, where)
     return [RankedPassage(h.id, h.score) for h in hits]
 
 
@@ -84,13 +89,16 @@ def ground_triples(
     return kept, left
 
 
-def link_triples(runtime: Runtime, triples: Sequence[Sequence[str]]) -> list[str]:
-    """tripleLink: each triple's nearest indexed triple (hybrid search, top 1), unique, in order."""
+def link_triples(
+    runtime: Runtime, triples: Sequence[Sequence[str]], where: Where | None = None
+) -> list[str]:
+    """tripleLink: each triple's nearest indexed triple (hybrid search, top 1; a triple of a
+    passage that passes ``where``), unique, in order."""
     s = runtime.settings
     linked: list[str] = []
     for triple in triples:
         text = " ".join(triple)
-        hits = search(runtime.store, runtime.encode, "triple", text, 1, s.base_retriever, s.rrf_k)
+        hits = search(runtime.store, runtime.encode, "triple", text, 1, s.base_retriever, s.rrf_k, where)
         if hits and hits[0].id not in linked:
             linked.append(hits[0].id)
     return linked
@@ -112,31 +120,39 @@ def ppr_expand(runtime: Runtime, query: str, start: Sequence[str], k: int) -> li
 
 
 def expand(
-    runtime: Runtime, query: str, start: Sequence[str], expansion: Expansion
+    runtime: Runtime,
+    query: str,
+    start: Sequence[str],
+    expansion: Expansion,
+    where: Where | None = None,
 ) -> list[RankedPassage]:
-    """The expansion list: ``beam`` (Algorithm 1), ``ppr``, or ``both`` (RRF of the two)."""
+    """The expansion list: ``beam`` (Algorithm 1), ``ppr``, or ``both`` (RRF of the two);
+    only passages that pass ``where``."""
     s = runtime.settings
     if expansion == "beam":
-        return beam_expand(runtime, query, start)
+        return keep_passing(runtime.store, beam_expand(runtime, query, start), where)
     if expansion == "ppr":
-        return ppr_expand(runtime, query, start, s.base_k)
+        return keep_passing(runtime.store, ppr_expand(runtime, query, start, s.base_k), where)
     if expansion != "both":
         raise ValueError(f"unknown expansion {expansion!r}; choose one of {', '.join(EXPANSIONS)}")
     lists = [beam_expand(runtime, query, start), ppr_expand(runtime, query, start, s.base_k)]
-    return fuse_passages(lists, k=max(len(lists[0]) + len(lists[1]), 1), rrf_k=s.rrf_k)
+    fused = fuse_passages(lists, k=max(len(lists[0]) + len(lists[1]), 1), rrf_k=s.rrf_k)
+    return keep_passing(runtime.store, fused, where)
 
 
-def passage_link(runtime: Runtime, triple: Sequence[str]) -> list[RankedPassage]:
+def passage_link(
+    runtime: Runtime, triple: Sequence[str], where: Where | None = None
+) -> list[RankedPassage]:
     """passageLink of one memory triple: RRF of its top passages and its top triples' passages.
 
-    Both searches are hybrid and take ``passage_link_k`` hits; a passage reached
-    through a triple carries that triple as its chain.
+    Both searches are hybrid and take ``passage_link_k`` hits (among passages that pass
+    ``where``); a passage reached through a triple carries that triple as its chain.
     """
     s = runtime.settings
     text = " ".join(triple)
     k = s.passage_link_k
-    direct = search(runtime.store, runtime.encode, "passage", text, k, s.base_retriever, s.rrf_k)
-    hits = search(runtime.store, runtime.encode, "triple", text, k, s.base_retriever, s.rrf_k)
+    direct = search(runtime.store, runtime.encode, "passage", text, k, s.base_retriever, s.rrf_k, where)
+    hits = search(runtime.store, runtime.encode, "triple", text, k, s.base_retriever, s.rrf_k, where)
     via: list[RankedPassage] = []
     seen: set[str] = set()
     for t in runtime.store.get_triples([h.id for h in hits]):
@@ -152,9 +168,10 @@ def final_ranking(
     memory: Sequence[Sequence[str]],
     retrieved: Sequence[Sequence[RankedPassage]],
     k: int,
+    where: Where | None = None,
 ) -> list[RankedPassage]:
     """One list: RRF of every memory triple's passageLink list and every iteration's list."""
-    lists = [passage_link(runtime, t) for t in memory] + [list(r) for r in retrieved]
+    lists = [passage_link(runtime, t, where) for t in memory] + [list(r) for r in retrieved]
     return fuse_passages(lists, k=k, rrf_k=runtime.settings.rrf_k)
 
 

@@ -9,6 +9,7 @@ call per question.
 from __future__ import annotations
 
 from gear_agent.agent import steps
+from gear_agent.filters import Where
 from gear_agent.llm.client import LLMClient, LLMReply
 from gear_agent.llm.response_format import TRIPLES_REPLY
 from gear_agent.retrieval.base import (
@@ -50,33 +51,34 @@ class SyncGERetriever(Retriever):
             raise ValueError(f"unknown expansion {expansion!r}; choose one of {steps.EXPANSIONS}")
         self.runtime, self.llm, self.expansion, self.name = runtime, llm, expansion, name
 
-    def _prepare(self, query: str) -> tuple[str, list[RankedPassage], str]:
+    def _prepare(self, query: str, where: Where | None) -> tuple[str, list[RankedPassage], str]:
         s = self.runtime.settings
         question = steps.check_question(query, s.max_question_chars)
-        base = steps.base_retrieve(self.runtime, question, s.base_k)
+        base = steps.base_retrieve(self.runtime, question, s.base_k, where)
         prompt = steps.reader_prompt(self.runtime, question, [p.id for p in base], [])
         return question, base, prompt
 
     def _finish(
-        self, question: str, base: list[RankedPassage], reply: LLMReply, k: int
+        self, question: str, base: list[RankedPassage], reply: LLMReply, k: int,
+        where: Where | None,
     ) -> list[RankedPassage]:
         proximal, _dropped = steps.read_reply(reply.text)
-        linked = steps.link_triples(self.runtime, proximal)
-        expanded = steps.expand(self.runtime, question, linked, self.expansion)
+        linked = steps.link_triples(self.runtime, proximal, where)
+        expanded = steps.expand(self.runtime, question, linked, self.expansion, where)
         return fuse_passages([base, expanded], k=k, rrf_k=self.runtime.settings.rrf_k)
 
-    def retrieve(self, query: str, k: int) -> list[RankedPassage]:
+    def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
         check_request(query, k)
-        question, base, prompt = self._prepare(query)
+        question, base, prompt = self._prepare(query, where)
         reply = self.llm.invoke(prompt, node="read", schema=TRIPLES_REPLY)
-        return self._finish(question, base, reply, k)
+        return self._finish(question, base, reply, k, where)
 
-    async def arun(self, question: str, k: int) -> Outcome:
+    async def arun(self, question: str, k: int, where: Where | None = None) -> Outcome:
         """One question for ``gear eval``: passages and the reader's token cost."""
-        question, base, prompt = self._prepare(question)
+        question, base, prompt = self._prepare(question, where)
         reply = await self.llm.ainvoke(prompt, node="read", schema=TRIPLES_REPLY)
         return Outcome(
-            self._finish(question, base, reply, k),
+            self._finish(question, base, reply, k, where),
             input_tokens=reply.input_tokens,
             output_tokens=reply.output_tokens,
             iterations=1,

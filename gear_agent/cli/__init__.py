@@ -1,5 +1,5 @@
 """The `gear` command line: index, info, delete, check, search, ask, eval, retrievers, serve,
-trace, graph.
+trace, graph, sirerag.
 
 Importing this package loads typer and rich only: every command imports what it needs
 when it runs, so `gear --help` and a failed check answer in well under a second.
@@ -19,6 +19,7 @@ from gear_agent.cli import (
     index_cmd,
     search_cmd,
     serve_cmd,
+    sirerag_cmd,
     trace_cmd,
 )
 from gear_agent.cli.progress import quiet_third_party
@@ -58,6 +59,7 @@ app.command("retrievers", cls=GearCommand)(eval_cmd.retrievers_)
 app.command("serve", cls=GearCommand)(serve_cmd.serve)
 app.add_typer(trace_cmd.app, name="trace")
 app.add_typer(graph_cmd.app, name="graph")
+app.add_typer(sirerag_cmd.app, name="sirerag")
 
 
 def main() -> None:

@@ -22,11 +22,16 @@ def ask(
     max_iterations: Annotated[int | None, typer.Option(min=1, help="Iterations at most (GEAR_MAX_ITERATIONS).")] = None,
     top_k: Annotated[int | None, typer.Option(min=1, help="Passages in the final ranking (GEAR_TOP_K).")] = None,
     passages: Annotated[bool, typer.Option("--passages", help="Also print every ranked passage.")] = False,
+    where: Annotated[list[str] | None, typer.Option(
+        "--where", "-w", metavar="KEY OP VALUE",
+        help="Only passages passing this filter (as in `gear search`); repeat to AND.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead.")] = False,
 ) -> None:
     """Answer a question with the GEAR agent, citing the passages the answer rests on."""
     from gear_agent.agent.graph import build_agent
+    from gear_agent.filters import parse_where
     from gear_agent.questions import check_question
+    from gear_agent.retrieval.filtering import checked_where
     from gear_agent.runtime import Runtime
 
     settings = load_settings(index_dir, llm_model=model)
@@ -36,8 +41,12 @@ def ask(
         inputs["max_iterations"] = max_iterations
     if top_k is not None:
         inputs["top_k"] = top_k
+    parse_where(where)  # a malformed filter fails before anything loads
     runtime = Runtime.open(settings)  # a missing index is an error, never created here
     try:
+        checked = checked_where(runtime.store, where)  # says so when no passage passes
+        if checked is not None:
+            inputs["where"] = checked.to_dict()
         result = build_agent(settings, runtime=runtime).invoke(inputs)
     finally:
         runtime.store.close()

@@ -32,7 +32,7 @@ def require_index(settings: GearSettings, *, missing_ok: bool = False) -> dict[s
         return None
     from gear_agent.embedding import embedder_name
     from gear_agent.store import ModelMismatchError, StoreError
-    from gear_agent.store.embedded import read_manifest
+    from gear_agent.store.manifest import read_manifest
 
     manifest = read_manifest(settings.index_dir)
     if manifest is None and missing_ok:
@@ -80,7 +80,7 @@ def open_store_without_model(settings: GearSettings) -> Store:
 
         return open_store(settings, make_embedder(settings), create=False)
     from gear_agent.embedding.base import NamedEmbedder
-    from gear_agent.store.embedded import read_manifest
+    from gear_agent.store.manifest import read_manifest
 
     manifest = read_manifest(settings.index_dir)
     if manifest is None:

@@ -40,6 +40,9 @@ def eval_(
     index_dir: Annotated[Path | None, typer.Option(
         "--index", metavar="DIR", help="Index to use; default: a cache folder per corpus and model.")] = None,
     tokenizer: Annotated[str | None, typer.Option(metavar="standard|word", help="BM25 tokenizer (GEAR_BM25_TOKENIZER).")] = None,
+    sirerag: Annotated[str | None, typer.Option(metavar="ablation|full", help=(
+        "Build (or bring up to date) the SiReRAG pool in this mode before the rows run "
+        "(as `gear sirerag build --mode`); default: use the pool the index holds."))] = None,
 ) -> None:
     """Recall@5/10/15 and ms/query (EM/F1, tokens, iterations for LLM rows) per retriever."""
     from gear_agent.cli.checks import require_index, require_llm, warn_without_triples
@@ -51,10 +54,14 @@ def eval_(
     from gear_agent.retrievers import RETRIEVERS, check_name, make_retriever
 
     settings = load_settings(None, **_overrides(scorer, no_diversity, base_k, tokenizer))
+    if sirerag is not None:
+        from gear_agent.cli.sirerag_cmd import check_mode
+
+        check_mode(sirerag)
     names = [check_name(n.strip()).name for n in retrievers.split(",") if n.strip()]
     if not names:
         raise UnknownNameError(f"--retrievers names no retriever; known: {', '.join(RETRIEVERS)}")
-    if any(check_name(name).needs_llm for name in names):
+    if any(check_name(name).needs_llm for name in names) or sirerag == "full":
         require_llm(settings)  # no key or endpoint: one clear line now, not after indexing
     qs = load_questions(questions)[:limit] if limit else load_questions(questions)
     folder = index_dir or eval_index_dir(corpus, openie, settings.embedding_model,
@@ -65,9 +72,16 @@ def eval_(
     with ProgressBoard() as board, board.embedding():
         runtime, _ = prepare_index(settings, corpus, openie, board.stage)
         report_graph_build(runtime, board)
+        if sirerag is not None:
+            from gear_agent.cli.sirerag_cmd import print_report, run_build, sirerag_settings
+
+            print_report(run_build(runtime, sirerag, sirerag_settings(2, 1, 0, concurrency)))
         builders = {name: make_retriever(name, runtime) for name in names}
         for name in names:
             warn_without_triples(check_name(name), runtime.store)
+            if name.endswith("sirerag") and not runtime.store.node_store().count():
+                console.print(f"[yellow]{name}: the index holds no SiReRAG nodes, so the pool is the "
+                              "passages alone (build it with --sirerag ablation|full)[/]")
         embedded = board.counter("embed questions", unit="questions")
         for done, question in enumerate(qs, start=1):  # shared by every row, out of its ms/query
             runtime.encode(question.question)

@@ -3,6 +3,7 @@ and scores a reader can interpret."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -52,6 +53,13 @@ def search(
     k: Annotated[int, typer.Option(min=1, metavar="N", help="Passages to show (at least 1).")] = 5,
     index_dir: Annotated[Path | None, typer.Option(
         "--index", "-i", metavar="DIR", help="Index directory (GEAR_INDEX_DIR).")] = None,
+    where: Annotated[list[str] | None, typer.Option(
+        "--where", "-w", metavar="KEY OP VALUE",
+        help="Only passages passing this filter, applied before ranking; repeat to AND. "
+             "OP is = != > >= < <=; keys: source (a file or any folder above it), title, id, "
+             "or a metadata key. E.g. --where source=reports/2024 --where 'year>=2020'.")] = None,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print one JSON object (passages with metadata and chains) instead.")] = False,
 ) -> None:
     """Print the ranked passages for a question, each with the triple chain that reached it.
 
@@ -64,16 +72,19 @@ def search(
 
     from gear_agent.cli.checks import require_index, require_llm, warn_without_triples
     from gear_agent.cli.progress import ProgressBoard, report_graph_build
+    from gear_agent.filters import parse_where
     from gear_agent.questions import check_question
     from gear_agent.retrievers import check_name
 
     settings = load_settings(index_dir)
     question = check_question(question, settings.max_question_chars)
     spec = check_name(retriever)
+    parse_where(where)  # a malformed filter fails before anything loads
     require_index(settings)
     if spec.needs_llm:
         require_llm(settings)
     # Every check passed: only now load the embedding model and the index.
+    from gear_agent.retrieval.filtering import checked_where
     from gear_agent.retrieval.records import passage_records
     from gear_agent.retrievers import make_retriever
     from gear_agent.runtime import Runtime
@@ -81,11 +92,23 @@ def search(
     with console.status("loading the embedding model and the index"):
         runtime = Runtime.open(settings)
     warn_without_triples(spec, runtime.store)
+    checked = checked_where(runtime.store, where)  # says so when no passage passes
     with ProgressBoard() as board, board.embedding():  # a PPR graph's first build is long
         report_graph_build(runtime, board)
-        ranked = make_retriever(retriever, runtime).retrieve(question, k)
+        ranked = make_retriever(retriever, runtime).retrieve(question, k, checked)
+    records = passage_records(runtime.store, ranked)
+    if as_json:
+        report = {
+            "question": question,
+            "retriever": spec.name,
+            "where": None if checked is None else checked.to_dict(),
+            "score_kind": spec.score,
+            "passages": [r.to_dict() for r in records],
+        }
+        typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
+        return
     out = SafeConsole()
-    for rank, record in enumerate(passage_records(runtime.store, ranked), start=1):
+    for rank, record in enumerate(records, start=1):
         score = describe_score(spec.score, record.score, settings.rrf_k)
         out.print(f"[bold]{rank}. {escape(record.title)}[/]  [dim]{score} · {record.id}[/]",
                   highlight=False)

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from gear_agent.expansion.naive_ge import NaiveGERetriever
 from gear_agent.expansion.ppr import PPRRetriever
+from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request, fuse_passages
 
 
@@ -27,14 +28,16 @@ class FusedExpansionRetriever(Retriever):
         self.name = f"{naive_ge.name}+ppr"
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="gear-expand")
 
-    def parts(self, query: str, k: int) -> tuple[list[RankedPassage], list[RankedPassage]]:
+    def parts(
+        self, query: str, k: int, where: Where | None = None
+    ) -> tuple[list[RankedPassage], list[RankedPassage]]:
         """The two lists that are fused: NaiveGE's and PPR's, computed concurrently."""
         self.ppr.graph  # noqa: B018 - build/load the graph once, outside the worker threads
-        beam = self._pool.submit(self.naive_ge.retrieve, query, k)
-        ppr = self._pool.submit(self.ppr.retrieve, query, k)
+        beam = self._pool.submit(self.naive_ge.retrieve, query, k, where)
+        ppr = self._pool.submit(self.ppr.retrieve, query, k, where)
         return beam.result(), ppr.result()
 
-    def retrieve(self, query: str, k: int) -> list[RankedPassage]:
+    def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
         check_request(query, k)
-        naive, ppr = self.parts(query, k)
+        naive, ppr = self.parts(query, k, where)
         return fuse_passages([ppr, naive], k=k, rrf_k=self.rrf_k)

@@ -28,7 +28,9 @@ import numpy as np
 from scipy import sparse
 
 from gear_agent.expansion.ppr_graph import PPRGraph, load_or_build
+from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
+from gear_agent.retrieval.filtering import keep_top_passing
 from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.store.base import Store
 from gear_agent.types import Hit, Triple
@@ -348,9 +350,9 @@ class PPRRetriever(Retriever):
             )
         return self._graph
 
-    def retrieve(self, query: str, k: int) -> list[RankedPassage]:
+    def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
         check_request(query, k)
-        return self.expand(query, None, k)
+        return keep_top_passing(self.store, lambda n: self.expand(query, None, n), k, where)
 
     def expand(
         self, query: str, seed_triple_ids: Sequence[str] | None, k: int

@@ -6,6 +6,7 @@ import numbers
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
+from gear_agent.filters import Where
 from gear_agent.questions import QuestionError, RunOptionError
 
 
@@ -56,14 +57,18 @@ class Retriever(ABC):
 
     Retrievers that call an LLM also implement ``async arun(question, k) -> Outcome``
     (answer, tokens, iterations), which ``gear eval`` awaits with many questions in flight.
+
+    ``where`` restricts the result to passages that pass a filter: base retrieval applies it
+    in the store before ranking, expansions keep only passing passages (see
+    :mod:`gear_agent.retrieval.filtering`; callers check it first with ``checked_where``).
     """
 
     #: Short name used in tables and configuration, e.g. ``"hybrid+naive_ge"``.
     name: str
 
     @abstractmethod
-    def retrieve(self, query: str, k: int) -> list[RankedPassage]:
-        """The top ``k`` passages for ``query``, best first."""
+    def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
+        """The top ``k`` passages for ``query`` that pass ``where``, best first."""
 
 
 def check_request(query: object, k: object) -> None:

@@ -8,6 +8,7 @@ from functools import lru_cache
 import numpy as np
 
 from gear_agent.embedding.base import Embedder
+from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
 from gear_agent.retrieval.fusion import rrf
 from gear_agent.store.base import Store
@@ -35,19 +36,21 @@ def search(
     k: int,
     mode: str = "hybrid",
     rrf_k: int = 60,
+    where: Where | None = None,
 ) -> list[Hit]:
-    """Top ``k`` ids of a collection by BM25, by cosine, or by RRF of both (each asked for ``k``).
+    """Top ``k`` ids of a collection by BM25, by cosine, or by RRF of both (each asked for ``k``);
+    with ``where``, among the passages that pass it (for triples: triples of such passages).
 
     Raises:
         ValueError: ``mode`` is not one of ``bm25``, ``dense``, ``hybrid``.
     """
     if mode == "bm25":
-        return store.bm25_search(collection, query, k)
+        return store.bm25_search(collection, query, k, where=where)
     if mode == "dense":
-        return store.vector_search(collection, encode(query), k)
+        return store.vector_search(collection, encode(query), k, where=where)
     if mode == "hybrid":
-        lexical = store.bm25_search(collection, query, k)
-        dense = store.vector_search(collection, encode(query), k)
+        lexical = store.bm25_search(collection, query, k, where=where)
+        dense = store.vector_search(collection, encode(query), k, where=where)
         fused = rrf([[h.id for h in lexical], [h.id for h in dense]], k=rrf_k)
         return [Hit(i, s) for i, s in fused[:k]]
     raise ValueError(f"unknown retrieval mode {mode!r}; choose one of {', '.join(BASE_MODES)}")
@@ -67,7 +70,7 @@ class BaseRetriever(Retriever):
         self.store, self.encode, self.mode, self.rrf_k = store, encode, mode, rrf_k
         self.name = mode
 
-    def retrieve(self, query: str, k: int) -> list[RankedPassage]:
+    def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
         check_request(query, k)
-        hits = search(self.store, self.encode, "passage", query, k, self.mode, self.rrf_k)
+        hits = search(self.store, self.encode, "passage", query, k, self.mode, self.rrf_k, where)
         return [RankedPassage(h.id, h.score) for h in hits]

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gear_agent.errors import GearError
 from gear_agent.types import AddResult, Collection, Hit, Passage, Triple
+
+if TYPE_CHECKING:
+    from gear_agent.store.nodes import NodeStore
 
 WhereSpec = Any
 """A filter in any form :func:`gear_agent.filters.parse_where` reads (a ``Where``, a dict
@@ -149,6 +152,19 @@ class Store(ABC):
     @abstractmethod
     def iter_triples(self) -> Iterator[Triple]:
         """Every stored triple."""
+
+    def node_store(self) -> NodeStore:
+        """The SiReRAG node collection of this index (:mod:`gear_agent.store.nodes`).
+
+        Raises:
+            NodesNotSupportedError: this backend keeps no SiReRAG nodes.
+        """
+        from gear_agent.store.nodes import NodesNotSupportedError
+
+        raise NodesNotSupportedError(
+            f"the {type(self).__name__} backend does not store SiReRAG nodes; build SiReRAG "
+            "indexes in the embedded backend (GEAR_BACKEND=embedded)"
+        )
 
     def maintain(self) -> None:  # noqa: B027 - optional hook
         """Bring derived caches up to date (the embedded store's ANN); called at the end of

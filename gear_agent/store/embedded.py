@@ -36,6 +36,8 @@ from gear_agent.store import embedded_db as edb
 from gear_agent.store.base import ModelMismatchError, Store, StoreError
 from gear_agent.store.bm25 import top_k
 from gear_agent.store.embedded_db import IndexCorruptError, get_meta, set_meta
+from gear_agent.store.embedded_nodes import EmbeddedNodeStore
+from gear_agent.store.manifest import read_manifest
 from gear_agent.store.postings import Postings, SegmentCorruptError
 from gear_agent.store.threads import matvec
 from gear_agent.store.vectors import VectorFile
@@ -58,40 +60,6 @@ _TABLE = {"passage": "passages", "triple": "triples"}
 def _chunks(items: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
-
-
-def read_manifest(path: Path) -> dict[str, Any] | None:
-    """The manifest of the index at ``path`` (no model loaded), or None if there is none.
-
-    An index still in the previous format (``CURRENT`` + ``gen-*``) gives that format's
-    manifest with ``"format_version": 1``; it is migrated the first time it is opened.
-    """
-    from gear_agent.store import legacy
-
-    db_path = Path(path) / edb.DB_FILE
-    if not db_path.exists():
-        return legacy.read_legacy_manifest(Path(path))
-    db = edb.connect(db_path, timeout_s=5.0, readonly=True)
-    try:
-        if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() is None:
-            return None  # a writer is creating it
-        meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
-    except sqlite3.DatabaseError as exc:
-        raise IndexCorruptError(f"{db_path} cannot be read ({exc}); run `gear check`") from exc
-    finally:
-        db.close()
-    if "embedding_model" not in meta:
-        return None
-    return {
-        "format_version": int(meta.get("format_version", FORMAT_VERSION)),
-        "embedding_model": meta["embedding_model"],
-        "dimension": int(meta["dimension"]),
-        "passages": int(meta.get("count:passage", 0)),
-        "triples": int(meta.get("count:triple", 0)),
-        "extracted_passages": int(meta.get("extracted", 0)),
-        "committed_at": meta.get("committed_at", "?"),
-        "tokenizers": json.loads(meta.get("tokenizers", "[]")),
-    }
 
 
 class EmbeddedStore(Store):
@@ -137,6 +105,7 @@ class EmbeddedStore(Store):
         self._ends: dict[int, tuple[int, int]] = {}
         self._entity_rows: dict[int, np.ndarray] = {}
         self._checked_at = 0.0
+        self._nodes: EmbeddedNodeStore | None = None
         if not self._has_schema():
             self._db.executescript(f"BEGIN IMMEDIATE;{edb.SCHEMA}COMMIT;")
 
@@ -544,6 +513,7 @@ class EmbeddedStore(Store):
                 self._db.executemany("INSERT INTO dead(collection, row) VALUES (?, ?)", [(collection, r) for r in rows])
                 self._bump_count(collection, -len(rows))
             self._bump_extracted(-sum(v[2] for v in doomed.values()))
+            self.node_store().forget_passages(prow)
             return [pid for pid in passage_ids if pid in doomed]
 
     def delete_source(self, source: str) -> list[str]:
@@ -786,6 +756,13 @@ class EmbeddedStore(Store):
             self._db.close()
 
     # ---- extras of this backend ---------------------------------------------------------
+    def node_store(self) -> EmbeddedNodeStore:
+        """The SiReRAG nodes of this index (:mod:`gear_agent.store.embedded_nodes`)."""
+        with self._mutex:
+            if self._nodes is None:
+                self._nodes = EmbeddedNodeStore(self)
+            return self._nodes
+
     def passage_position(self, passage_id: str) -> int | None:
         """Row of a passage in the passage vector file, or None."""
         with self._mutex:
@@ -798,7 +775,7 @@ class EmbeddedStore(Store):
 
 def size_on_disk(root: Path) -> int:
     """Bytes of the files of the index at ``root`` (SQLite with its WAL, vectors, ANN parts)."""
-    names = (edb.DB_FILE, f"{edb.DB_FILE}-wal", "passage.vec", "triple.vec")
+    names = (edb.DB_FILE, f"{edb.DB_FILE}-wal", "passage.vec", "triple.vec", "node.vec")
     total = 0
     for path in Path(root).iterdir():
         if path.is_file() and (path.name in names or path.name.endswith(ann_mod.SUFFIX)):

@@ -13,47 +13,18 @@ Every test in this folder that takes ``backend`` runs once per backend:
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from gear_agent.config import GearSettings
-from gear_agent.embedding.base import Embedder, normalise_rows
+from gear_agent.embedding.base import Embedder
+from gear_agent.embedding.hashing import HashingEmbedder
 from gear_agent.store.base import Store
-
-_TOKEN = re.compile(r"\w+")
-
-
-class HashingEmbedder(Embedder):
-    """Bag of words hashed into ``dimension`` signed buckets, L2-normalised.
-
-    Deterministic across processes (blake2b, not ``hash()``); texts sharing
-    words get similar vectors, which is all the suite needs.
-    """
-
-    def __init__(self, dimension: int = 64, name: str | None = None) -> None:
-        self._dimension = dimension
-        self.name = name or f"test-hashing-{dimension}"
-
-    @property
-    def dimension(self) -> int:
-        return self._dimension
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        matrix = np.zeros((len(texts), self._dimension), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for token in _TOKEN.findall(text.lower()):
-                digest = hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest()
-                bucket = int.from_bytes(digest[:4], "little") % self._dimension
-                matrix[row, bucket] += 1.0 if digest[4] & 1 else -1.0
-        return normalise_rows(matrix)
 
 
 @dataclass
@@ -147,7 +118,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
 
 @pytest.fixture
 def embedder() -> HashingEmbedder:
-    return HashingEmbedder()
+    return HashingEmbedder(64)
 
 
 @pytest.fixture

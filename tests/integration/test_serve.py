@@ -19,14 +19,11 @@ import pytest
 pytest.importorskip("langserve", reason="the serve extra is not installed (pip install gear-agent[serve])")
 
 import uvicorn  # noqa: E402
-from langchain_core.language_models.chat_models import BaseChatModel  # noqa: E402
-from langchain_core.messages import AIMessage, BaseMessage  # noqa: E402
-from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
+from langchain_core.messages import AIMessage  # noqa: E402
 from langserve import RemoteRunnable  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
-from agent_fakes import QUESTION, make_runtime, make_settings  # noqa: E402
 from support.agent_faults import capable_reply, node_of  # noqa: E402
+from support.fakes import ScriptedChatModel  # noqa: E402
+from support.tiny_corpus import QUESTION, make_runtime, make_settings  # noqa: E402
 
 from gear_agent.agent.graph import build_agent  # noqa: E402
 from gear_agent.serve.app import create_app  # noqa: E402
@@ -42,19 +39,11 @@ TWO_HOPS = ["start", "retrieve", "read", "link", "expand", "reason", "rewrite",
             "retrieve", "read", "link", "expand", "reason", "finalize", "answer"]
 
 
-class PromptKeyedChat(BaseChatModel):
+def prompt_keyed_chat() -> ScriptedChatModel:
     """Replies chosen by the prompt (so concurrent requests get the right ones): the first
     read finds the bridge's town, a read with memory finds the county, the reasoner says
     answerable once the county is among the facts. Usage: 10 in, 2 out."""
-
-    @property
-    def _llm_type(self) -> str:
-        return "prompt-keyed-fake"
-
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=reply("\n".join(
-            str(m.content) for m in messages)))])
+    return ScriptedChatModel(respond=reply)
 
 
 def reply(prompt: str) -> AIMessage:
@@ -73,7 +62,7 @@ def server(tmp_path_factory) -> Iterator[dict[str, Any]]:
     settings = make_settings(max_question_chars=MAX_CHARS, llm_max_retries=0,
                              trace_dir=folder / "traces")
     runtime = make_runtime(folder / "index", settings)
-    agent = build_agent(settings, runtime=runtime, chat_model=PromptKeyedChat())
+    agent = build_agent(settings, runtime=runtime, chat_model=prompt_keyed_chat())
     app = create_app(agent, settings)
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
     uv = uvicorn.Server(config)
@@ -327,7 +316,7 @@ def test_gear_runnable_checks_direct_python_calls(tmp_path: Path) -> None:
 
     settings = make_settings(max_question_chars=MAX_CHARS)
     agent = build_agent(settings, runtime=make_runtime(tmp_path / "index", settings),
-                        chat_model=PromptKeyedChat())
+                        chat_model=prompt_keyed_chat())
     runnable = gear_runnable(agent, settings)
     with pytest.raises(ValidationError, match="at least 1 character"):
         runnable.invoke({"question": "  "})

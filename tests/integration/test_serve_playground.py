@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,33 +9,21 @@ import pytest
 pytest.importorskip("langserve", reason="the serve extra is not installed (pip install gear-agent[serve])")
 
 from fastapi.testclient import TestClient  # noqa: E402
-from langchain_core.language_models.chat_models import BaseChatModel  # noqa: E402
-from langchain_core.messages import AIMessage, BaseMessage  # noqa: E402
-from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
-from agent_fakes import QUESTION, make_runtime, make_settings  # noqa: E402
 from support.agent_faults import ANSWER, capable_reply, node_of  # noqa: E402
+from support.fakes import ScriptedChatModel  # noqa: E402
+from support.tiny_corpus import QUESTION, make_runtime, make_settings  # noqa: E402
 
 from gear_agent.agent.graph import build_agent  # noqa: E402
 from gear_agent.serve.app import create_app  # noqa: E402
 from gear_agent.serve.playground import answer_runnable  # noqa: E402
 
 
-class CitingChat(BaseChatModel):
+def citing_reply(prompt: str) -> str:
     """A capable model whose QA reply cites passage [1] and one passage never shown."""
-
-    @property
-    def _llm_type(self) -> str:
-        return "citing-fake"
-
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
-        prompt = "\n".join(str(m.content) for m in messages)
-        node = node_of(prompt)
-        text = (f'{{"answer": "{ANSWER}", "citations": [{{"passage": 1}}, {{"passage": 7}}]}}'
-                if node == "answer" else capable_reply(node, prompt))
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+    node = node_of(prompt)
+    if node == "answer":
+        return f'{{"answer": "{ANSWER}", "citations": [{{"passage": 1}}, {{"passage": 7}}]}}'
+    return capable_reply(node, prompt)
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +31,7 @@ def served(tmp_path_factory) -> tuple[Any, Any]:
     folder = tmp_path_factory.mktemp("ask")
     settings = make_settings(llm_max_retries=0)
     runtime = make_runtime(folder / "index", settings)
-    return build_agent(settings, runtime=runtime, chat_model=CitingChat()), settings
+    return build_agent(settings, runtime=runtime, chat_model=ScriptedChatModel(respond=citing_reply)), settings
 
 
 @pytest.fixture(scope="module")

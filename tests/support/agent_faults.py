@@ -259,7 +259,7 @@ def run_fault_case(
     """Run the agent once with ``fault`` injected at ``node``, then once more healed.
 
     Args:
-        runtime: The tiny Rainbow Bridge index (``agent_fakes.make_runtime``); its
+        runtime: The tiny Rainbow Bridge index (``support.tiny_corpus.make_runtime``); its
             settings should allow 3 iterations and answering.
         fault: A key of :data:`FAULTS`.
         node: One of :data:`NODES`.

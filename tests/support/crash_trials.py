@@ -17,18 +17,15 @@ import multiprocessing
 import os
 import random
 import signal
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
-from index_fakes import FakeBagOfWordsEmbedder as BagOfWordsEmbedder  # noqa: E402
-
 from gear_agent.ids import passage_id, triple_id  # noqa: E402
 from gear_agent.store.embedded import EmbeddedStore, read_manifest  # noqa: E402
 from gear_agent.types import Passage, Triple  # noqa: E402
+from support.fakes import CountingEmbedder as BagOfWordsEmbedder  # noqa: E402
 
 N_PASSAGES = 480
 """Passages in the synthetic corpus; each has 2 triples."""

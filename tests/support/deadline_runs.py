@@ -100,7 +100,7 @@ def run_deadline_case(
     """Ask the Rainbow Bridge question once with ``fault`` on every call.
 
     Args:
-        runtime: The tiny index (``agent_fakes.make_runtime``).
+        runtime: The tiny index (``support.tiny_corpus.make_runtime``).
         fault: A key of :data:`DEADLINE_FAULTS`.
         deadline_s: ``GEAR_DEADLINE_S`` for the run (0: none).
         timing: The faults' knobs; ``FaultTiming()`` when None.

@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from agent_fakes import QUESTION, client, make_runtime, make_settings, pid, scripted
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from support.fakes import client, scripted
+from support.tiny_corpus import QUESTION, make_runtime, make_settings, pid
 
 from gear_agent.agent.chat import HISTORY_MESSAGES, question_of, render_conversation
 from gear_agent.agent.citations import check_citations, quote_in, read_cited_answer
@@ -246,8 +247,8 @@ def test_a_model_not_allowed_fails_before_any_work(tmp_path: Path) -> None:
 
 
 def test_chat_models_build_each_model_once_from_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    from langchain_anthropic import ChatAnthropic
-    from langchain_ollama import ChatOllama
+    ChatAnthropic = pytest.importorskip("langchain_anthropic").ChatAnthropic
+    ChatOllama = pytest.importorskip("langchain_ollama").ChatOllama
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-never-sent")
     models = ChatModels(LLMSettings(model="ollama:llama3.1", run_models=("*",), max_tokens=64))
@@ -291,7 +292,7 @@ def test_settings_list_run_models() -> None:
 def test_json_schemas_show_only_the_public_fields(tmp_path: Path) -> None:
     agent = agent_over(tmp_path, [])[0].compile()
     inputs = agent.get_input_jsonschema()
-    assert set(inputs["properties"]) == {"question", "messages", "max_iterations", "top_k",
+    assert set(inputs["properties"]) == {"question", "messages", "max_iterations", "top_k", "where",
                                          "deadline_s"}
     assert not inputs.get("required")
     outputs = agent.get_output_jsonschema()

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from agent_fakes import QUESTION, client, make_runtime, make_settings, scripted
+from support.fakes import client, scripted
+from support.tiny_corpus import QUESTION, make_runtime, make_settings
 
 from gear_agent.agent.graph import build_graph
 from gear_agent.config import GearSettings

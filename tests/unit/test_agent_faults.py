@@ -23,7 +23,6 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from agent_fakes import make_runtime, make_settings
 from support.agent_faults import (
     ANSWER,
     FAULTS,
@@ -33,6 +32,7 @@ from support.agent_faults import (
     FaultOutcome,
     run_fault_case,
 )
+from support.tiny_corpus import make_runtime, make_settings
 
 from gear_agent.agent.graph import build_graph
 from gear_agent.llm.client import LLMClient

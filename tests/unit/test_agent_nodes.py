@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from agent_fakes import INPUT_TOKENS, QUESTION, client, make_runtime, pid, scripted
+from support.fakes import INPUT_TOKENS, client, scripted
+from support.tiny_corpus import QUESTION, make_runtime, pid
 
 from gear_agent.agent import nodes
 from gear_agent.agent.graph import route_after_reason

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from agent_fakes import INPUT_TOKENS, OUTPUT_TOKENS, QUESTION, client, make_runtime, pid, scripted
+from support.fakes import INPUT_TOKENS, OUTPUT_TOKENS, client, scripted
+from support.tiny_corpus import QUESTION, make_runtime, pid
 
 from gear_agent.agent.gear_retriever import GearRetriever
 from gear_agent.agent.graph import build_graph

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agent_fakes import QUESTION, client, make_runtime, pid, scripted
+from support.fakes import client, scripted
+from support.tiny_corpus import QUESTION, make_runtime, pid
 
 from gear_agent.agent.graph import build_graph
 

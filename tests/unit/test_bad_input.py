@@ -141,7 +141,7 @@ def test_base_retrievers_check_the_query(query) -> None:
 
 
 def test_base_retrievers_refuse_k_zero(tmp_path: Path) -> None:
-    from agent_fakes import make_runtime
+    from support.tiny_corpus import make_runtime
 
     from gear_agent.retrieval.search import BaseRetriever
 

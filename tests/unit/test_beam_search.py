@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
-from index_fakes import FakeBagOfWordsEmbedder
+from support.fakes import CountingEmbedder
 
 from gear_agent.embedding.base import Embedder
 from gear_agent.expansion.beam import (
@@ -131,7 +131,7 @@ def test_breadth_first_flattening_and_passage_chains(graph_store):
 
 
 def test_concat_scorer_equals_a_direct_computation(tmp_path):
-    embedder = FakeBagOfWordsEmbedder()
+    embedder = CountingEmbedder()
     store = EmbeddedStore.open(tmp_path / "ix", embedder)
     facts = [("Paris", "capital of", "France"), ("France", "member of", "European Union"),
              ("Paris", "twinned with", "Rome"), ("Rome", "capital of", "Italy")]

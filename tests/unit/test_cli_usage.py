@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from agent_fakes import build_store
+from support.tiny_corpus import build_store
 from typer.testing import CliRunner
 
 from gear_agent.cli import app
@@ -194,7 +194,7 @@ def test_a_retriever_that_needs_triples_warns_on_a_text_only_index(tmp_path: Pat
 
 
 def test_delete_needs_no_model(hashing_index: Path, no_model) -> None:
-    from agent_fakes import pid
+    from support.tiny_corpus import pid
 
     result = run("delete", pid("Placer County"), "--index", str(hashing_index))
     assert result.exit_code == 0, result.output

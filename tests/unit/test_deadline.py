@@ -15,9 +15,9 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
-from agent_fakes import QUESTION, make_runtime, make_settings
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from support.deadline_runs import FaultTiming, run_deadline_case
+from support.tiny_corpus import QUESTION, make_runtime, make_settings
 
 from gear_agent.agent import nodes
 from gear_agent.llm.client import LLMClient

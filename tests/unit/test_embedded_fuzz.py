@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from index_fakes import FakeBagOfWordsEmbedder
+from support.fakes import CountingEmbedder
 
 from gear_agent.errors import GearError
 from gear_agent.ids import passage_id, triple_id
@@ -25,7 +25,7 @@ def built(tmp_path_factory) -> Path:
     from gear_agent.store import ann
 
     root = tmp_path_factory.mktemp("fuzz") / "ix"
-    store = EmbeddedStore.open(root, FakeBagOfWordsEmbedder())
+    store = EmbeddedStore.open(root, CountingEmbedder())
     passages = [Passage(passage_id(f"T{i}", f"town {i} on river {i % 5}"), f"T{i}", f"town {i} on river {i % 5}",
                         f"src/{i % 3}", {"n": i}) for i in range(120)]
     store.add_passages(passages)
@@ -45,7 +45,7 @@ FILES = ["index.sqlite", "passage.vec", "triple.vec", "passage-0-120.usearch"]
 
 
 def _read_everything(root: Path) -> None:
-    embedder = FakeBagOfWordsEmbedder()
+    embedder = CountingEmbedder()
     store = EmbeddedStore.open(root, embedder, create=False)
     try:
         query = embedder.embed_one("town on river 3")

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from index_fakes import FakeBagOfWordsEmbedder
+from support.fakes import CountingEmbedder
 
 from gear_agent.ids import passage_id, triple_id
 from gear_agent.store import embedded as embedded_module
@@ -31,14 +31,14 @@ T4 = triple(P2, "Seine", "is a", "river")
 
 
 def build(path: Path, embedder=None) -> EmbeddedStore:
-    store = EmbeddedStore.open(path, embedder or FakeBagOfWordsEmbedder())
+    store = EmbeddedStore.open(path, embedder or CountingEmbedder())
     store.add_passages([P1, P2, P3])
     store.add_triples([T1, T2, T3, T4])
     return store
 
 
 def test_adding_the_same_passage_twice_is_a_no_op(tmp_path):
-    embedder = FakeBagOfWordsEmbedder()
+    embedder = CountingEmbedder()
     store = build(tmp_path / "ix", embedder)
     before = embedder.texts_embedded
     again = store.add_passages([P1, passage("Paris", "  Paris is the capital of France. ")])
@@ -48,7 +48,7 @@ def test_adding_the_same_passage_twice_is_a_no_op(tmp_path):
 
 
 def test_adding_new_passages_embeds_only_those(tmp_path):
-    embedder = FakeBagOfWordsEmbedder()
+    embedder = CountingEmbedder()
     build(tmp_path / "ix", embedder)
     reopened = EmbeddedStore.open(tmp_path / "ix", embedder)
     embedder.calls.clear()
@@ -59,7 +59,7 @@ def test_adding_new_passages_embeds_only_those(tmp_path):
 
 def test_reopen_restores_everything(tmp_path):
     store = build(tmp_path / "ix")
-    reopened = EmbeddedStore.open(tmp_path / "ix", FakeBagOfWordsEmbedder())
+    reopened = EmbeddedStore.open(tmp_path / "ix", CountingEmbedder())
     assert reopened.get_passages([P2.id, P1.id]) == [P2, P1]
     assert reopened.triples_of_passage(P2.id) == [T2.id, T4.id]
     np.testing.assert_allclose(reopened.triple_vectors([T3.id]), store.triple_vectors([T3.id]))
@@ -75,10 +75,10 @@ def test_neighbours_share_head_or_tail_after_normalisation(tmp_path):
 
 def test_model_mismatch_is_refused_with_both_names(tmp_path):
     build(tmp_path / "ix")
-    with pytest.raises(ModelMismatchError, match="fake-bag-of-words.*other-model"):
-        EmbeddedStore.open(tmp_path / "ix", FakeBagOfWordsEmbedder(name="other-model"))
+    with pytest.raises(ModelMismatchError, match="hashing-64.*other-model"):
+        EmbeddedStore.open(tmp_path / "ix", CountingEmbedder(name="other-model"))
     with pytest.raises(ModelMismatchError, match="dimension 64"):
-        EmbeddedStore.open(tmp_path / "ix", FakeBagOfWordsEmbedder(dimension=32))
+        EmbeddedStore.open(tmp_path / "ix", CountingEmbedder(dimension=32))
 
 
 def test_delete_removes_triples_and_graph_edges(tmp_path):
@@ -87,7 +87,7 @@ def test_delete_removes_triples_and_graph_edges(tmp_path):
     assert store.get_triples([T1.id]) == []
     assert store.neighbours(T2.id) == [T4.id]  # the edge through Paris went with T1
     assert store.count("triple") == 3
-    reopened = EmbeddedStore.open(tmp_path / "ix", FakeBagOfWordsEmbedder())
+    reopened = EmbeddedStore.open(tmp_path / "ix", CountingEmbedder())
     assert reopened.count("passage") == 2 and reopened.neighbours(T2.id) == [T4.id]
     assert all(h.id != P1.id for h in reopened.bm25_search("passage", "France", 5))
 
@@ -99,18 +99,18 @@ def test_delete_by_source(tmp_path):
 
 
 def test_triples_must_name_a_stored_passage(tmp_path):
-    store = EmbeddedStore.open(tmp_path / "ix", FakeBagOfWordsEmbedder())
+    store = EmbeddedStore.open(tmp_path / "ix", CountingEmbedder())
     with pytest.raises(StoreError, match="not stored"):
         store.add_triples([T1])
 
 
 def test_opening_a_missing_index_without_create_says_what_to_do(tmp_path):
     with pytest.raises(StoreError, match="gear index"):
-        EmbeddedStore.open(tmp_path / "nothing", FakeBagOfWordsEmbedder(), create=False)
+        EmbeddedStore.open(tmp_path / "nothing", CountingEmbedder(), create=False)
 
 
 def _crash_during_commit(path: str, stage: str) -> None:
-    store = EmbeddedStore.open(Path(path), FakeBagOfWordsEmbedder())
+    store = EmbeddedStore.open(Path(path), CountingEmbedder())
     if stage == "vectors":  # vectors appended and flushed, the transaction never commits
         original = store._append_vectors
 
@@ -140,13 +140,13 @@ def test_a_write_killed_midway_leaves_the_last_good_index_readable(tmp_path, sta
     process.start()
     process.join(60)
     assert process.exitcode == 9
-    reopened = EmbeddedStore.open(tmp_path / "ix", FakeBagOfWordsEmbedder())
+    reopened = EmbeddedStore.open(tmp_path / "ix", CountingEmbedder())
     assert reopened.count("passage") == 3 and reopened.count("triple") == 4
     # the next writer trims what the dead one appended and commits normally
     reopened.add_passages([passage("After", "a later write")])
-    final = EmbeddedStore.open(tmp_path / "ix", FakeBagOfWordsEmbedder())
+    final = EmbeddedStore.open(tmp_path / "ix", CountingEmbedder())
     assert final.count("passage") == 4
-    assert final.vector_search("passage", FakeBagOfWordsEmbedder().embed_one("After\na later write"), 1)[0].id == \
+    assert final.vector_search("passage", CountingEmbedder().embed_one("After\na later write"), 1)[0].id == \
         passage("After", "a later write").id
     assert final._vectors["passage"].stored_rows() == 4
 
@@ -163,16 +163,16 @@ def test_transaction_rolls_back_on_error(tmp_path):
 
 def test_a_second_writer_sees_the_first_writers_commit(tmp_path):
     first = build(tmp_path / "ix")
-    second = EmbeddedStore.open(tmp_path / "ix", FakeBagOfWordsEmbedder())
+    second = EmbeddedStore.open(tmp_path / "ix", CountingEmbedder())
     first.add_passages([passage("One", "from the first writer")])
     second.add_passages([passage("Two", "from the second writer")])  # reloads under the lock
-    final = EmbeddedStore.open(tmp_path / "ix", FakeBagOfWordsEmbedder())
+    final = EmbeddedStore.open(tmp_path / "ix", CountingEmbedder())
     assert final.count("passage") == 5
 
 
 def test_the_lock_keeps_a_second_writer_out(tmp_path):
     store = build(tmp_path / "ix")
-    other = EmbeddedStore.open(tmp_path / "ix", FakeBagOfWordsEmbedder(), lock_timeout_s=0.2)
+    other = EmbeddedStore.open(tmp_path / "ix", CountingEmbedder(), lock_timeout_s=0.2)
     with store.transaction(), pytest.raises(StoreError, match="locked"):
         other.add_passages([passage("Blocked", "cannot get in")])
 
@@ -205,7 +205,7 @@ def test_extraction_marks(tmp_path):
 
 
 def test_metadata_is_kept_and_filters_apply_before_ranking(tmp_path):
-    store = EmbeddedStore.open(tmp_path / "ix", FakeBagOfWordsEmbedder())
+    store = EmbeddedStore.open(tmp_path / "ix", CountingEmbedder())
     docs = [
         Passage(passage_id(f"R{i}", f"revenue report {i}"), f"R{i}", f"revenue report {i}",
                 f"reports/{2018 + i}/q{i}.md", {"year": 2018 + i, "tags": ["finance", f"t{i}"]})
@@ -216,12 +216,12 @@ def test_metadata_is_kept_and_filters_apply_before_ranking(tmp_path):
     recent = {"year": {"$gte": 2021}}
     hits = store.bm25_search("passage", "revenue report", 10, where=recent)
     assert sorted(h.id for h in hits) == sorted(p.id for p in docs[3:])
-    vector = FakeBagOfWordsEmbedder().embed_one("revenue report 0")
+    vector = CountingEmbedder().embed_one("revenue report 0")
     assert {h.id for h in store.vector_search("passage", vector, 10, where=["source=reports/2019"])} == {docs[1].id}
     assert store.count("passage", where={"tags": "t4"}) == 1
     assert store.count("passage", where=["year>3000"]) == 0
     assert store.filter_passage_ids([docs[5].id, "p-unknown", docs[0].id], ["year!=2018"]) == [docs[5].id]
-    reopened = EmbeddedStore.open(tmp_path / "ix", FakeBagOfWordsEmbedder())
+    reopened = EmbeddedStore.open(tmp_path / "ix", CountingEmbedder())
     assert reopened.get_passages([docs[2].id])[0].metadata["year"] == 2020
 
 
@@ -243,14 +243,14 @@ def test_a_damaged_newest_vector_chunk_is_refused_at_open(tmp_path):
     data[-3] ^= 0xFF
     path.write_bytes(bytes(data))
     with pytest.raises(IndexCorruptError, match="gear check"):
-        EmbeddedStore.open(tmp_path / "ix", FakeBagOfWordsEmbedder())
+        EmbeddedStore.open(tmp_path / "ix", CountingEmbedder())
 
 
 def test_an_index_of_the_previous_format_is_migrated_and_left_in_place(tmp_path):
     from gear_agent.store import generations
 
     root = tmp_path / "old"
-    embedder = FakeBagOfWordsEmbedder()
+    embedder = CountingEmbedder()
     passages, triples = [P1, P2, P3], [T1, T2, T3, T4]
 
     def write(folder):
@@ -289,7 +289,7 @@ def test_an_unreadable_previous_format_index_is_refused_and_kept(tmp_path):
     root.mkdir()
     (root / "CURRENT").write_text("gen-000007", encoding="utf-8")
     with pytest.raises(IndexCorruptError):
-        EmbeddedStore.open(root, FakeBagOfWordsEmbedder())
+        EmbeddedStore.open(root, CountingEmbedder())
     assert (root / "CURRENT").read_text(encoding="utf-8") == "gen-000007"
 
 
@@ -298,7 +298,7 @@ def test_ann_parts_are_built_checksummed_and_rebuilt_when_bad(tmp_path, monkeypa
 
     monkeypatch.setattr(ann, "ANN_MIN_ROWS", 50)
     monkeypatch.setattr(ann, "TAIL_MAX", 10)
-    embedder = FakeBagOfWordsEmbedder()
+    embedder = CountingEmbedder()
     store = EmbeddedStore.open(tmp_path / "ix", embedder)
     docs = [passage(f"D{i}", f"document {i} about topic {i % 13} and theme {i % 7}") for i in range(300)]
     store.add_passages(docs)

@@ -17,7 +17,7 @@ from gear_agent.errors import GearError
 
 
 def test_provider_names_go_through_init_embeddings() -> None:
-    from langchain_ollama import OllamaEmbeddings
+    OllamaEmbeddings = pytest.importorskip("langchain_ollama").OllamaEmbeddings
 
     embedder = make_embedder(GearSettings(embedding_model="ollama:nomic-embed-text"))
     assert isinstance(embedder, LangChainEmbedder)

@@ -9,7 +9,7 @@ import random
 import httpx
 import openai
 import pytest
-from fake_store_llm import FakeStore, ScriptedChatModel, make_passages
+from support.fakes import FakeStore, ScriptedChatModel, make_passages
 
 from gear_agent.config import GearSettings
 from gear_agent.extraction import ExtractionSummary, estimate_cost, extract_triples

@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
-from fake_store_llm import ScriptedChatModel
 from langchain_core.documents import Document
+from support.fakes import ScriptedChatModel
 
 from gear_agent import Answer, Gear, PassageRecord
 from gear_agent.errors import GearError, SettingsError

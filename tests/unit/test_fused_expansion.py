@@ -3,7 +3,7 @@
 from pathlib import Path
 
 import pytest
-from index_fakes import FakeBagOfWordsEmbedder
+from support.fakes import CountingEmbedder
 
 from gear_agent.config import GearSettings
 from gear_agent.expansion.fused import FusedExpansionRetriever
@@ -20,7 +20,7 @@ DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo"
 
 @pytest.fixture
 def runtime(tmp_path):
-    embedder = FakeBagOfWordsEmbedder()
+    embedder = CountingEmbedder()
     store = EmbeddedStore.open(tmp_path / "ix", embedder)
     report = IndexReport()
     add_passages(store, read_corpus(DEMO / "corpus.json"), report)

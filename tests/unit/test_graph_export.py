@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from agent_fakes import CORPUS, build_store, make_runtime, make_settings, pid, scripted
+from support.fakes import scripted
+from support.tiny_corpus import CORPUS, build_store, make_runtime, make_settings, pid
 from typer.testing import CliRunner
 
 from gear_agent.cli import app

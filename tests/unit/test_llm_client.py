@@ -10,13 +10,13 @@ from typing import Annotated, TypedDict
 import httpx
 import openai
 import pytest
-from fake_store_llm import EMPTY_CHOICES, ScriptedChatModel
 from langchain_core.language_models.fake_chat_models import (
     FakeListChatModel,
     GenericFakeChatModel,
 )
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.graph import END, START, StateGraph
+from support.fakes import EMPTY_CHOICES, ScriptedChatModel
 
 from gear_agent.config import GearSettings
 from gear_agent.llm import tokens

@@ -24,6 +24,8 @@ EXPECTED = {
     "rewriter": {"question", "memory", "reason", "conversation"},
     "qa": {"question", "passages", "conversation"},
     "ppr_filter": {"query", "triples"},
+    "sirerag_propositions": {"title", "passage"},
+    "sirerag_summary": {"texts", "max_words"},
 }
 
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from fake_store_llm import ScriptedChatModel
+from support.fakes import ScriptedChatModel
 from typer.testing import CliRunner
 
 from gear_agent import Gear

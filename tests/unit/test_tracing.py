@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from agent_fakes import INPUT_TOKENS, OUTPUT_TOKENS, QUESTION, make_runtime, make_settings, scripted
+from support.fakes import INPUT_TOKENS, OUTPUT_TOKENS, scripted
+from support.tiny_corpus import QUESTION, make_runtime, make_settings
 from typer.testing import CliRunner
 
 from gear_agent.agent.graph import build_agent

@@ -1,9 +1,13 @@
-"""Test doubles for the LLM layer and extraction: a scripted chat model and an in-memory store.
+"""The test doubles, in one place: a scripted chat model, an in-memory store, a counting
+embedder and an LLM client that retries without sleeping.
 
 ``ScriptedChatModel`` is a real LangChain ``BaseChatModel`` (so ``LLMClient`` drives it
-exactly like ``ChatOpenAI``) whose replies come from a function of the prompt text;
-the function may return a string, an ``AIMessage``, :data:`EMPTY_CHOICES`, or an
-exception to raise. ``FakeStore`` implements the parts of ``Store`` that extraction uses.
+exactly like ``ChatOpenAI``) whose replies come from a function of the prompt text; the
+function may return a string, an ``AIMessage``, :data:`EMPTY_CHOICES`, or an exception to
+raise. :func:`scripted` makes one that replies from a list in turn and reports fixed token
+usage. ``FakeStore`` implements the parts of ``Store`` that extraction uses. The embedder
+is the package's own model-free :class:`~gear_agent.embedding.hashing.HashingEmbedder`;
+:class:`CountingEmbedder` also counts what it embeds.
 """
 
 from __future__ import annotations
@@ -19,12 +23,20 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, Field
 
+from gear_agent.embedding.hashing import HashingEmbedder
 from gear_agent.ids import passage_id
+from gear_agent.llm.client import LLMClient
+from gear_agent.llm.retry import RetryPolicy
 from gear_agent.store.base import Store
 from gear_agent.types import AddResult, Collection, Hit, Passage, Triple
 
 EMPTY_CHOICES = object()
 """Return this from a script to produce a reply with no choices at all."""
+
+INPUT_TOKENS = 10
+"""Every reply of a :func:`scripted` model reports this many prompt tokens ..."""
+OUTPUT_TOKENS = 2
+"""... and this many completion tokens, so token sums are easy to check."""
 
 
 def prompt_text(messages: Sequence[BaseMessage]) -> str:
@@ -41,6 +53,8 @@ class ScriptedChatModel(BaseChatModel):
     temperature: float = 0.0
     delay_s: float = 0.0
     calls: list[str] = Field(default_factory=list)
+    usage: tuple[int, int] | None = None
+    """``(input, output)`` tokens every reply reports; None reports none."""
     async_calls: int = 0
     in_flight: int = 0
     max_in_flight: int = 0
@@ -60,6 +74,11 @@ class ScriptedChatModel(BaseChatModel):
         return cls(respond=respond, **kwargs)
 
     @property
+    def prompts(self) -> list[str]:
+        """Every prompt sent, in order (the same list as ``calls``)."""
+        return self.calls
+
+    @property
     def _llm_type(self) -> str:
         return "scripted"
 
@@ -72,6 +91,12 @@ class ScriptedChatModel(BaseChatModel):
         if outcome is EMPTY_CHOICES:
             return ChatResult(generations=[])
         message = outcome if isinstance(outcome, AIMessage) else AIMessage(content=outcome)
+        if self.usage is not None and message.usage_metadata is None:
+            tokens_in, tokens_out = self.usage
+            message = message.model_copy(update={"usage_metadata": {
+                "input_tokens": tokens_in, "output_tokens": tokens_out,
+                "total_tokens": tokens_in + tokens_out,
+            }})
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _generate(
@@ -178,3 +203,39 @@ class FakeStore(Store):
 
     def iter_triples(self) -> Iterator[Triple]:
         return iter(list(self.triples.values()))
+
+
+def scripted(replies: Sequence[str | BaseException]) -> ScriptedChatModel:
+    """A model that replies from ``replies`` in turn (an exception is raised in its turn),
+    each reply reporting :data:`INPUT_TOKENS` and :data:`OUTPUT_TOKENS`."""
+    return ScriptedChatModel.from_list(replies, usage=(INPUT_TOKENS, OUTPUT_TOKENS))
+
+
+def client(model: Any, max_retries: int = 2) -> LLMClient:
+    """An LLM client that retries without sleeping."""
+
+    async def no_sleep(_seconds: float) -> None:
+        return None
+
+    return LLMClient(
+        model,
+        retry=RetryPolicy(max_retries=max_retries),
+        sleep=lambda _s: None,
+        async_sleep=no_sleep,
+    )
+
+
+class CountingEmbedder(HashingEmbedder):
+    """The package's hashing embedder, counting the texts of every ``embed`` call."""
+
+    def __init__(self, dimension: int = 64, name: str | None = None) -> None:
+        super().__init__(dimension, name)
+        self.calls: list[int] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(len(texts))
+        return super().embed(texts)
+
+    @property
+    def texts_embedded(self) -> int:
+        return sum(self.calls)

@@ -1,0 +1,136 @@
+"""`gear sirerag build|info`: SiReRAG's pool of tree nodes beside the passages (the logic is
+:mod:`gear_agent.sirerag`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.table import Table
+
+from gear_agent.cli.common import console, load_settings, reports_errors
+from gear_agent.cli.usage import CONTEXT, GearCommand, GearGroup
+
+if TYPE_CHECKING:
+    from gear_agent.runtime import Runtime
+    from gear_agent.sirerag import BuildReport, SiReRAGSettings
+
+app = typer.Typer(
+    help="SiReRAG: build similarity and relatedness trees into the index (retriever `sirerag`).",
+    cls=GearGroup, context_settings=CONTEXT, no_args_is_help=True,
+)
+
+
+def sirerag_settings(min_propositions: int, min_passages: int, seed: int, concurrency: int) -> SiReRAGSettings:
+    from gear_agent.sirerag import SiReRAGSettings
+
+    return SiReRAGSettings(min_propositions=min_propositions, min_passages=min_passages, seed=seed,
+                           concurrency=concurrency)
+
+
+def check_mode(mode: str) -> str:
+    """``mode`` when it is a build mode, else one line listing them."""
+    from gear_agent.errors import UnknownNameError
+    from gear_agent.sirerag import BUILD_MODES
+
+    if mode not in BUILD_MODES:
+        raise UnknownNameError(f"unknown SiReRAG mode {mode!r}; known: {', '.join(BUILD_MODES)}")
+    return mode
+
+
+def run_build(runtime: Runtime, mode: str, settings: SiReRAGSettings) -> BuildReport:
+    """Build the pool in ``mode`` over an opened runtime (the LLM from its settings)."""
+    from gear_agent.sirerag import build_ablation
+
+    if check_mode(mode) == "ablation":
+        return build_ablation(runtime.store, settings)
+    from gear_agent.llm.client import LLMClient
+    from gear_agent.llm.settings import LLMSettings
+    from gear_agent.sirerag.build import build_full
+
+    llm = LLMClient.from_settings(LLMSettings.from_gear(runtime.settings))
+    return build_full(runtime.store, llm, settings, prompts_dir=runtime.settings.prompts_dir)
+
+
+def print_report(report: BuildReport, counts: bool = True) -> None:
+    """Nodes per level, and (``counts``) what was reused or rebuilt and the tokens spent."""
+    from rich.console import Console
+
+    table = Table(title=f"SiReRAG pool ({report.mode})")
+    for column in ("tree", "kind", "level", "nodes"):
+        table.add_column(column, justify="right" if column in ("level", "nodes") else "left")
+    for tree, kind, level, n in report.level_rows():
+        table.add_row(tree, kind, str(level), f"{n:,}")
+    Console().print(table)
+    if not counts:
+        return
+    console.print(
+        f"propositions {report.propositions:,}; nodes added {report.nodes_added:,}, kept "
+        f"{report.nodes_kept:,}, deleted {report.nodes_deleted:,}"
+        + (f"; clusters summarised {report.clusters_summarised:,}, reused {report.clusters_reused:,}"
+           if report.mode == "full" else "")
+        + (f"; passages extracted {report.extracted_passages:,} ({report.extraction_failures:,} failed)"
+           if report.mode == "full" else "")
+        + (f"; tokens {report.input_tokens:,} in, {report.output_tokens:,} out, "
+           f"{report.cached_replies:,} cached replies" if report.mode == "full" else ""),
+        highlight=False,
+    )
+    for note in report.notes:
+        console.print(f"[yellow]{note}[/]", highlight=False)
+
+
+@app.command("build", cls=GearCommand)
+@reports_errors
+def build(
+    mode: Annotated[str, typer.Option(metavar="ablation|full", help=(
+        "ablation: the stored triples as propositions, aggregates by shared entity, no LLM, "
+        "no summaries; full: LLM propositions and both trees' recursive summaries."))] = "ablation",
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Full mode: print the token and cost estimate and stop (calls no model).")] = False,
+    min_propositions: Annotated[int, typer.Option(min=1, metavar="N", help="Propositions an entity needs to make an aggregate.")] = 2,
+    min_passages: Annotated[int, typer.Option(min=1, metavar="N", help="Distinct passages an aggregate must span.")] = 1,
+    seed: Annotated[int, typer.Option(metavar="N", help="Seed of the clustering (full mode).")] = 0,
+    concurrency: Annotated[int, typer.Option(min=1, metavar="N", help="LLM calls in flight (full mode).")] = 4,
+    index_dir: Annotated[Path | None, typer.Option(
+        "--index", "-i", metavar="DIR", help="Index directory (GEAR_INDEX_DIR).")] = None,
+) -> None:
+    """Build (or bring up to date) the SiReRAG pool of the index; prints nodes per level."""
+    from gear_agent.cli.checks import require_index, require_llm
+    from gear_agent.runtime import Runtime
+
+    check_mode(mode)
+    settings = load_settings(index_dir)
+    require_index(settings)
+    options = sirerag_settings(min_propositions, min_passages, seed, concurrency)
+    if mode == "full" and dry_run:
+        from gear_agent.cli.checks import open_store_without_model
+        from gear_agent.sirerag.cost import estimate_build_cost
+
+        store = open_store_without_model(settings)
+        estimate = estimate_build_cost(store, settings, options)
+        console.print(estimate.describe(), highlight=False)
+        return
+    if dry_run:
+        console.print("ablation mode calls no LLM: nothing to estimate (it embeds the aggregates only)")
+        return
+    if mode == "full":
+        require_llm(settings)
+    runtime = Runtime.open(settings)
+    print_report(run_build(runtime, mode, options))
+
+
+@app.command("info", cls=GearCommand)
+@reports_errors
+def info(
+    index_dir: Annotated[Path | None, typer.Option(
+        "--index", "-i", metavar="DIR", help="Index directory (GEAR_INDEX_DIR).")] = None,
+) -> None:
+    """Nodes per tree, kind and level (loads no model)."""
+    from gear_agent.cli.checks import open_store_without_model
+    from gear_agent.sirerag import BuildReport
+
+    store = open_store_without_model(load_settings(index_dir))
+    nodes = store.node_store()
+    report = BuildReport(nodes.get_meta("mode") or "none", levels=nodes.levels())
+    print_report(report, counts=False)
