@@ -282,7 +282,9 @@ class LLMClient:
                     message = await asyncio.wait_for(call, left)
                 reply = self._reply(messages, message)
             except Exception as exc:  # classified below: retried, or re-raised as LLMCallError
-                if end is not None and isinstance(exc, TimeoutError) and self._clock() >= end:
+                # asyncio.TimeoutError is the builtin TimeoutError from Python 3.11 on only
+                timed_out = isinstance(exc, (TimeoutError, asyncio.TimeoutError))
+                if end is not None and timed_out and self._clock() >= end:
                     raise self._deadline_error(deadline_s, attempt, node, None) from None
                 await self._async_sleep(self._wait_or_raise(exc, attempt, node, end, deadline_s))
                 continue

@@ -160,7 +160,7 @@ class RequestGuard:
                                "(GEAR_SERVE_MAX_BODY_BYTES)")
         try:
             return await asyncio.wait_for(self._collect(receive, limit), self.limits.body_timeout_s)
-        except TimeoutError:
+        except (TimeoutError, asyncio.TimeoutError):  # one class from Python 3.11 on
             raise _Refused(408, f"the body did not arrive within {self.limits.body_timeout_s:g} s") from None
 
     @staticmethod
@@ -217,7 +217,7 @@ class RequestGuard:
 
         try:
             await asyncio.wait_for(self.app(scope, replay, watch), self.limits.request_timeout_s)
-        except TimeoutError:
+        except (TimeoutError, asyncio.TimeoutError):  # one class from Python 3.11 on
             if not started:
                 await _answer(send, 504, f"no answer within {self.limits.request_timeout_s:g} s "
                               "(GEAR_SERVE_REQUEST_TIMEOUT_S)")
