@@ -80,7 +80,7 @@ def undecodable_argument(arguments: list[str]) -> str | None:
     encoded; they are refused here, before any work.
 
     Example:
-        >>> undecodable_argument(["search", "who\udcff"])
+        >>> undecodable_argument(["search", "who\\udcff"])
         'argument 2 is not valid UTF-8 (byte 0xff): pass text in UTF-8'
     """
     for number, argument in enumerate(arguments, start=1):
