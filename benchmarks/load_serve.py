@@ -7,6 +7,13 @@ service and the graph, not an LLM), then reports requests/s, p50/p99 latency and
     python benchmarks/load_serve.py                    # 8 clients x 50 requests, a table
     python benchmarks/load_serve.py --clients 16 --requests 20
     python benchmarks/load_serve.py --url http://127.0.0.1:8000   # an existing server
+    python benchmarks/load_serve.py --shed             # load shedding: 3 servers, a table
+
+``--shed`` runs three servers whose fake model takes ``--delay`` seconds per call (a run
+makes 6 calls): within the limit (``--limit`` clients), over it with no limit (``--clients``
+clients, ``GEAR_SERVE_MAX_CONCURRENT`` effectively off) and over it with the limit, and
+prints per server: requests, answered, shed (503 with ``Retry-After``), other errors, and
+the p50/p99 latency of the answered ones.
 """
 
 from __future__ import annotations
@@ -41,7 +48,9 @@ def serve_fake(port: int, folder: Path) -> None:
 
     settings = make_settings(llm_max_retries=0)
     runtime = make_runtime(folder / "index", settings)
-    agent = build_agent(settings, runtime=runtime, chat_model=prompt_keyed_chat())
+    model = prompt_keyed_chat()
+    model.delay_s = float(os.environ.get("LOAD_FAKE_DELAY_S", "0"))  # seconds per (async) call
+    agent = build_agent(settings, runtime=runtime, chat_model=model)
     uvicorn.run(create_app(agent, settings), host="127.0.0.1", port=port, log_level="warning")
 
 
@@ -98,6 +107,63 @@ async def load(url: str, clients: int, requests: int) -> dict[str, float]:
     }
 
 
+async def shed_client(http: httpx.AsyncClient, requests: int, seen: list[tuple[int, float]]) -> None:
+    body = {"input": {"question": QUESTION}}
+    for _ in range(requests):
+        start = time.perf_counter()
+        try:
+            status = (await http.post("/gear/invoke", json=body)).status_code
+        except httpx.HTTPError:
+            status = -1
+        seen.append((status, time.perf_counter() - start))
+
+
+async def shed_load(url: str, clients: int, requests: int) -> dict[str, object]:
+    seen: list[tuple[int, float]] = []
+    limits = httpx.Limits(max_connections=clients)
+    async with httpx.AsyncClient(base_url=url, timeout=600, limits=limits) as http:
+        await http.post("/gear/invoke", json={"input": {"question": QUESTION}})  # warm-up
+        await asyncio.gather(*(shed_client(http, requests, seen) for _ in range(clients)))
+    answered = sorted(t for status, t in seen if status == 200)
+    shed = sorted(t for status, t in seen if status in (429, 503))
+
+    def ms(values: list[float], q: float) -> str:
+        return "-" if not values else f"{values[min(len(values) - 1, int(q * len(values)))] * 1000:.0f}"
+
+    return {"requests": len(seen), "answered": len(answered), "shed (503)": len(shed),
+            "other errors": len(seen) - len(answered) - len(shed),
+            "answered p50 ms": ms(answered, 0.5), "answered p99 ms": ms(answered, 0.99),
+            "shed p50 ms": ms(shed, 0.5)}
+
+
+def start_fake(env_extra: dict[str, str]) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **env_extra}
+    server = subprocess.Popen([sys.executable, __file__, "--serve-fake", str(port)], env=env)
+    return server, f"http://127.0.0.1:{port}"
+
+
+def shedding(clients: int, requests: int, limit: int, delay: float) -> None:
+    runs = [(f"{limit} clients, limit {limit}", limit, limit),
+            (f"{clients} clients, no limit", clients, 100_000),
+            (f"{clients} clients, limit {limit}", clients, limit)]
+    rows = []
+    for name, n, cap in runs:
+        server, url = start_fake({"LOAD_FAKE_DELAY_S": str(delay),
+                                  "GEAR_SERVE_MAX_CONCURRENT": str(cap)})
+        try:
+            wait_until_up(url)
+            rows.append((name, asyncio.run(shed_load(url, n, requests))))
+        finally:
+            server.terminate()
+            server.wait(10)
+    keys = list(rows[0][1])
+    print("| server | " + " | ".join(keys) + " |")
+    print("|---|" + "---|" * len(keys))
+    for name, row in rows:
+        print(f"| {name} | " + " | ".join(str(row[k]) for k in keys) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--clients", type=int, default=8)
@@ -105,10 +171,16 @@ def main() -> None:
     parser.add_argument("--url", help="Load an existing server instead of starting one.")
     parser.add_argument("--json", action="store_true", help="Print JSON instead of a table.")
     parser.add_argument("--serve-fake", type=int, metavar="PORT", help=argparse.SUPPRESS)
+    parser.add_argument("--shed", action="store_true", help="The load-shedding table.")
+    parser.add_argument("--limit", type=int, default=8, help="GEAR_SERVE_MAX_CONCURRENT for --shed.")
+    parser.add_argument("--delay", type=float, default=0.1, help="Seconds per fake LLM call (--shed).")
     args = parser.parse_args()
     if args.serve_fake:
         with tempfile.TemporaryDirectory() as folder:
             serve_fake(args.serve_fake, Path(folder))
+        return
+    if args.shed:
+        shedding(args.clients, args.requests, args.limit, args.delay)
         return
     server = None
     url = args.url

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from gear_agent.errors import SettingsError
@@ -32,6 +32,18 @@ class GearSettings(BaseSettings):
         200, ge=20, description="Words per passage when long texts are split (folder ingest)."
     )
     chunk_overlap_words: int = Field(30, ge=0, description="Words shared by consecutive chunks.")
+    record_max_words: int = Field(
+        1000,
+        ge=20,
+        description="A JSON/JSONL record or dict longer than this is split into chunk_words "
+        "chunks like folder input (title kept, one id per chunk); shorter ones stay whole.",
+    )
+    prompt_passage_tokens: int = Field(
+        12_000,
+        ge=200,
+        description="Budget for the passages of one reader or QA prompt (estimated at 4 "
+        "characters a token); the longest passages are cut first, the instructions never.",
+    )
 
     # ---- embeddings --------------------------------------------------------
     embedding_model: str = Field(
@@ -95,6 +107,17 @@ class GearSettings(BaseSettings):
     )
     beam_diverse: bool = Field(True, description="Rank penalty on; False is plain beam search.")
 
+    # ---- grounding -----------------------------------------------------------
+    ground_triples: bool = Field(
+        True,
+        description="Drop LLM-extracted and reader triples whose subject or object is not "
+        "found in their source text (text/grounding.py); counted as dropped.",
+    )
+    ground_openie: bool = Field(
+        False,
+        description="Also drop ungrounded triples of an imported OpenIE file (always counted).",
+    )
+
     # ---- agent -------------------------------------------------------------
     max_iterations: int = Field(4, ge=1, le=16, description="4 for MuSiQue, 2 for 2Wiki/HotpotQA.")
     expansion: Literal["beam", "ppr", "both"] = Field(
@@ -104,6 +127,12 @@ class GearSettings(BaseSettings):
     answer: bool = Field(True, description="Answer the question from the top passages.")
     answer_top_k: int = Field(5, ge=1, description="Passages shown to the QA prompt.")
     max_question_chars: int = Field(2000, ge=1, description="Longer questions are refused.")
+    deadline_s: float = Field(
+        300.0,
+        ge=0,
+        description="Seconds one question may take in all (every LLM call, retry and "
+        "Retry-After wait); then the run stops with stop_reason='deadline'. 0: no deadline.",
+    )
 
     # ---- PPR (HippoRAG 2) --------------------------------------------------
     ppr_damping: float = Field(0.5, gt=0, lt=1)
@@ -119,6 +148,23 @@ class GearSettings(BaseSettings):
     es_password: str | None = None
     es_verify_certs: bool = True
     es_index_prefix: str = Field("gear", pattern=r"^[a-z0-9][a-z0-9_\-]*$")
+
+    # ---- server (gear serve) -----------------------------------------------
+    serve_max_body_bytes: int = Field(1_000_000, ge=1_000, description="Largest request body.")
+    serve_max_batch: int = Field(16, ge=1, description="Most inputs in one /gear/batch request.")
+    serve_max_concurrent: int = Field(
+        8, ge=1, description="Most agent runs at once (batch inputs each count); more get 503."
+    )
+    serve_request_timeout_s: float = Field(
+        360.0, gt=0, description="A request whose response has not started by then gets 504."
+    )
+    serve_body_timeout_s: float = Field(10.0, gt=0, description="Time to receive a request body.")
+    serve_cors_origins: str = Field(
+        "", description="Comma-separated origins allowed by CORS; empty: CORS off."
+    )
+    api_key: SecretStr | None = Field(
+        None, description="GEAR_API_KEY: when set, requests need Authorization: Bearer <key>."
+    )
 
     # ---- tracing -----------------------------------------------------------
     trace_dir: Path | None = Field(None, description="Folder for JSON Lines run trees.")

@@ -204,18 +204,21 @@ class Gear:
         """
         settings = self.settings
         progress = progress or _noop
-        passages = passages_from_items(items, settings.chunk_words, settings.chunk_overlap_words)
+        passages = passages_from_items(items, settings.chunk_words, settings.chunk_overlap_words,
+                                       settings.record_max_words)
         report = IndexReport()
         llm = self._extraction_llm(extract, openie is not None, report)
         add_passages(self.store, passages, report, progress)
         if openie is not None:
-            import_openie(self.store, Path(openie), report, progress)
+            import_openie(self.store, Path(openie), report, progress,
+                          drop_ungrounded=settings.ground_openie)
         if llm is not None:
             from gear_agent.prompts import load_prompt
 
             summary = extract_with_llm(
                 self.store, llm, report, progress, concurrency=settings.llm_concurrency,
                 prompt=load_prompt("extraction", settings.prompts_dir),
+                ground=settings.ground_triples,
             )
             report.warnings.extend(summary.warnings())
         return report
@@ -225,7 +228,8 @@ class Gear:
         from gear_agent.extraction import estimate_cost
 
         s = self.settings
-        return estimate_cost(passages_from_items(items, s.chunk_words, s.chunk_overlap_words), s)
+        passages = passages_from_items(items, s.chunk_words, s.chunk_overlap_words, s.record_max_words)
+        return estimate_cost(passages, s)
 
     def _extraction_llm(self, extract: bool | None, has_openie: bool, report: IndexReport) -> LLMClient | None:
         if extract is False or (extract is None and has_openie):

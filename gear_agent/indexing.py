@@ -39,6 +39,8 @@ class IndexReport:
     duplicate_triples: int = 0
     openie_docs: int = 0
     openie_docs_unmatched: int = 0
+    ungrounded_triples: int = 0
+    ungrounded_left_out: bool = False
     malformed_examples: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     extraction: ExtractionSummary | None = None
@@ -87,7 +89,12 @@ def add_triples(
 
 
 def import_openie(
-    store: Store, source: Path | OpenIEImport, report: IndexReport, progress: Progress = _noop
+    store: Store,
+    source: Path | OpenIEImport,
+    report: IndexReport,
+    progress: Progress = _noop,
+    *,
+    drop_ungrounded: bool = False,
 ) -> None:
     """Import HippoRAG OpenIE triples for the stored passages they align with.
 
@@ -100,14 +107,19 @@ def import_openie(
             read from it (read it first to refuse a bad file before any other work).
         report: Counts are added here.
         progress: Called as triples are embedded.
+        drop_ungrounded: Leave out triples not found in their doc (``GEAR_GROUND_OPENIE``);
+            they are counted in ``report.ungrounded_triples`` either way. Ignored when
+            ``source`` was read already (it was read with its own choice).
     """
     started = time.perf_counter()
-    parsed = source if isinstance(source, OpenIEImport) else read_openie(source)
+    parsed = source if isinstance(source, OpenIEImport) else read_openie(source, drop_ungrounded)
     stored = {p.id for p in store.get_passages(list(dict.fromkeys(parsed.passage_ids)))}
     report.openie_docs += parsed.docs
     report.openie_docs_unmatched += sum(1 for pid in parsed.passage_ids if pid not in stored)
     report.malformed_triples += parsed.malformed
     report.duplicate_triples += parsed.duplicates
+    report.ungrounded_triples += parsed.ungrounded
+    report.ungrounded_left_out = parsed.ungrounded_left_out
     report.malformed_examples.extend(parsed.malformed_examples)
     add_triples(store, [t for t in parsed.triples if t.passage_id in stored], report, progress)
     store.mark_extracted([pid for pid in parsed.passage_ids if pid in stored])
@@ -123,6 +135,7 @@ def extract_with_llm(
     *,
     concurrency: int = 4,
     prompt: Prompt | None = None,
+    ground: bool = True,
 ) -> ExtractionSummary:
     """Extract triples with the LLM for every passage not extracted yet (resumable: finished
     passages are committed as they come, failed ones stay for the next run).
@@ -133,7 +146,7 @@ def extract_with_llm(
     started = time.perf_counter()
     summary = run_coroutine(
         extract_triples(
-            store, llm, concurrency=concurrency, prompt=prompt,
+            store, llm, concurrency=concurrency, prompt=prompt, ground=ground,
             progress=lambda done, total: progress("extraction", done, total),
         )
     )

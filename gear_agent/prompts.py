@@ -190,19 +190,72 @@ def load_prompt(name: str, prompts_dir: Path | str | None = None) -> Prompt:
     return prompt
 
 
-def render_passages(passages: Sequence[Passage]) -> str:
+CHARS_PER_TOKEN = 4
+"""Characters per token assumed when packing passages to a token budget (English text
+with OpenAI-style tokenizers averages about 4)."""
+
+CUT_MARK = " [...]"
+"""Appended to a passage text cut to fit the budget."""
+
+
+def fit_lengths(lengths: Sequence[int], budget: int) -> list[int]:
+    """How many characters of each text to keep so they sum to at most ``budget``: the
+    longest are cut first to one common cap ("water-filling"), short ones stay whole.
+
+    Example:
+        >>> fit_lengths([100, 10, 50], 90)
+        [40, 10, 40]
+        >>> fit_lengths([5, 5], 100)
+        [5, 5]
+    """
+    if sum(lengths) <= budget:
+        return list(lengths)
+    cap, left, rest = 0, budget, sorted(lengths)
+    for index, length in enumerate(rest):
+        share = left // (len(rest) - index)
+        if length > share:
+            cap = share
+            break
+        left -= length
+    else:  # pragma: no cover - only reached when everything fits, handled above
+        cap = max(lengths)
+    return [min(length, cap) for length in lengths]
+
+
+def _cut(text: str, chars: int) -> str:
+    """The first ``chars`` characters of ``text``, at a word break when one is near, and [...]."""
+    cut = text[:chars]
+    space = cut.rfind(" ")
+    if space > chars // 2:
+        cut = cut[:space]
+    return cut.rstrip() + CUT_MARK
+
+
+def render_passages(passages: Sequence[Passage], max_tokens: int | None = None) -> str:
     """Passages as the prompts show them: numbered blocks of title and text.
+
+    Args:
+        passages: The passages, in the order shown.
+        max_tokens: Budget for their texts (estimated at :data:`CHARS_PER_TOKEN`
+            characters a token); when they would pass it, the longest texts are cut first
+            (see :func:`fit_lengths`) and end with ``[...]``. None: no budget.
 
     Example:
         >>> render_passages([Passage("p-1", "Bled", "A town in Slovenia.")])
         '[1] Bled\\nA town in Slovenia.'
+        >>> render_passages([Passage("p-1", "Bled", "A town in Slovenia.")], max_tokens=2)
+        '[1] Bled\\nA town [...]'
     """
     if not passages:
         return "(no passages)"
+    texts = [p.text.strip() for p in passages]
+    if max_tokens is not None:
+        keep = fit_lengths([len(t) for t in texts], max_tokens * CHARS_PER_TOKEN)
+        texts = [t if n >= len(t) else _cut(t, n) for t, n in zip(texts, keep)]
     blocks = []
-    for number, passage in enumerate(passages, start=1):
+    for number, (passage, text) in enumerate(zip(passages, texts), start=1):
         head = f"[{number}] {passage.title}".rstrip()
-        blocks.append(f"{head}\n{passage.text.strip()}")
+        blocks.append(f"{head}\n{text}")
     return "\n\n".join(blocks)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from gear_agent.agent import steps
 from gear_agent.filters import Where
 from gear_agent.llm.client import LLMClient
-from gear_agent.retrieval.base import Outcome, RankedPassage, Retriever
+from gear_agent.retrieval.base import Outcome, RankedPassage, Retriever, check_request
 from gear_agent.retrieval.records import ranked_from_dicts
 from gear_agent.runtime import Runtime
 
@@ -45,6 +45,7 @@ class GearRetriever(Retriever):
         self.agent = graph.compile(name="gear")
 
     def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
+        check_request(query, k)
         return ranked_from_dicts(self.agent.invoke(_input(query, k, where))["passages"])
 
     async def arun(self, question: str, k: int, where: Where | None = None) -> Outcome:

@@ -131,6 +131,24 @@ def chosen_model(config: Mapping[str, Any] | None) -> str | None:
     return None
 
 
+def run_option(config: Mapping[str, Any] | None, key: str) -> Any:
+    """A per-run value named ``key``: the run's context's, else ``configurable``'s, else None.
+
+    Example:
+        >>> run_option({"configurable": {"deadline_s": 30}}, "deadline_s")
+        30
+    """
+    configurable = (config or {}).get("configurable") or {}
+    for source in (_context_of(configurable), configurable):
+        if isinstance(source, Mapping):
+            value = source.get(key)
+        else:  # a dataclass or pydantic context
+            value = getattr(source, key, None)
+        if value is not None:
+            return value
+    return None
+
+
 def _context_of(configurable: Mapping[str, Any]) -> Any:
     """The run's LangGraph context (``Runtime.context``), found in ``configurable``."""
     from langgraph.runtime import Runtime

@@ -9,6 +9,8 @@ model's ``invoke`` and ``ainvoke`` awaits its ``ainvoke``.
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -20,16 +22,16 @@ from langgraph.types import Overwrite
 from gear_agent.agent import steps
 from gear_agent.agent.chat import question_of, render_conversation
 from gear_agent.agent.citations import CITED_ANSWER_REPLY, read_cited_answer, render_citations
-from gear_agent.agent.models import ChatModels
+from gear_agent.agent.models import ChatModels, run_option
 from gear_agent.agent.state import GearState
 from gear_agent.filters import parse_where
 from gear_agent.llm.client import LLMClient, LLMReply
-from gear_agent.llm.errors import LLMCallError
+from gear_agent.llm.errors import LLMCallError, LLMDeadlineError
 from gear_agent.llm.response_format import TRIPLES_REPLY, VERDICT_REPLY, ReplySchema
 from gear_agent.llm.usage import empty_usage, usage_of_call
 from gear_agent.parsing import ParseError, parse_reasoner_reply, parse_short_reply
 from gear_agent.prompts import load_prompt, render_passages, render_triples
-from gear_agent.questions import QuestionError
+from gear_agent.questions import QuestionError, check_run_option
 from gear_agent.retrieval.base import Retriever, fuse_passages
 from gear_agent.retrieval.filtering import checked_where
 from gear_agent.retrieval.records import passage_records
@@ -47,13 +49,44 @@ def _client(models: Models, config: RunnableConfig | None) -> LLMClient:
     return models.for_run(config) if isinstance(models, ChatModels) else models
 
 
+DEADLINE = "deadline"
+"""The ``stop_reason`` of a run whose time budget (``GEAR_DEADLINE_S``) ran out."""
+
+CONTEXT_DEADLINE = "deadline_s"
+"""The key of a run's own time budget in ``context`` (or ``configurable``)."""
+
+
 def stop_reason_of(state: GearState, max_iterations: int) -> str | None:
     """Why the loop stops after this iteration's reasoning, or None when it goes on."""
+    if state.get("stop_reason") == DEADLINE:
+        return DEADLINE
     if state.get("answerable"):
         return "answerable"
     if state.get("iteration", 1) >= state.get("max_iterations", max_iterations):
         return "max_iterations"
     return None
+
+
+def seconds_left(state: GearState) -> float | None:
+    """Seconds left of the run's time budget (negative once spent); None without one."""
+    at = state.get("deadline_at")
+    return None if at is None else at - time.time()
+
+
+def run_deadline_s(state: GearState, config: RunnableConfig | None, default: float) -> float | None:
+    """The run's time budget in seconds: the input's ``deadline_s``, else the context's
+    (or ``configurable``'s), else ``default`` (``GEAR_DEADLINE_S``); 0 or infinity: none.
+
+    Raises:
+        RunOptionError: The value is not a number >= 0.
+    """
+    value: Any = state.get("deadline_s")
+    if value is None:
+        value = run_option(config, CONTEXT_DEADLINE)
+    if value is None:
+        value = default
+    seconds = float(check_run_option("deadline_s", value, 0, integer=False))
+    return seconds if 0 < seconds < math.inf else None
 
 
 def _failure(state: GearState, node: str, error: Exception) -> dict[str, Any]:
@@ -68,11 +101,15 @@ def _llm_node(
     update_of: Callable[[GearState, LLMReply], Update],
     on_call_error: Callable[[GearState, LLMCallError], Update] | None = None,
     schema: ReplySchema | None = None,
+    on_deadline: Callable[[GearState, LLMCallError], Update] | None = None,
 ) -> RunnableLambda:
     """A node that builds a prompt, calls the model (sync or async) and turns the reply into an update.
 
     ``on_call_error`` makes a call that failed for good (retries spent) non-fatal;
     ``schema`` is the JSON the prompt asks for (see :mod:`gear_agent.llm.response_format`).
+    The call gets what is left of the run's time budget; when it is spent (before or
+    during the call) the node returns ``on_deadline`` (else ``on_call_error``) with
+    ``stop_reason="deadline"``, and the loop goes to its end with what it has.
     """
 
     def finish(state: GearState, reply: LLMReply) -> Update:
@@ -80,10 +117,31 @@ def _llm_node(
         update["tokens"] = usage_of_call(name, reply)
         return update
 
+    def out_of_time(state: GearState, exc: LLMCallError) -> Update:
+        handler = on_deadline or on_call_error
+        update = handler(state, exc) if handler is not None else {}
+        return {**update, "stop_reason": DEADLINE}
+
+    def spent(state: GearState, config: RunnableConfig, left: float | None) -> LLMCallError | None:
+        """An error when the budget is spent, or an earlier call of the run ran out of it."""
+        ran_out = state.get("stop_reason") == DEADLINE
+        if not ran_out and (left is None or left > 0):
+            return None
+        client = _client(llm, config)
+        return LLMDeadlineError(model=client.model_name, node=name, attempts=0, budget_s=0.0)
+
     def run(state: GearState, config: RunnableConfig) -> Update:
+        left = seconds_left(state)
+        late = spent(state, config, left)
+        if late is not None:
+            return out_of_time(state, late)
         prompt = prompt_of(state)
         try:
-            reply = _client(llm, config).invoke(prompt, node=name, config=config, schema=schema)
+            reply = _client(llm, config).invoke(
+                prompt, node=name, config=config, schema=schema, deadline_s=seconds_left(state)
+            )
+        except LLMDeadlineError as exc:
+            return out_of_time(state, exc)
         except LLMCallError as exc:
             if on_call_error is None:
                 raise
@@ -91,12 +149,18 @@ def _llm_node(
         return finish(state, reply)
 
     async def arun(state: GearState, config: RunnableConfig) -> Update:
+        left = seconds_left(state)
+        late = spent(state, config, left)
+        if late is not None:
+            return out_of_time(state, late)
         # Prompts and updates may read the index (blocking I/O): off the event loop.
         prompt = await run_in_executor(config, prompt_of, state)
         try:
             reply = await _client(llm, config).ainvoke(
-                prompt, node=name, config=config, schema=schema
+                prompt, node=name, config=config, schema=schema, deadline_s=seconds_left(state)
             )
+        except LLMDeadlineError as exc:
+            return out_of_time(state, exc)
         except LLMCallError as exc:
             if on_call_error is None:
                 raise
@@ -128,7 +192,9 @@ def make_start(runtime: Runtime, models: Models | None = None) -> Node:
         checked_where(runtime.store, state.get("where"))  # a bad or empty filter fails here
         if models is not None:
             _client(models, config)  # an unknown or unbuildable model fails here, before any work
+        budget = run_deadline_s(state, config, runtime.settings.deadline_s)
         update: Update = {
+            "deadline_at": None if budget is None else time.time() + budget,
             "question": question,
             "history": history,
             "query": question,
@@ -149,6 +215,9 @@ def make_start(runtime: Runtime, models: Models | None = None) -> Node:
             "passages": [],
             "tokens": Overwrite(empty_usage()),
         }
+        for option, high in (("max_iterations", 16), ("top_k", None)):
+            if state.get(option) is not None:
+                update[option] = check_run_option(option, state.get(option), 1, high)
         if added:
             update["messages"] = added
         return update
@@ -170,11 +239,16 @@ def make_retrieve(runtime: Runtime, base: Retriever | None = None) -> Node:
     return retrieve
 
 
+UNGROUNDED = "subject or object not found in the passages shown"
+"""The ``reason`` of a ``dropped`` reader triple that its passages do not support."""
+
+
 def make_read(runtime: Runtime, llm: Models) -> RunnableLambda:
     """Reader: proximal triples from the base passages (with the gist memory after iteration 1).
 
-    Items the parser cannot read, and a read that fails after the client's retries,
-    are recorded in ``dropped``; neither stops the loop.
+    Items the parser cannot read, triples whose subject or object is not in the passages
+    shown or the memory (``GEAR_GROUND_TRIPLES``), and a read that fails after the client's
+    retries are recorded in ``dropped``; none of them stops the loop.
     """
 
     def prompt_of(state: GearState) -> str:
@@ -184,10 +258,15 @@ def make_read(runtime: Runtime, llm: Models) -> RunnableLambda:
     def update_of(state: GearState, reply: LLMReply) -> Update:
         triples, dropped = steps.read_reply(reply.text)
         iteration = state.get("iteration", 1)
-        return {
-            "proximal": triples,
-            "dropped": [{"iteration": iteration, "node": "read", "item": d} for d in dropped],
-        }
+        records = [{"iteration": iteration, "node": "read", "item": d} for d in dropped]
+        if runtime.settings.ground_triples and triples:
+            ids = [p["id"] for p in state.get("base", [])]
+            triples, ungrounded = steps.ground_triples(
+                runtime, ids, state.get("gist_memory", []), triples
+            )
+            records += [{"iteration": iteration, "node": "read", "item": t,
+                         "reason": UNGROUNDED} for t in ungrounded]
+        return {"proximal": triples, "dropped": records}
 
     def on_call_error(state: GearState, exc: LLMCallError) -> Update:
         return {"proximal": [], "dropped": [_failure(state, "read", exc)]}
@@ -241,7 +320,12 @@ def make_reason(runtime: Runtime, llm: Models) -> RunnableLambda:
             "reason": verdict.reason,
         }
 
-    return _llm_node("reason", llm, prompt_of, update_of, schema=VERDICT_REPLY)
+    def on_deadline(state: GearState, exc: LLMCallError) -> Update:
+        return {"answerable": False, "dropped": [_failure(state, "reason", exc)]}
+
+    return _llm_node(
+        "reason", llm, prompt_of, update_of, schema=VERDICT_REPLY, on_deadline=on_deadline
+    )
 
 
 def _fallback_query(state: GearState) -> str:
@@ -325,7 +409,7 @@ def make_answer(runtime: Runtime, llm: Models) -> RunnableLambda:
         shown = [Passage(p["id"], p["title"], p["text"]) for p in shown_of(state)]
         return prompt.format(
             question=state["question"],
-            passages=render_passages(shown),
+            passages=render_passages(shown, runtime.settings.prompt_passage_tokens),
             conversation=render_conversation(state.get("history") or []),
         )
 

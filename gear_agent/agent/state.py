@@ -80,6 +80,7 @@ class InputState(TypedDict):
     max_iterations: NotRequired[int]
     top_k: NotRequired[int]
     where: NotRequired[WhereField]
+    deadline_s: NotRequired[float]
 
 
 class GearContext(TypedDict, total=False):
@@ -89,9 +90,12 @@ class GearContext(TypedDict, total=False):
         model: The chat model of this run, as ``GEAR_LLM_MODEL`` names one
             (``"provider:model"`` or a plain OpenAI-compatible name); it must be the
             configured model or one listed in ``GEAR_LLM_MODELS``. Absent: the configured one.
+        deadline_s: This run's time budget in seconds (see ``GearState.deadline_at``);
+            absent: ``GEAR_DEADLINE_S``.
     """
 
     model: str
+    deadline_s: float
 
 
 class OutputState(TypedDict):
@@ -122,6 +126,10 @@ class GearState(TypedDict):
         top_k: Per-run override of ``GearSettings.top_k``.
         where: A filter on passages (see :mod:`gear_agent.filters`): every search of the run
             ranks only passages that pass it.
+        deadline_s: Per-run time budget in seconds (``GEAR_DEADLINE_S``; 0 for none).
+        deadline_at: When the run's time budget ends (epoch seconds), or None for no
+            budget; set by ``start``. Every LLM call, retry and ``Retry-After`` wait of the
+            run shares it.
         query: The current retrieval query (the question in iteration 1).
         queries: Every query used, in order (appended).
         iteration: The current iteration, 1-based.
@@ -137,7 +145,8 @@ class GearState(TypedDict):
         reason: What the reasoner said is missing (when not answerable).
         answer: The answer (reasoner's, then the QA node's when answering is on).
         citations: The passages the QA node's answer cites, checked against those shown.
-        stop_reason: ``"answerable"`` or ``"max_iterations"`` once the loop has stopped.
+        stop_reason: ``"answerable"``, ``"max_iterations"`` or ``"deadline"`` (the time
+            budget ran out; the run returns what it had) once the loop has stopped.
         iterations: Iterations run (set at the end).
         passages: The final ranked passages: ``id, title, text, score, chain``.
         tokens: LLM usage, in total and per node (summed).
@@ -149,6 +158,8 @@ class GearState(TypedDict):
     max_iterations: NotRequired[int]
     top_k: NotRequired[int]
     where: NotRequired[WhereField]
+    deadline_s: NotRequired[float]
+    deadline_at: NotRequired[float | None]
     query: str
     queries: Annotated[list[str], operator.add]
     iteration: int

@@ -20,6 +20,7 @@ from gear_agent.retrieval.base import RankedPassage, fuse_passages
 from gear_agent.retrieval.filtering import keep_passing
 from gear_agent.retrieval.search import search
 from gear_agent.runtime import Runtime
+from gear_agent.text.grounding import Grounding
 
 Expansion = Literal["beam", "ppr", "both"]
 """How an iteration expands its linked triples: the paper's beam search, PPR, or RRF of both."""
@@ -50,7 +51,8 @@ def reader_prompt(
     runtime: Runtime, question: str, passage_ids: Sequence[str], memory: Sequence[Sequence[str]]
 ) -> str:
     """The reader prompt over the passages; with the gist memory once there is one."""
-    passages = render_passages(runtime.store.get_passages(list(passage_ids)))
+    budget = runtime.settings.prompt_passage_tokens
+    passages = render_passages(runtime.store.get_passages(list(passage_ids)), budget)
     folder = runtime.settings.prompts_dir
     if memory:
         return load_prompt("reader_with_memory", folder).format(
@@ -63,6 +65,28 @@ def read_reply(text: str) -> tuple[list[list[str]], list[str]]:
     """Proximal triples in a reader reply, and the items the parser dropped."""
     parsed = parse_triples(text)
     return [list(t) for t in parsed.triples], list(parsed.dropped)
+
+
+def ground_triples(
+    runtime: Runtime,
+    passage_ids: Sequence[str],
+    memory: Sequence[Sequence[str]],
+    triples: Sequence[Sequence[str]],
+) -> tuple[list[list[str]], list[list[str]]]:
+    """Reader triples split into those grounded in what the reader was shown (the
+    passages' titles and texts, and the gist memory) and those that are not.
+
+    Returns:
+        (grounded, ungrounded), each in the reply's order.
+    """
+    passages = runtime.store.get_passages(list(passage_ids))
+    source = Grounding.of(*(f"{p.title}\n{p.text}" for p in passages),
+                          *(" ".join(t) for t in memory))
+    kept: list[list[str]] = []
+    left: list[list[str]] = []
+    for triple in triples:
+        (kept if source.grounds(triple[0], triple[2]) else left).append(list(triple))
+    return kept, left
 
 
 def link_triples(
@@ -160,6 +184,7 @@ __all__ = [
     "expand",
     "final_ranking",
     "from_dicts",
+    "ground_triples",
     "link_triples",
     "passage_link",
     "ppr_expand",

@@ -12,7 +12,13 @@ from gear_agent.agent import steps
 from gear_agent.filters import Where
 from gear_agent.llm.client import LLMClient, LLMReply
 from gear_agent.llm.response_format import TRIPLES_REPLY
-from gear_agent.retrieval.base import Outcome, RankedPassage, Retriever, fuse_passages
+from gear_agent.retrieval.base import (
+    Outcome,
+    RankedPassage,
+    Retriever,
+    check_request,
+    fuse_passages,
+)
 from gear_agent.runtime import Runtime
 
 
@@ -62,6 +68,7 @@ class SyncGERetriever(Retriever):
         return fuse_passages([base, expanded], k=k, rrf_k=self.runtime.settings.rrf_k)
 
     def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
+        check_request(query, k)
         question, base, prompt = self._prepare(query, where)
         reply = self.llm.invoke(prompt, node="read", schema=TRIPLES_REPLY)
         return self._finish(question, base, reply, k, where)

@@ -64,4 +64,29 @@ app.add_typer(sirerag_cmd.app, name="sirerag")
 
 def main() -> None:
     """Entry point of the `gear` script."""
+    import sys
+
+    bad = undecodable_argument(sys.argv[1:])
+    if bad is not None:
+        sys.stderr.write(f"error: {bad}\n")
+        raise SystemExit(2)
     app()
+
+
+def undecodable_argument(arguments: list[str]) -> str | None:
+    """A one-line message when an argument holds bytes that are not UTF-8, else None.
+
+    Python hands such bytes over as lone surrogates, which fail later when printed or
+    encoded; they are refused here, before any work.
+
+    Example:
+        >>> undecodable_argument(["search", "who\\udcff"])
+        'argument 2 is not valid UTF-8 (byte 0xff): pass text in UTF-8'
+    """
+    for number, argument in enumerate(arguments, start=1):
+        for char in argument:
+            if "\udc80" <= char <= "\udcff":
+                return f"argument {number} is not valid UTF-8 (byte 0x{ord(char) - 0xDC00:02x}): pass text in UTF-8"
+            if "\ud800" <= char <= "\udfff":
+                return f"argument {number} is not valid text: pass text in UTF-8"
+    return None

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from gear_agent.cli.common import load_settings, reports_errors
+from gear_agent.cli.common import SafeConsole, load_settings, reports_errors
 
 _PREVIEW_CHARS = 300
 
@@ -96,9 +96,8 @@ def ask_report(question: str, result: dict[str, Any]) -> dict[str, Any]:
 
 def print_report(report: dict[str, Any], *, show_passages: bool = False) -> None:
     """The answer, then each citation: title, id, quote (or the passage's start) and chain."""
-    from rich.console import Console
 
-    out = Console(soft_wrap=True)  # long lines stay whole, for terminals and pipes alike
+    out = SafeConsole(soft_wrap=True)  # long lines stay whole, for terminals and pipes alike
     citations = report["citations"]
     marks = "".join(f"[{c['number']}]" for c in citations)
     answer = report["answer"] if report["answer"] is not None else "(no answer)"

@@ -11,11 +11,24 @@ import typer
 from rich.console import Console
 
 from gear_agent.errors import GearError
+from gear_agent.text.terminal import printable
 
 if TYPE_CHECKING:
     from gear_agent.config import GearSettings
 
-console = Console(stderr=True)
+
+
+class SafeConsole(Console):
+    """A rich ``Console`` that removes terminal escape sequences and control characters
+    from every string it renders (print arguments, tree labels, table cells), so a passage,
+    a model reply or a trace file cannot drive the terminal. Our own styling is markup,
+    which rich turns into escapes after this step."""
+
+    def render_str(self, text: str, **kwargs: Any) -> Any:  # type: ignore[override]
+        return super().render_str(printable(text), **kwargs)
+
+
+console = SafeConsole(stderr=True)
 F = TypeVar("F", bound=Callable[..., Any])
 
 

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from gear_agent.cli.common import console, load_settings, reports_errors
+from gear_agent.cli.common import SafeConsole, console, load_settings, reports_errors
 from gear_agent.cli.search_cmd import retriever_help
 
 DEFAULT_RETRIEVERS = "bm25,dense,hybrid,bm25+naive_ge,dense+naive_ge,hybrid+naive_ge"
@@ -64,7 +64,8 @@ def eval_(
     if any(check_name(name).needs_llm for name in names) or sirerag == "full":
         require_llm(settings)  # no key or endpoint: one clear line now, not after indexing
     qs = load_questions(questions)[:limit] if limit else load_questions(questions)
-    folder = index_dir or eval_index_dir(corpus, openie, settings.embedding_model)
+    folder = index_dir or eval_index_dir(corpus, openie, settings.embedding_model,
+                                         ground_openie=settings.ground_openie)
     settings = settings.model_copy(update={"index_dir": folder})
     require_index(settings, missing_ok=True)  # a cached index of another model: say so now
     console.print(f"index: {folder}")
@@ -132,15 +133,13 @@ def _print_rows(rows, settings) -> None:
                 "-" if r.iterations_per_question is None else f"{r.iterations_per_question:.2f}",
             ]
         table.add_row(*cells)
-    from rich.console import Console
 
-    Console().print(table)
+    SafeConsole().print(table)
 
 
 @reports_errors
 def retrievers_() -> None:
     """List every retriever name: what it does and whether it needs an LLM or triples."""
-    from rich.console import Console
 
     from gear_agent.retrievers import DEFAULT_RETRIEVER, RETRIEVERS
 
@@ -151,4 +150,4 @@ def retrievers_() -> None:
         name = f"{spec.name} (default)" if spec.name == DEFAULT_RETRIEVER else spec.name
         table.add_row(name, "yes" if spec.needs_llm else "-", "yes" if spec.needs_triples else "-",
                       spec.score, spec.description)
-    Console().print(table)
+    SafeConsole().print(table)

@@ -22,11 +22,13 @@ def run_extraction(
         store, llm, report, progress,
         concurrency=settings.llm_concurrency,
         prompt=load_prompt("extraction", settings.prompts_dir),
+        ground=settings.ground_triples,
     )
     console.print(
         f"extraction: {summary.passages_sent} passages sent, {summary.passages_succeeded} ok, "
         f"{summary.passages_failed} failed, {summary.triples_kept} triples kept, "
         f"{summary.malformed_dropped} malformed dropped, "
+        f"{summary.ungrounded_dropped} not found in their passage dropped, "
         f"{summary.input_tokens:,} input + {summary.output_tokens:,} output tokens"
     )
     for warning in summary.warnings():

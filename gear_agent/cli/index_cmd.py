@@ -48,13 +48,14 @@ def index(
 
     settings = load_settings(index_dir, embedding_model=model)
     started = time.perf_counter()
-    passages = read_corpus(corpus, settings.chunk_words, settings.chunk_overlap_words)
+    passages = read_corpus(corpus, settings.chunk_words, settings.chunk_overlap_words,
+                           settings.record_max_words)
     if dry_run:
         _dry_run(settings, passages)
         return
     # Every input is checked before any embedding or writing: a bad OpenIE file or a
     # missing LLM configuration fails at once and leaves the index as it was.
-    triples = read_openie(openie) if openie is not None else None
+    triples = read_openie(openie, settings.ground_openie) if openie is not None else None
     llm = LLMClient.from_settings(LLMSettings.from_gear(settings)) if extract else None
     require_index(settings, missing_ok=True)  # built by another model: say so before loading
     embedder = make_embedder(settings)
@@ -95,6 +96,8 @@ def _print_report(report, total: float) -> None:
         table.add_row("OpenIE docs", f"{report.openie_docs:,} ({report.openie_docs_unmatched:,} unmatched)")
         table.add_row("malformed triples skipped", f"{report.malformed_triples:,}")
         table.add_row("duplicate triples (same passage)", f"{report.duplicate_triples:,}")
+        fate = "left out" if report.ungrounded_left_out else "kept (GEAR_GROUND_OPENIE=true leaves them out)"
+        table.add_row("triples not found in their passage", f"{report.ungrounded_triples:,}, {fate}")
     table.add_row("triples added (embedded)", f"{report.triples_added:,}")
     table.add_row("triples already stored", f"{report.triples_existing:,}")
     for stage, seconds in report.seconds.items():

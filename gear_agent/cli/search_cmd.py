@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from gear_agent.cli.common import console, load_settings, reports_errors
+from gear_agent.cli.common import SafeConsole, console, load_settings, reports_errors
 from gear_agent.retrievers import DEFAULT_RETRIEVER, RETRIEVERS, ScoreKind
 
 
@@ -69,7 +69,6 @@ def search(
     (-1 to 1), BM25 (unbounded: compare within one list) or PPR (the passage's share of
     the random walk, in percent).
     """
-    from rich.console import Console
 
     from gear_agent.cli.checks import require_index, require_llm, warn_without_triples
     from gear_agent.cli.progress import ProgressBoard, report_graph_build
@@ -108,7 +107,7 @@ def search(
         }
         typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
         return
-    out = Console()
+    out = SafeConsole()
     for rank, record in enumerate(records, start=1):
         score = describe_score(spec.score, record.score, settings.rrf_k)
         out.print(f"[bold]{rank}. {escape(record.title)}[/]  [dim]{score} · {record.id}[/]",

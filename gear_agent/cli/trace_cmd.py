@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.tree import Tree
 
-from gear_agent.cli.common import reports_errors
+from gear_agent.cli.common import SafeConsole, reports_errors
 from gear_agent.cli.usage import CONTEXT, GearCommand, GearGroup
 
 app = typer.Typer(help="Inspect JSON Lines run traces (GEAR_TRACE_DIR).", no_args_is_help=True,
@@ -36,7 +35,7 @@ def show(
     from gear_agent.tracing.reader import build_tree, read_runs
 
     tree = build_tree(read_runs(file), run_id)
-    console = Console()
+    console = SafeConsole()
     if not chains_only:
         console.print(render(tree, all_runs=all_runs))
     chains = chain_tree(tree.record)
@@ -54,7 +53,7 @@ def list_(
     """The root runs in the file: id, start time, duration, question, error."""
     from gear_agent.tracing.reader import read_runs, roots
 
-    console = Console()
+    console = SafeConsole()
     for run in roots(read_runs(file)):
         question = (run.get("inputs") or {}).get("question", "")
         status = "[red]error[/]" if run.get("error") else "ok"

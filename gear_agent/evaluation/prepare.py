@@ -14,9 +14,15 @@ from gear_agent.runtime import Runtime
 EVAL_CACHE = Path(".gear/eval")
 
 
-def eval_index_dir(corpus: Path, openie: Path | None, model: str, cache: Path = EVAL_CACHE) -> Path:
-    """A cache folder named by the corpus, the OpenIE file and the model, so reruns reuse it."""
+def eval_index_dir(
+    corpus: Path, openie: Path | None, model: str, cache: Path = EVAL_CACHE,
+    ground_openie: bool = False,
+) -> Path:
+    """A cache folder named by the corpus, the OpenIE file and the model (and whether
+    ungrounded OpenIE triples are left out), so reruns reuse it."""
     digest = hashlib.sha256()
+    if ground_openie:  # a different set of triples; the default keeps earlier folders' names
+        digest.update(b"ground_openie")
     for part in (corpus, openie):
         if part is not None:
             digest.update(str(Path(part).resolve()).encode())
@@ -32,8 +38,10 @@ def prepare_index(
     """Open ``settings.index_dir``, add the corpus and OpenIE triples (no-ops when present)."""
     runtime = Runtime.open(settings, create=True)
     report = IndexReport()
-    passages = read_corpus(corpus, settings.chunk_words, settings.chunk_overlap_words)
+    passages = read_corpus(corpus, settings.chunk_words, settings.chunk_overlap_words,
+                           settings.record_max_words)
     add_passages(runtime.store, passages, report, progress)
     if openie is not None:  # stored triples are no-ops: nothing is embedded twice
-        import_openie(runtime.store, openie, report, progress)
+        import_openie(runtime.store, openie, report, progress,
+                      drop_ungrounded=settings.ground_openie)
     return runtime, report

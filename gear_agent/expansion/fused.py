@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from gear_agent.expansion.naive_ge import NaiveGERetriever
 from gear_agent.expansion.ppr import PPRRetriever
 from gear_agent.filters import Where
-from gear_agent.retrieval.base import RankedPassage, Retriever, fuse_passages
+from gear_agent.retrieval.base import RankedPassage, Retriever, check_request, fuse_passages
 
 
 class FusedExpansionRetriever(Retriever):
@@ -38,5 +38,6 @@ class FusedExpansionRetriever(Retriever):
         return beam.result(), ppr.result()
 
     def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
+        check_request(query, k)
         naive, ppr = self.parts(query, k, where)
         return fuse_passages([ppr, naive], k=k, rrf_k=self.rrf_k)

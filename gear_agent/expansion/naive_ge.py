@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from gear_agent.expansion.beam import TripleBeamSearch, beams_to_passages
 from gear_agent.filters import Where
-from gear_agent.retrieval.base import RankedPassage, Retriever, fuse_passages
+from gear_agent.retrieval.base import RankedPassage, Retriever, check_request, fuse_passages
 from gear_agent.retrieval.filtering import keep_passing
 from gear_agent.retrieval.search import QueryEncoder
 
@@ -38,6 +38,7 @@ class NaiveGERetriever(Retriever):
         return beams_to_passages(store, beams)
 
     def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
+        check_request(query, k)
         base_list = self.base.retrieve(query, self.base_k, where)
         expanded = keep_passing(self.beam.store, self.expand(query, base_list), where)
         return fuse_passages([base_list, expanded], k=k, rrf_k=self.rrf_k)

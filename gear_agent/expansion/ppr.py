@@ -29,7 +29,7 @@ from scipy import sparse
 
 from gear_agent.expansion.ppr_graph import PPRGraph, load_or_build
 from gear_agent.filters import Where
-from gear_agent.retrieval.base import RankedPassage, Retriever
+from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
 from gear_agent.retrieval.filtering import keep_top_passing
 from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.store.base import Store
@@ -351,6 +351,7 @@ class PPRRetriever(Retriever):
         return self._graph
 
     def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
+        check_request(query, k)
         return keep_top_passing(self.store, lambda n: self.expand(query, None, n), k, where)
 
     def expand(

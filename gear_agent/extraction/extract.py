@@ -24,6 +24,7 @@ from gear_agent.parsing.errors import ParseError
 from gear_agent.parsing.extraction_reply import ExtractionReply, parse_extraction_reply
 from gear_agent.prompts import Prompt, load_prompt
 from gear_agent.store.base import Store
+from gear_agent.text.grounding import Grounding
 from gear_agent.types import Passage, Triple
 
 ProgressCallback = Callable[[int, int], None]
@@ -46,11 +47,14 @@ class _Run:
 
     store: Store
     commit_every: int
+    ground: bool = True
     succeeded: int = 0
     failed: int = 0
     without_triples: int = 0
     triples_kept: int = 0
     dropped: int = 0
+    ungrounded: int = 0
+    ungrounded_examples: list[str] = field(default_factory=list)
     input_tokens: int = 0
     output_tokens: int = 0
     cached: int = 0
@@ -71,7 +75,13 @@ class _Run:
             return
         passage = outcome.passage
         triples = {}
+        source = Grounding.of(passage.title, passage.text) if self.ground else None
         for subject, predicate, obj in outcome.parsed.triples:
+            if source is not None and not source.grounds(subject, obj):
+                self.ungrounded += 1
+                if len(self.ungrounded_examples) < 5:
+                    self.ungrounded_examples.append(repr((subject, predicate, obj))[:160])
+                continue
             tid = triple_id(passage.id, subject, predicate, obj)
             triples.setdefault(tid, Triple(tid, subject, predicate, obj, passage.id))
         self.succeeded += 1
@@ -104,6 +114,8 @@ class _Run:
             passages_without_triples=self.without_triples,
             triples_kept=self.triples_kept,
             malformed_dropped=self.dropped,
+            ungrounded_dropped=self.ungrounded,
+            ungrounded_examples=tuple(self.ungrounded_examples),
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             cached_replies=self.cached,
@@ -143,6 +155,7 @@ async def extract_triples(
     commit_every: int = 32,
     prompt: Prompt | None = None,
     node: str = "extraction",
+    ground: bool = True,
 ) -> ExtractionSummary:
     """Extract and store triples for every passage not extracted yet.
 
@@ -156,6 +169,8 @@ async def extract_triples(
         commit_every: Finished passages buffered before they are written.
         prompt: The extraction template; the built-in ``extraction`` prompt when None.
         node: Name the calls are accounted under.
+        ground: Drop triples whose subject or object is not found in their passage
+            (counted in ``ungrounded_dropped``; ``GEAR_GROUND_TRIPLES``).
 
     Returns:
         The run's counts; read :meth:`ExtractionSummary.warnings`.
@@ -177,7 +192,7 @@ async def extract_triples(
     template = prompt or load_prompt("extraction")
     passages = store.unextracted_passages()
     skipped = max(0, store.count("passage") - len(passages))
-    run = _Run(store, commit_every)
+    run = _Run(store, commit_every, ground)
     slots = asyncio.Semaphore(concurrency)
     pending: set[asyncio.Task[_Outcome]] = set()
     total, done = len(passages), 0

@@ -10,6 +10,9 @@ MOSTLY_EMPTY = 0.5
 MOSTLY_MALFORMED = 0.1
 """Warn when more than this share of the triple items in replies is malformed."""
 
+MOSTLY_UNGROUNDED = 0.2
+"""Warn when more than this share of the well-formed triples is not found in its passage."""
+
 
 @dataclass(frozen=True)
 class PassageFailure:
@@ -35,6 +38,9 @@ class ExtractionSummary:
         passages_without_triples: Succeeded passages that yielded no triple.
         triples_kept: Triples handed to the store.
         malformed_dropped: Triple items left out as malformed (see ``ParsedTriples.dropped``).
+        ungrounded_dropped: Triples left out because their subject or object is not found
+            in their passage (``GEAR_GROUND_TRIPLES``; see :mod:`gear_agent.text.grounding`).
+        ungrounded_examples: Up to five of them, for the report.
         input_tokens: Billed prompt tokens.
         output_tokens: Billed completion tokens.
         cached_replies: Replies served from the response cache (not billed).
@@ -49,6 +55,8 @@ class ExtractionSummary:
     passages_without_triples: int = 0
     triples_kept: int = 0
     malformed_dropped: int = 0
+    ungrounded_dropped: int = 0
+    ungrounded_examples: tuple[str, ...] = ()
     input_tokens: int = 0
     output_tokens: int = 0
     cached_replies: int = 0
@@ -92,5 +100,13 @@ class ExtractionSummary:
                 f"{self.malformed_dropped} of {items} triple items in the replies were malformed "
                 "(not three non-empty parts) and dropped: the model does not follow the "
                 "extraction prompt's format"
+            )
+        grounded = self.triples_kept + self.ungrounded_dropped
+        if grounded and self.ungrounded_dropped / grounded > MOSTLY_UNGROUNDED:
+            example = f" (e.g. {self.ungrounded_examples[0]})" if self.ungrounded_examples else ""
+            found.append(
+                f"{self.ungrounded_dropped} of {grounded} triples were not found in their passage "
+                f"and dropped{example}: the model invents or rewrites facts, or a passage "
+                "carries instructions; GEAR_GROUND_TRIPLES=false keeps them"
             )
         return found

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 from gear_agent.errors import GearError
 from gear_agent.ids import passage_id
 from gear_agent.text.chunking import chunk_text
+from gear_agent.text.json_input import JSONInputError, load_json
 from gear_agent.types import Passage
 
 TEXT_SUFFIXES = (".txt", ".md")
@@ -79,27 +79,58 @@ def _read_text(path: Path) -> str:
         ) from exc
 
 
+def _json(data: str | bytes, where: str) -> object:
+    """``data`` parsed (:func:`~gear_agent.text.json_input.load_json`), any failure a
+    one-line :class:`CorpusFormatError`."""
+    try:
+        return load_json(data, where)
+    except JSONInputError as exc:
+        raise CorpusFormatError(str(exc)) from None
+
+
 def load_json_file(path: Path, what: str) -> object:
     """The parsed content of a UTF-8 JSON file.
 
     Raises:
-        CorpusFormatError: the file is missing, not UTF-8, or not JSON; names ``what`` it is.
+        CorpusFormatError: the file is missing, not UTF-8, not JSON, nested too deep or
+            with a number too long to read; names ``what`` it is.
     """
     path = Path(path)
     if not path.is_file():
         raise CorpusFormatError(f"{what} not found: {path}")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CorpusFormatError(f"{path} is not valid UTF-8 JSON: {exc}") from exc
+    return _json(path.read_bytes(), str(path))
 
 
-def read_json_corpus(path: Path, source: str) -> Iterator[Passage]:
-    """HippoRAG's corpus format: a JSON list of ``{"title", "text"}`` objects."""
-    try:
-        data = json.loads(_read_text(path))
-    except json.JSONDecodeError as exc:
-        raise CorpusFormatError(f"{path} is not valid JSON: {exc}") from exc
+RECORD_MAX_WORDS = 1000
+"""Default ``record_max_words``: records longer than this are split into chunks."""
+
+
+def split_long(
+    passage: Passage, record: dict[str, Any], where: str, default_source: str,
+    max_words: int, overlap_words: int, record_max_words: int,
+) -> list[Passage]:
+    """``passage`` whole when it has at most ``record_max_words`` words, else its chunks of
+    ``max_words`` (like a text file's: title and metadata kept, one id per chunk).
+
+    Example:
+        >>> long = passage_from_record({"title": "T", "text": "word " * 30}, "x", "c.json")
+        >>> len(split_long(long, {"title": "T"}, "x", "c.json", 20, 0, 25))
+        2
+    """
+    if len(passage.text.split()) <= record_max_words:
+        return [passage]
+    chunks = chunk_text(passage.text, max_words, overlap_words)
+    return [p for chunk in chunks
+            if (p := passage_from_record({**record, "text": chunk}, where, default_source))]
+
+
+def read_json_corpus(
+    path: Path, source: str, max_words: int = 200, overlap_words: int = 30,
+    record_max_words: int = RECORD_MAX_WORDS,
+) -> Iterator[Passage]:
+    """HippoRAG's corpus format: a JSON list of ``{"title", "text"}`` objects; one longer
+    than ``record_max_words`` words is split into ``max_words`` chunks."""
+    data = _json(path.read_bytes(), str(path))
     if isinstance(data, dict) and "docs" in data:
         raise CorpusFormatError(
             f"{path} looks like OpenIE output ({{'docs': ...}}), not a corpus: pass it with --openie"
@@ -109,24 +140,28 @@ def read_json_corpus(path: Path, source: str) -> Iterator[Passage]:
             f"{path}: expected a JSON list of {{'title', 'text'}} objects, got {type(data).__name__}"
         )
     for number, record in enumerate(data):
-        passage = passage_from_record(record, f"{path}[{number}]", source)
+        where = f"{path}[{number}]"
+        passage = passage_from_record(record, where, source)
         if passage:
-            yield passage
+            yield from split_long(passage, record, where, source, max_words, overlap_words,
+                                  record_max_words)
 
 
-def read_jsonl_corpus(path: Path, source: str) -> Iterator[Passage]:
-    """One JSON object per line, each with ``text`` and optionally ``title``."""
+def read_jsonl_corpus(
+    path: Path, source: str, max_words: int = 200, overlap_words: int = 30,
+    record_max_words: int = RECORD_MAX_WORDS,
+) -> Iterator[Passage]:
+    """One JSON object per line, each with ``text`` and optionally ``title``; one longer
+    than ``record_max_words`` words is split into ``max_words`` chunks."""
     for number, line in enumerate(_read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         where = f"{path}:{number}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CorpusFormatError(f"{where} is not valid JSON: {exc}") from exc
+        record = _json(line, where)
         passage = passage_from_record(record, where, source)
         if passage:
-            yield passage
+            yield from split_long(passage, record, where, source, max_words, overlap_words,
+                                  record_max_words)
 
 
 def read_text_file(
@@ -159,10 +194,16 @@ def read_text_folder(
         yield from read_text_file(path, str(path.relative_to(folder)), max_words, overlap_words)
 
 
-def read_corpus(path: Path, max_words: int = 200, overlap_words: int = 30) -> list[Passage]:
+def read_corpus(
+    path: Path, max_words: int = 200, overlap_words: int = 30,
+    record_max_words: int = RECORD_MAX_WORDS,
+) -> list[Passage]:
     """Passages from a corpus file or folder, chosen by what ``path`` is.
 
-    Duplicate passages (same title and text) appear once.
+    Text files are split into chunks of ``max_words``; JSON/JSONL records stay whole up to
+    ``record_max_words`` words (so HippoRAG corpora keep their passages and OpenIE files
+    align) and are split like text files beyond it. Duplicate passages (same title and
+    text) appear once.
 
     Raises:
         CorpusFormatError: the path is missing, or not a supported format.
@@ -173,9 +214,9 @@ def read_corpus(path: Path, max_words: int = 200, overlap_words: int = 30) -> li
     if path.is_dir():
         passages = read_text_folder(path, max_words, overlap_words)
     elif path.suffix.lower() in (".jsonl", ".ndjson"):
-        passages = read_jsonl_corpus(path, path.name)
+        passages = read_jsonl_corpus(path, path.name, max_words, overlap_words, record_max_words)
     elif path.suffix.lower() == ".json":
-        passages = read_json_corpus(path, path.name)
+        passages = read_json_corpus(path, path.name, max_words, overlap_words, record_max_words)
     elif path.suffix.lower() in TEXT_SUFFIXES:
         passages = read_text_file(path, path.name, max_words, overlap_words)
     else:
@@ -185,4 +226,8 @@ def read_corpus(path: Path, max_words: int = 200, overlap_words: int = 30) -> li
     unique: dict[str, Passage] = {}
     for passage in passages:
         unique.setdefault(passage.id, passage)
+    if not unique:
+        raise CorpusFormatError(
+            f"{path} holds no passages (empty, or only empty texts): nothing to index"
+        )
     return list(unique.values())

@@ -7,7 +7,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from gear_agent.ingest.corpus import CorpusFormatError, passage_from_record, read_corpus
+from gear_agent.ingest.corpus import (
+    RECORD_MAX_WORDS,
+    CorpusFormatError,
+    passage_from_record,
+    read_corpus,
+    split_long,
+)
 from gear_agent.text.chunking import chunk_text
 from gear_agent.types import Passage
 
@@ -21,13 +27,14 @@ DEFAULT_SOURCE = "python"
 
 
 def passages_from_items(
-    items: Item | Iterable[Item], max_words: int = 200, overlap_words: int = 30
+    items: Item | Iterable[Item], max_words: int = 200, overlap_words: int = 30,
+    record_max_words: int = RECORD_MAX_WORDS,
 ) -> list[Passage]:
     """The passages of ``items`` (one item or an iterable of them), duplicates once.
 
     Strings and Documents longer than ``max_words`` are split into chunks like the text
-    files of a folder (title kept, one passage per chunk); a path is read as ``gear
-    index`` reads it. A plain string is always text, never a path: pass
+    files of a folder (title kept, one passage per chunk), dicts (records) only beyond
+    ``record_max_words``; a path is read as ``gear index`` reads it. A plain string is always text, never a path: pass
     ``pathlib.Path("corpus.json")`` for a file.
 
     Raises:
@@ -41,7 +48,7 @@ def passages_from_items(
         items = [items]
     unique: dict[str, Passage] = {}
     for number, item in enumerate(items):
-        for passage in _passages(item, number, max_words, overlap_words):
+        for passage in _passages(item, number, max_words, overlap_words, record_max_words):
             unique.setdefault(passage.id, passage)
     return list(unique.values())
 
@@ -50,10 +57,12 @@ def _is_document(item: object) -> bool:
     return hasattr(item, "page_content") and hasattr(item, "metadata")
 
 
-def _passages(item: Item, number: int, max_words: int, overlap_words: int) -> list[Passage]:
+def _passages(
+    item: Item, number: int, max_words: int, overlap_words: int, record_max_words: int
+) -> list[Passage]:
     where = f"item {number}"
     if isinstance(item, os.PathLike):
-        return read_corpus(Path(item), max_words, overlap_words)
+        return read_corpus(Path(item), max_words, overlap_words, record_max_words)
     if isinstance(item, str):
         record: dict[str, Any] = {"text": item}
     elif isinstance(item, dict):
@@ -68,7 +77,10 @@ def _passages(item: Item, number: int, max_words: int, overlap_words: int) -> li
     passage = passage_from_record(record, where, DEFAULT_SOURCE)
     if passage is None:
         return []
-    if isinstance(item, dict) or len(passage.text.split()) <= max_words:
+    if isinstance(item, dict):
+        return split_long(passage, record, where, DEFAULT_SOURCE, max_words, overlap_words,
+                          record_max_words)
+    if len(passage.text.split()) <= max_words:
         return [passage]
     chunks = chunk_text(passage.text, max_words, overlap_words)
     return [

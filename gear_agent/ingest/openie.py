@@ -14,6 +14,7 @@ from pathlib import Path
 
 from gear_agent.ids import passage_id, triple_id
 from gear_agent.ingest.corpus import CorpusFormatError, load_json_file
+from gear_agent.text.grounding import Grounding
 from gear_agent.types import Triple
 
 
@@ -28,6 +29,11 @@ class OpenIEImport:
         duplicates: Triples repeated within one passage, kept once.
         docs: Docs in the file.
         malformed_examples: Up to five skipped items, for the report.
+        ungrounded: Triples whose subject or object is not found in their doc's title and
+            text (see :mod:`gear_agent.text.grounding`); left out when
+            ``drop_ungrounded``, else kept and only counted.
+        ungrounded_examples: Up to five of them, for the report.
+        ungrounded_left_out: Whether the ungrounded triples were left out.
     """
 
     triples: list[Triple] = field(default_factory=list)
@@ -36,6 +42,9 @@ class OpenIEImport:
     duplicates: int = 0
     docs: int = 0
     malformed_examples: list[str] = field(default_factory=list)
+    ungrounded: int = 0
+    ungrounded_examples: list[str] = field(default_factory=list)
+    ungrounded_left_out: bool = False
 
 
 def clean_triple(item: object) -> tuple[str, str, str] | None:
@@ -68,9 +77,10 @@ def _doc_text(doc: dict) -> tuple[str, str] | None:
     return None
 
 
-def parse_openie_docs(docs: Iterable[object]) -> OpenIEImport:
-    """Triples from HippoRAG OpenIE docs, aligned by (title, text) hash."""
-    result = OpenIEImport()
+def parse_openie_docs(docs: Iterable[object], drop_ungrounded: bool = False) -> OpenIEImport:
+    """Triples from HippoRAG OpenIE docs, aligned by (title, text) hash; triples not
+    grounded in their doc are counted, and left out when ``drop_ungrounded``."""
+    result = OpenIEImport(ungrounded_left_out=drop_ungrounded)
     for doc in docs:
         result.docs += 1
         if not isinstance(doc, dict):
@@ -85,6 +95,7 @@ def parse_openie_docs(docs: Iterable[object]) -> OpenIEImport:
         if not isinstance(raw, list):
             raw = [raw]
         seen: set[str] = set()
+        source = Grounding.of(*title_text)
         for item in raw:
             parts = clean_triple(item)
             if parts is None:
@@ -92,6 +103,12 @@ def parse_openie_docs(docs: Iterable[object]) -> OpenIEImport:
                 if len(result.malformed_examples) < 5:
                     result.malformed_examples.append(repr(item)[:120])
                 continue
+            if not source.grounds(parts[0], parts[2]):
+                result.ungrounded += 1
+                if len(result.ungrounded_examples) < 5:
+                    result.ungrounded_examples.append(repr(parts)[:160])
+                if drop_ungrounded:
+                    continue
             tid = triple_id(pid, *parts)
             if tid in seen:
                 result.duplicates += 1
@@ -101,8 +118,8 @@ def parse_openie_docs(docs: Iterable[object]) -> OpenIEImport:
     return result
 
 
-def read_openie(path: Path) -> OpenIEImport:
-    """Read and parse an OpenIE file.
+def read_openie(path: Path, drop_ungrounded: bool = False) -> OpenIEImport:
+    """Read and parse an OpenIE file (``drop_ungrounded``: ``GEAR_GROUND_OPENIE``).
 
     Raises:
         CorpusFormatError: the file is missing, not JSON, or has no ``docs`` list.
@@ -113,4 +130,4 @@ def read_openie(path: Path) -> OpenIEImport:
             f"{path}: expected HippoRAG OpenIE output {{'docs': [...]}}, "
             f"got {type(data).__name__} with keys {sorted(data)[:5] if isinstance(data, dict) else '-'}"
         )
-    return parse_openie_docs(data["docs"])
+    return parse_openie_docs(data["docs"], drop_ungrounded)

@@ -2,7 +2,13 @@
 
 from gear_agent.llm.cache import CachedReply, ResponseCache, cache_key
 from gear_agent.llm.client import LLMClient, LLMReply
-from gear_agent.llm.errors import EmptyReplyError, LLMCallError, LLMConfigError, LLMError
+from gear_agent.llm.errors import (
+    EmptyReplyError,
+    LLMCallError,
+    LLMConfigError,
+    LLMDeadlineError,
+    LLMError,
+)
 from gear_agent.llm.factory import make_chat_model
 from gear_agent.llm.pricing import ModelPrice, cost_usd, price_of
 from gear_agent.llm.retry import RetryPolicy, is_fatal, is_retriable
@@ -22,6 +28,7 @@ __all__ = [
     "LLMCallError",
     "LLMClient",
     "LLMConfigError",
+    "LLMDeadlineError",
     "LLMError",
     "LLMReply",
     "ModelPrice",

@@ -8,8 +8,10 @@ and returns an :class:`LLMReply` with the text and the tokens it cost.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import random
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -19,7 +21,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from gear_agent.llm.cache import CachedReply, ResponseCache, cache_key
-from gear_agent.llm.errors import EmptyReplyError, LLMCallError
+from gear_agent.llm.errors import EmptyReplyError, LLMCallError, LLMDeadlineError
 from gear_agent.llm.messages import PromptInput, content_text, to_messages
 from gear_agent.llm.response_format import (
     ReplySchema,
@@ -89,6 +91,38 @@ def _number(model: Any, attribute: str) -> Any:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+class _OutOfTime(Exception):
+    """An attempt was cut because the call's deadline came (internal)."""
+
+
+def _bounded(call: Callable[[], Any], seconds: float | None) -> Any:
+    """``call()``, given up after ``seconds`` of total time (None: no bound).
+
+    A blocking HTTP call cannot be cancelled from outside, so it runs in a daemon thread
+    (with the caller's context variables, so callbacks and tracing follow) and is
+    abandoned when time is up; its own request timeout ends it later.
+    """
+    if seconds is None:
+        return call()
+    box: dict[str, Any] = {}
+    context = contextvars.copy_context()
+
+    def target() -> None:
+        try:
+            box["value"] = context.run(call)
+        except BaseException as exc:  # handed to the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name="gear-llm-call", daemon=True)
+    worker.start()
+    worker.join(max(seconds, 0.0))
+    if worker.is_alive():
+        raise _OutOfTime()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 class LLMClient:
     """Calls a chat model with retries, token accounting and an optional response cache.
 
@@ -104,6 +138,7 @@ class LLMClient:
         rng: Source of the backoff jitter.
         response_format_mode: How calls that pass a ``schema`` ask for JSON (see
             :mod:`gear_agent.llm.response_format`); ``"text"`` sends nothing extra.
+        clock: Monotonic seconds, for deadlines (patch in tests).
 
     Example:
         >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
@@ -124,6 +159,7 @@ class LLMClient:
         async_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rng: random.Random | None = None,
         response_format_mode: ResponseFormatMode = "text",
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.model = model
         self.response_format_mode = check_mode(response_format_mode)
@@ -137,6 +173,7 @@ class LLMClient:
         self._sleep = sleep
         self._async_sleep = async_sleep
         self._rng = rng or random.Random()
+        self._clock = clock
 
     @classmethod
     def from_settings(cls, settings: LLMSettings, model: Any | None = None) -> LLMClient:
@@ -170,6 +207,7 @@ class LLMClient:
         node: str,
         config: RunnableConfig | None = None,
         schema: ReplySchema | None = None,
+        deadline_s: float | None = None,
     ) -> LLMReply:
         """Send ``prompt`` and return the reply, retrying transient failures.
 
@@ -179,11 +217,15 @@ class LLMClient:
             config: LangChain runnable config (callbacks, tags) passed to the model.
             schema: The JSON the prompt asks for; sent as ``response_format`` unless the
                 client's mode is ``"text"``.
+            deadline_s: Seconds this call may take in all: every attempt, backoff and
+                ``Retry-After`` wait; an attempt still running when it ends is abandoned.
+                None: only the retry policy bounds it.
 
         Returns:
             The reply with its token counts.
 
         Raises:
+            LLMDeadlineError: ``deadline_s`` ran out (a subclass of LLMCallError).
             LLMCallError: The call failed for good (message names model, node, attempts).
         """
         messages = to_messages(prompt)
@@ -192,14 +234,21 @@ class LLMClient:
         hit = self._from_cache(key, node)
         if hit is not None:
             return hit
+        end = None if deadline_s is None else self._clock() + deadline_s
         attempt = 0
         while True:
             attempt += 1
+            left = self._left_or_raise(end, deadline_s, attempt, node, None)
             try:
-                message = self.model.invoke(messages, config=self._config(config, node), **extra)
+                message = _bounded(
+                    lambda: self.model.invoke(messages, config=self._config(config, node), **extra),
+                    left,
+                )
                 reply = self._reply(messages, message)
+            except _OutOfTime:
+                raise self._deadline_error(deadline_s, attempt, node, None) from None
             except Exception as exc:  # classified below: retried, or re-raised as LLMCallError
-                self._sleep(self._delay_or_raise(exc, attempt, node))
+                self._sleep(self._wait_or_raise(exc, attempt, node, end, deadline_s))
                 continue
             return self._record(key, node, reply)
 
@@ -210,24 +259,34 @@ class LLMClient:
         node: str,
         config: RunnableConfig | None = None,
         schema: ReplySchema | None = None,
+        deadline_s: float | None = None,
     ) -> LLMReply:
-        """Async :meth:`invoke`: awaits the model's own ``ainvoke`` (no thread per call)."""
+        """Async :meth:`invoke`: awaits the model's own ``ainvoke`` (no thread per call);
+        an attempt that outlives ``deadline_s`` is cancelled (``asyncio.wait_for``)."""
         messages = to_messages(prompt)
         extra = self._extra(schema)
         key = self._key(messages, extra)
         hit = self._from_cache(key, node)
         if hit is not None:
             return hit
+        end = None if deadline_s is None else self._clock() + deadline_s
         attempt = 0
         while True:
             attempt += 1
+            left = self._left_or_raise(end, deadline_s, attempt, node, None)
+            call = self.model.ainvoke(messages, config=self._config(config, node), **extra)
             try:
-                message = await self.model.ainvoke(
-                    messages, config=self._config(config, node), **extra
-                )
+                if left is None:
+                    message = await call
+                else:
+                    message = await asyncio.wait_for(call, left)
                 reply = self._reply(messages, message)
             except Exception as exc:  # classified below: retried, or re-raised as LLMCallError
-                await self._async_sleep(self._delay_or_raise(exc, attempt, node))
+                # asyncio.TimeoutError is the builtin TimeoutError from Python 3.11 on only
+                timed_out = isinstance(exc, (TimeoutError, asyncio.TimeoutError))
+                if end is not None and timed_out and self._clock() >= end:
+                    raise self._deadline_error(deadline_s, attempt, node, None) from None
+                await self._async_sleep(self._wait_or_raise(exc, attempt, node, end, deadline_s))
                 continue
             return self._record(key, node, reply)
 
@@ -279,6 +338,36 @@ class LLMClient:
                 count_tokens(text, self.model_name),
             )
         return LLMReply(text, usage[0], usage[1], cached=False)
+
+    def _deadline_error(
+        self, budget_s: float | None, attempt: int, node: str, last: BaseException | None
+    ) -> LLMDeadlineError:
+        return LLMDeadlineError(
+            model=self.model_name, node=node, attempts=attempt, budget_s=budget_s or 0.0,
+            last_error=last, endpoint=self.endpoint,
+        )
+
+    def _left_or_raise(
+        self, end: float | None, budget_s: float | None, attempt: int, node: str,
+        last: BaseException | None,
+    ) -> float | None:
+        """Seconds left before ``end`` (None: no deadline); raises when none are."""
+        if end is None:
+            return None
+        left = end - self._clock()
+        if left <= 0:
+            raise self._deadline_error(budget_s, attempt - 1, node, last)
+        return left
+
+    def _wait_or_raise(
+        self, exc: Exception, attempt: int, node: str, end: float | None, budget_s: float | None
+    ) -> float:
+        """The wait before the next attempt; raises when there is none, or when the wait
+        would end past the deadline (waiting for nothing helps nobody)."""
+        delay = self._delay_or_raise(exc, attempt, node)
+        if end is not None and self._clock() + delay >= end:
+            raise self._deadline_error(budget_s, attempt, node, exc) from exc
+        return delay
 
     def _delay_or_raise(self, exc: Exception, attempt: int, node: str) -> float:
         retriable = is_retriable(exc)

@@ -58,3 +58,39 @@ class LLMCallError(LLMError):
             f"LLM call failed (model={model!r}, node={node!r}{where}) after {attempts} {plural}: "
             f"{what} ({hint})"
         )
+
+
+class LLMDeadlineError(LLMCallError):
+    """A call stopped because the run's time budget (``GEAR_DEADLINE_S``) is spent.
+
+    Raised before an attempt when no time is left, when an attempt outlives the budget
+    (the whole call is cut, not one read), and when the next backoff or ``Retry-After``
+    wait would end past it. ``last_error`` is the error of the last attempt, or a
+    ``TimeoutError`` when the budget ran out during one.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        node: str,
+        attempts: int,
+        budget_s: float,
+        last_error: BaseException | None = None,
+        endpoint: str | None = None,
+    ) -> None:
+        self.budget_s = budget_s
+        cause = last_error or TimeoutError(f"no time left of the {budget_s:.1f} s budget")
+        super().__init__(
+            model=model, node=node, attempts=attempts, last_error=cause, retriable=True,
+            endpoint=endpoint,
+        )
+        plural = "attempt" if attempts == 1 else "attempts"
+        self.args = (
+            f"LLM call stopped (model={model!r}, node={node!r}): the run's deadline is spent "
+            f"({budget_s:.1f} s were left for this call, {attempts} {plural}; last: "
+            f"{type(cause).__name__}: {cause}); raise GEAR_DEADLINE_S or check the server",
+        )
+
+    def __str__(self) -> str:
+        return str(self.args[0])

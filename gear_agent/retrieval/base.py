@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import numbers
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 from gear_agent.filters import Where
+from gear_agent.questions import QuestionError, RunOptionError
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,29 @@ class Retriever(ABC):
     @abstractmethod
     def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
         """The top ``k`` passages for ``query`` that pass ``where``, best first."""
+
+
+def check_request(query: object, k: object) -> None:
+    """What every retriever checks first: ``query`` is non-empty text and ``k`` a whole
+    number >= 1 (a retriever used directly, without the facade, gets the same checks).
+
+    Raises:
+        QuestionError: The query is not text, is empty, or holds undecodable bytes.
+        RunOptionError: ``k`` is not a whole number >= 1.
+
+    Example:
+        >>> check_request("Who founded Rome?", 0)  # doctest: +IGNORE_EXCEPTION_DETAIL
+        Traceback (most recent call last):
+        gear_agent.questions.RunOptionError: k must be a whole number >= 1, got 0
+    """
+    if not isinstance(query, str):
+        raise QuestionError(f"the query must be text, got {type(query).__name__}")
+    if not query.strip():
+        raise QuestionError("the query is empty; ask something, e.g. 'Who founded Rome?'")
+    if any("\ud800" <= char <= "\udfff" for char in query):
+        raise QuestionError("the query is not valid text (it holds bytes that are not UTF-8)")
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+        raise RunOptionError(f"k must be a whole number >= 1, got {k!r}")
 
 
 def fuse_passages(lists: list[list[RankedPassage]], k: int, rrf_k: int = 60) -> list[RankedPassage]:

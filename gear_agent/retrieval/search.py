@@ -9,7 +9,7 @@ import numpy as np
 
 from gear_agent.embedding.base import Embedder
 from gear_agent.filters import Where
-from gear_agent.retrieval.base import RankedPassage, Retriever
+from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
 from gear_agent.retrieval.fusion import rrf
 from gear_agent.store.base import Store
 from gear_agent.types import Collection, Hit
@@ -71,5 +71,6 @@ class BaseRetriever(Retriever):
         self.name = mode
 
     def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
+        check_request(query, k)
         hits = search(self.store, self.encode, "passage", query, k, self.mode, self.rrf_k, where)
         return [RankedPassage(h.id, h.score) for h in hits]

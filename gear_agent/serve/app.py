@@ -6,7 +6,9 @@ node update, in node order), ``/gear/stream_log``, ``/gear/stream_events``,
 ``/gear/input_schema``, ``/gear/output_schema``, ``/gear/playground/``.
 
 Status codes: 422 for a bad request body (the ``detail`` says which field and why), 400
-for a question the agent refuses, 502 when the chat model fails, 504 when it times out.
+for a question the agent refuses or a body that is not UTF-8 JSON, 502 when the chat model
+fails, 504 when it times out; the limits of :mod:`gear_agent.serve.limits` answer 401, 408,
+413, 415 and 503 (with ``Retry-After``) before a request reaches the agent.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from gear_agent.config import GearSettings
 from gear_agent.llm.errors import LLMCallError, LLMError
+from gear_agent.serve.limits import RequestGuard, ServeLimits
 from gear_agent.serve.schemas import GearRequest, GearResponse, request_model
 
 if TYPE_CHECKING:
@@ -157,16 +160,23 @@ def create_app(
 
     @app.get("/health")
     def health() -> dict[str, Any]:
-        """Liveness: the service is up, with the index and model it serves."""
+        """Liveness: the service is up, with the model it serves (no paths of this machine)."""
         return {
             "status": "ok",
-            "index_dir": str(settings.index_dir),
             "backend": settings.backend,
             "llm_model": settings.llm_model,
             "max_question_chars": settings.max_question_chars,
         }
 
     _add_error_handlers(app)
+    limits = ServeLimits.from_gear(settings)
+    app.add_middleware(RequestGuard, limits=limits)
+    if limits.cors_origins:  # off unless configured: outermost, so preflights are answered
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(CORSMiddleware, allow_origins=list(limits.cors_origins),
+                           allow_methods=["GET", "POST"],
+                           allow_headers=["Authorization", "Content-Type"])
     return app
 
 

@@ -109,7 +109,9 @@ class GearResponse(BaseModel):
     )
     iterations: int = Field(0, description="Iterations run.")
     queries: list[str] = Field(default_factory=list, description="Every query used, in order.")
-    stop_reason: str | None = Field(None, description="'answerable' or 'max_iterations'.")
+    stop_reason: str | None = Field(
+        None, description="'answerable', 'max_iterations' or 'deadline' (the time budget ran out)."
+    )
     tokens: dict[str, Any] = Field(default_factory=dict, description="LLM usage, total and per node.")
     dropped: list[dict[str, Any]] = Field(
         default_factory=list,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gear_agent.filters import Where
-from gear_agent.retrieval.base import RankedPassage, Retriever
+from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
 from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.store.base import Store
 
@@ -74,6 +74,7 @@ class SiReRAGRetriever(Retriever):
         return items
 
     def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
+        check_request(query, k)
         ranked: dict[str, RankedPassage] = {}
         for item in self.pool(query, k, where):
             for pid in item.passages:

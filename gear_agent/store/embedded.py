@@ -315,7 +315,11 @@ class EmbeddedStore(Store):
                 return
             self._db.execute("BEGIN")
             try:
-                self._sync()
+                # Pin the read snapshot with a real read, then reload the cached counts and
+                # rows from it: a plain _sync() may skip (checked < SYNC_INTERVAL_S ago) and
+                # leave them from an older commit than the one the reads inside will see.
+                self._db.execute("SELECT 1 FROM meta LIMIT 1").fetchall()
+                self._sync(force=True)
                 yield
             finally:
                 self._db.execute("COMMIT")

@@ -59,6 +59,9 @@ class TraceSettings:
 FILE_NAME = "gear-trace.jsonl"
 """The live trace file inside the folder; rotated copies add ``.1``, ``.2``, ..."""
 
+FILE_MODE = 0o600
+"""Permissions of a new trace file: readable and writable by its owner only."""
+
 Tokens = dict[str, int]
 
 
@@ -95,10 +98,12 @@ class JsonlTracer(BaseTracer):
     def _persist_run(self, run: Run) -> None:
         records = list(run_records(run))
         payload = "".join(json.dumps(r, default=_jsonable, ensure_ascii=False) + "\n" for r in records)
-        data = payload.encode("utf-8")
+        data = payload.encode("utf-8", "replace")  # a lone surrogate in a run's text: '?'
         with self._lock:
             self._rotate_if_needed(len(data))
-            with self.path.open("ab") as handle:
+            # Created owner-only (0600): traces hold questions, passages and model replies.
+            descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+            with os.fdopen(descriptor, "ab") as handle:
                 handle.write(data)
         for record in records:  # the tree is done: its ids are needed no more
             self.order_map.pop(UUID(record["id"]), None)

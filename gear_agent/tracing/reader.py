@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gear_agent.errors import GearError
+from gear_agent.text.json_input import JSONInputError, load_json
 
 
 class TraceError(GearError):
@@ -27,9 +27,12 @@ class TraceNode:
 
     def walk(self) -> list[TraceNode]:
         """This node and its descendants, depth first, in start order."""
-        nodes = [self]
-        for child in self.children:
-            nodes.extend(child.walk())
+        nodes: list[TraceNode] = []
+        pending = [self]
+        while pending:
+            node = pending.pop()
+            nodes.append(node)
+            pending.extend(reversed(node.children))
         return nodes
 
 
@@ -37,20 +40,35 @@ def read_runs(path: str | Path) -> list[dict[str, Any]]:
     """Every run record of a trace file, in file order.
 
     Raises:
-        TraceError: The file is missing or a line is not JSON (names the line).
+        TraceError: The file is missing, or a line is not UTF-8 JSON, not an object, nested
+            too deep, without a string ``id``, or with ``inputs``/``outputs``/``tokens`` that
+            are not objects (the message names the line).
     """
     path = Path(path)
     if not path.is_file():
         raise TraceError(f"no trace file at {path}")
     runs = []
-    with path.open(encoding="utf-8") as handle:
+    with path.open("rb") as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
+            where = f"{path}:{number}"
             try:
-                runs.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise TraceError(f"{path}:{number}: not a JSON line ({exc.msg})") from None
+                record = load_json(line, where)
+            except JSONInputError as exc:
+                raise TraceError(str(exc)) from None
+            if not isinstance(record, dict):
+                raise TraceError(f"{where}: a run must be a JSON object, got {type(record).__name__}")
+            if not isinstance(record.get("id"), str) or not record["id"]:
+                raise TraceError(f"{where}: the run has no string 'id'")
+            parent = record.get("parent_run_id")
+            if parent is not None and not isinstance(parent, str):
+                raise TraceError(f"{where}: 'parent_run_id' must be a string or null")
+            for key in ("inputs", "outputs", "tokens"):
+                if record.get(key) is not None and not isinstance(record[key], dict):
+                    raise TraceError(f"{where}: {key!r} must be an object or null, "
+                                     f"got {type(record[key]).__name__}")
+            runs.append(record)
     return runs
 
 
@@ -82,10 +100,22 @@ def build_tree(runs: list[dict[str, Any]], run_id: str | None = None) -> TraceNo
     children: dict[str, list[dict[str, Any]]] = {}
     for run in runs:
         if run.get("parent_run_id"):
-            children.setdefault(run["parent_run_id"], []).append(run)
+            children.setdefault(str(run["parent_run_id"]), []).append(run)
 
-    def grow(record: dict[str, Any]) -> TraceNode:
-        kids = sorted(children.get(record["id"], []), key=lambda r: r.get("dotted_order") or "")
-        return TraceNode(record, [grow(k) for k in kids])
-
-    return grow(start)
+    # Grown without recursion, each run once: a parent cycle or a very deep trace in a
+    # hand-edited file cannot recurse forever.
+    root = TraceNode(start)
+    seen = {str(start.get("id"))}
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        kids = sorted(children.get(str(node.record.get("id")), []),
+                      key=lambda r: str(r.get("dotted_order") or ""))
+        for kid in kids:
+            if str(kid.get("id")) in seen:
+                continue  # a cycle: this run is already in the tree
+            seen.add(str(kid.get("id")))
+            child = TraceNode(kid)
+            node.children.append(child)
+            pending.append(child)
+    return root

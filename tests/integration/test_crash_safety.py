@@ -17,18 +17,22 @@ def test_kill_indexing_at_points_spread_over_the_run(tmp_path):
     """KILLS kills, one in each twelfth of the corpus: each is sent once the index holds a
     target number of passages (read from the index, so the machine's load cannot move the
     kills); whether a kill landed mid-indexing is read from the index afterwards (not from
-    the process), so a kill after the last commit would count as finished, not as a failure."""
+    the process), so a kill after the last commit counts as finished and is tried again."""
     trials, attempts = kill_trials(tmp_path, KILLS)
 
     landed = [t for t in trials if t.landed]
-    assert len(landed) >= KILLS - 1, f"only {len(landed)} of {attempts} kills landed mid-indexing"
+    # a kill that came after the last commit is retried at its target (up to 3 tries)
+    assert len(landed) == KILLS, f"only {len(landed)} of {attempts} kills landed mid-indexing"
     for trial in trials:
         assert trial.after_kill == [], trial
         assert trial.after_rerun == [], trial
         assert trial.leftovers == 0, trial
     for trial in landed:
-        assert trial.passages_at_kill < N_PASSAGES
+        # Landed = the reopened index is not complete; with every passage committed, the kill
+        # came before the last triple or mark commit (the index shows which, not the process).
+        assert trial.passages_at_kill <= N_PASSAGES
         assert trial.passages_at_kill % BATCH == 0  # whole batches: a commit, never half of one
+        assert trial.triples_at_kill <= 2 * trial.passages_at_kill
     at_kill = sorted(t.passages_at_kill for t in landed)
     assert len(set(at_kill)) > KILLS // 3, f"the kills bunched up: {at_kill}"
     assert at_kill[-1] >= N_PASSAGES // 2, f"no kill reached the second half of the run: {at_kill}"

@@ -196,7 +196,31 @@ def test_bad_batch_item_and_bad_json(http: httpx.Client) -> None:
     response = http.post("/gear/batch", json={"inputs": [{"question": "ok"}, {"question": ""}]})
     assert response.status_code == 422 and "at least 1 character" in response.json()["message"]
     response = http.post("/gear/invoke", content=b"{not json", headers={"content-type": "application/json"})
-    assert response.status_code == 422 and "Invalid JSON body" in response.json()["message"]
+    assert response.status_code == 400 and "not valid JSON" in response.json()["message"]
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [(b'{"input": {"question": "\xff"}}', "not UTF-8"),
+     (b'{"input": ' + b"[" * 5000 + b"]" * 5000 + b"}", "nested deeper"),
+     (b'{"input": {"question": "q", "top_k": ' + b"9" * 5000 + b"}}", "4,300 digits")],
+    ids=["invalid-utf8", "deep", "5000-digits"],
+)
+def test_bad_bytes_are_a_400_with_one_line(http: httpx.Client, body: bytes, says: str) -> None:
+    response = http.post("/gear/invoke", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 400 and says in response.json()["message"]
+    assert "\n" not in response.json()["message"] and "Traceback" not in response.text
+
+
+def test_health_shows_no_paths(http: httpx.Client) -> None:
+    assert "index_dir" not in http.get("/health").json()
+
+
+def test_form_and_text_posts_are_415(http: httpx.Client) -> None:
+    for kind in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data"):
+        response = http.post("/gear/invoke", content=b'{"input": {"question": "q"}}',
+                             headers={"content-type": kind})
+        assert response.status_code == 415, kind
 
 
 def test_remote_runnable_sees_the_422(remote: RemoteRunnable) -> None:

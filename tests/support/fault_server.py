@@ -48,6 +48,7 @@ __all__ = [
     "running_fault_server",
     "status",
     "timeout",
+    "trickle",
     "truncated_body",
 ]
 
@@ -60,6 +61,7 @@ BehaviourKind = Literal[
     "connection_reset",
     "empty_choices",
     "null_content",
+    "trickle",
 ]
 
 MAX_DELAY_S = 60.0
@@ -91,6 +93,7 @@ class Behaviour:
         status_code: HTTP status (``status``).
         retry_after: ``Retry-After`` header in seconds (``status``), or None for none.
         finish_reason: Reported ``finish_reason`` (``ok``, ``null_content``).
+        chunk_bytes: Bytes sent per step (``trickle``).
     """
 
     kind: BehaviourKind
@@ -101,6 +104,7 @@ class Behaviour:
     status_code: int = 200
     retry_after: float | None = None
     finish_reason: str = "stop"
+    chunk_bytes: int = 0
 
 
 def _check_tokens(prompt_tokens: int, completion_tokens: int) -> None:
@@ -159,6 +163,22 @@ def status(code: int, *, retry_after: float | None = None) -> Behaviour:
     if retry_after is not None and retry_after < 0:
         raise ValueError(f"retry_after must be >= 0 seconds, got {retry_after!r}")
     return Behaviour("status", status_code=code, retry_after=retry_after)
+
+
+def trickle(every_s: float, chunk_bytes: int = 8, *, text: str = "slow reply") -> Behaviour:
+    """A whole, well-formed reply sent ``chunk_bytes`` at a time, one step every ``every_s``
+    seconds: each read finishes within a per-read timeout longer than ``every_s``, so only
+    a bound on the whole call stops it (a ~300-byte reply at 8 bytes / 0.8 s takes ~30 s).
+
+    Raises:
+        ValueError: ``every_s`` is not in (0, 60] or ``chunk_bytes`` < 1.
+    """
+    if not 0 < every_s <= MAX_DELAY_S:
+        raise ValueError(f"every_s must be in (0, {MAX_DELAY_S:g}], got {every_s!r}")
+    if chunk_bytes < 1:
+        raise ValueError(f"chunk_bytes must be >= 1, got {chunk_bytes!r}")
+    return Behaviour("trickle", text=text, seconds=float(every_s), chunk_bytes=chunk_bytes,
+                     prompt_tokens=5, completion_tokens=1)
 
 
 def truncated_body() -> Behaviour:
@@ -475,6 +495,20 @@ class _Handler(BaseHTTPRequestHandler):
         if stream:
             events = _stream_events(completion, include_usage)
             self._send_stream(events, cut_after=1 if kind == "truncated_body" else None)
+            return
+        if kind == "trickle":
+            data = json.dumps(completion).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.flush()
+            for start in range(0, len(data), behaviour.chunk_bytes):
+                if state.stopping.wait(behaviour.seconds):
+                    self.close_connection = True
+                    return
+                self.wfile.write(data[start : start + behaviour.chunk_bytes])
+                self.wfile.flush()
             return
         if kind == "truncated_body":
             data = json.dumps(completion).encode()

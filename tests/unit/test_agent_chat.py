@@ -292,7 +292,8 @@ def test_settings_list_run_models() -> None:
 def test_json_schemas_show_only_the_public_fields(tmp_path: Path) -> None:
     agent = agent_over(tmp_path, [])[0].compile()
     inputs = agent.get_input_jsonschema()
-    assert set(inputs["properties"]) == {"question", "messages", "max_iterations", "top_k", "where"}
+    assert set(inputs["properties"]) == {"question", "messages", "max_iterations", "top_k", "where",
+                                         "deadline_s"}
     assert not inputs.get("required")
     outputs = agent.get_output_jsonschema()
     assert set(outputs["properties"]) == {"answer", "citations", "messages", "passages",
@@ -300,7 +301,7 @@ def test_json_schemas_show_only_the_public_fields(tmp_path: Path) -> None:
                                           "stop_reason", "tokens", "dropped"}
     citation = outputs["$defs"]["Citation"]
     assert set(citation["properties"]) == {"passage_id", "title", "quote"}
-    assert set(agent.get_context_jsonschema()["properties"]) == {"model"}
+    assert set(agent.get_context_jsonschema()["properties"]) == {"model", "deadline_s"}
 
 
 def test_every_project_error_reaches_langgraph_clients_with_its_message() -> None:

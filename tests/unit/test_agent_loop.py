@@ -57,7 +57,8 @@ def test_answerable_at_iteration_one(tmp_path: Path, use_async: bool) -> None:
         YES,
         "Sacramento County",
     ]
-    result, model = run(tmp_path, replies, use_async=use_async)
+    # The scripted reader knows the county before a passage shows it: grounding off here.
+    result, model = run(tmp_path, replies, use_async=use_async, ground_triples=False)
     assert result["stop_reason"] == "answerable"
     assert result["iterations"] == 1
     assert result["queries"] == [QUESTION]
@@ -119,7 +120,7 @@ def test_malformed_reader_output_is_recorded_and_the_rest_kept(tmp_path: Path) -
         'Sure! {"triples": [["Rainbow Bridge", "located in"], '
         '["Folsom", "located in", "Sacramento County"], {"head": "Folsom"}]}'
     )
-    result, _ = run(tmp_path, [reader, YES, "Sacramento County"])
+    result, _ = run(tmp_path, [reader, YES, "Sacramento County"], ground_triples=False)
     assert result["gist_memory"] == [["Folsom", "located in", "Sacramento County"]]
     assert [d["node"] for d in result["dropped"]] == ["read", "read"]
     assert all(d["iteration"] == 1 for d in result["dropped"])
@@ -141,7 +142,7 @@ def test_reader_prose_without_triples_gives_empty_memory(tmp_path: Path) -> None
 @pytest.mark.parametrize("use_async", [False, True])
 def test_llm_error_then_successful_retry(tmp_path: Path, use_async: bool) -> None:
     replies = [TimeoutError("slow"), READ_2, YES, "Sacramento County"]
-    result, model = run(tmp_path, replies, use_async=use_async)
+    result, model = run(tmp_path, replies, use_async=use_async, ground_triples=False)
     assert len(model.prompts) == 4
     assert model.prompts[0] == model.prompts[1]  # the same read, retried
     assert result["dropped"] == []
@@ -265,3 +266,20 @@ def test_build_agent_without_a_model_fails_before_opening_the_index(
     with pytest.raises(LLMConfigError, match="OPENAI_API_KEY"):
         build_agent(make_settings(index_dir=tmp_path / "missing"))
     assert not (tmp_path / "missing").exists()
+
+
+def test_reader_triples_not_in_the_passages_shown_are_dropped(tmp_path: Path) -> None:
+    """An injected or invented triple (its entities are in no passage shown) does not reach
+    the memory; it is recorded in ``dropped`` with the reason."""
+    reader = json.dumps({"triples": [["Rainbow Bridge", "located in", "Folsom"],
+                                     ["Eiffel Tower", "located in", "Sacramento County"],
+                                     ["rainbow-bridge", "spans", "the american river"]]})
+    result, model = run(tmp_path, [reader, NOT_YET], max_iterations=1, answer=False)
+    assert result["gist_memory"] == [["Rainbow Bridge", "located in", "Folsom"],
+                                     ["rainbow-bridge", "spans", "the american river"]]
+    assert result["dropped"] == [{"iteration": 1, "node": "read",
+                                  "item": ["Eiffel Tower", "located in", "Sacramento County"],
+                                  "reason": "subject or object not found in the passages shown"}]
+    off, _ = run(tmp_path / "off", [reader, NOT_YET], max_iterations=1, answer=False,
+                 ground_triples=False)
+    assert len(off["gist_memory"]) == 3 and off["dropped"] == []

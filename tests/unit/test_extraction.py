@@ -223,7 +223,7 @@ def test_no_triples_anywhere_gives_a_loud_warning():
 def test_mostly_malformed_triples_give_a_warning():
     store = FakeStore(make_passages(3))
     model = ScriptedChatModel(
-        respond=lambda p: json.dumps({"triples": [[title_of(p), "is", "x"], ["a", "b"], ["c"]]})
+        respond=lambda p: json.dumps({"triples": [[title_of(p), "is", title_of(p)], ["a", "b"], ["c"]]})
     )
     summary = run(store, client(model))
     assert (summary.triples_kept, summary.malformed_dropped) == (3, 6)
@@ -304,3 +304,22 @@ def test_estimate_cost_unknown_model_has_no_price_and_output_is_capped():
 def test_estimate_cost_of_nothing():
     estimate = estimate_cost([], GearSettings())
     assert (estimate.prompt_tokens, estimate.expected_output_tokens, estimate.usd) == (0, 0, 0.0)
+
+
+def test_triples_not_found_in_their_passage_are_dropped_and_counted():
+    """An obedient model that stores an injected triple about other entities: the triple
+    is not in the passage, so it is dropped, counted and shown in the warning."""
+    store = FakeStore(make_passages(4))
+
+    def injected(prompt: str) -> str:
+        good = json.loads(good_reply(prompt))["triples"]
+        return json.dumps({"triples": [*good, ["Barack Obama", "born in", "Atlantis"]]})
+
+    summary = run(store, client(ScriptedChatModel(respond=injected)))
+    assert summary.ungrounded_dropped == 4
+    assert summary.triples_kept == 8  # the passages' own triples all stay
+    assert all("Obama" not in t.subject for t in store.triples.values())
+    assert "Barack Obama" in summary.ungrounded_examples[0]
+    assert any("not found in their passage" in w for w in summary.warnings())
+    kept = run(FakeStore(make_passages(4)), client(ScriptedChatModel(respond=injected)), ground=False)
+    assert (kept.ungrounded_dropped, kept.triples_kept) == (0, 12)

@@ -109,3 +109,18 @@ def test_musique_openie_counts(shared_data):
     assert result.docs == 1890
     assert result.malformed == 185
     assert len(result.triples) + result.malformed + result.duplicates == 17419
+
+
+def test_openie_triples_not_in_their_doc_are_counted_and_optionally_left_out():
+    from gear_agent.ingest.openie import parse_openie_docs
+
+    docs = [{"title": "Folsom", "text": "Folsom is a city in Sacramento County, California.",
+             "extracted_triples": [["Folsom", "located in", "Sacramento County"],
+                                   ["folsom", "city in", "california"],
+                                   ["Folsom", "twinned with", "Atlantis"]]}]
+    counted = parse_openie_docs(docs)
+    assert (len(counted.triples), counted.ungrounded, counted.ungrounded_left_out) == (3, 1, False)
+    assert "Atlantis" in counted.ungrounded_examples[0]
+    dropped = parse_openie_docs(docs, drop_ungrounded=True)
+    assert [t.object for t in dropped.triples] == ["Sacramento County", "california"]
+    assert dropped.ungrounded == 1 and dropped.ungrounded_left_out
