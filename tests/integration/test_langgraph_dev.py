@@ -118,10 +118,10 @@ def _assistant(client: Any) -> str:
 def test_schemas_show_the_public_fields(server: str) -> None:
     client = get_sync_client(url=server)
     schemas = client.assistants.get_schemas(_assistant(client))
-    assert set(schemas["input_schema"]["properties"]) == {"question", "messages",
-                                                          "max_iterations", "top_k"}
+    assert set(schemas["input_schema"]["properties"]) == {
+        "question", "messages", "max_iterations", "top_k", "where", "deadline_s"}
     assert {"answer", "citations", "messages", "passages"} <= set(schemas["output_schema"]["properties"])
-    assert set(schemas["context_schema"]["properties"]) == {"model"}
+    assert set(schemas["context_schema"]["properties"]) == {"model", "deadline_s"}
 
 
 def test_a_chat_run_streams_node_updates_and_answers_with_citations(
