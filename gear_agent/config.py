@@ -111,6 +111,19 @@ class GearSettings(BaseSettings):
     ppr_passage_weight: float = Field(0.05, ge=0)
     ppr_seed_triples: int = Field(5, ge=1, description="Query-to-triple matches used as seeds.")
     ppr_filter: bool = Field(False, description="LLM recognition-memory filter on the seeds.")
+    ppr_method: Literal["local", "global"] = Field(
+        "local", description="PPR by local push from the seeds (cost follows the seeds' "
+        "neighbourhood) or by power iteration over the whole graph (exact; for checking).")
+    ppr_tolerance: float = Field(
+        1e-7, gt=0, description="Local push: residual per unit of weighted degree left unpushed.")
+    ppr_dense_passages: int = Field(
+        2000, ge=1, description="Local push: the query's nearest passages that get restart mass "
+        "(global gives it to every passage).")
+    hipporag_seed_phrases: int = Field(
+        3, ge=1, description="hipporag: phrase nodes nearest the query used as query nodes "
+        "(HippoRAG 1's query_to_node linking, link_top_k 3).")
+    hipporag_damping: float = Field(
+        0.5, gt=0, lt=1, description="hipporag: probability of following an edge in its PPR.")
 
     # ---- Elasticsearch -----------------------------------------------------
     es_url: str | None = Field(None, description="Cluster URL, e.g. http://localhost:9200.")
