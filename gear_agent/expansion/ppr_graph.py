@@ -7,7 +7,7 @@ Nodes:
   empty names are left out;
 * a **passage** node per stored passage, named by the passage id.
 
-Edges (undirected, one igraph edge per node pair, its ``weight`` the sum of what joins the pair):
+Edges (undirected, one per node pair, its weight the sum of what joins the pair):
 
 * **relation**: the subject and object of a triple. Weight ``2 x count``, the number of
   triples (over all passages) joining the pair. HippoRAG 2 adds both directions of every
@@ -17,23 +17,29 @@ Edges (undirected, one igraph edge per node pair, its ``weight`` the sum of what
 * **synonym**: two phrases whose embedding cosine is at least the threshold (tau = 0.8).
   Weight ``2 x cosine``, again HippoRAG 2's two directions summed. Only phrases with at
   least three letters or digits take part (HippoRAG 2 lets such short phrases receive
-  but not originate synonym edges; we leave them out both ways). The search is a blocked
-  matrix product of the new phrases against all phrases, thresholded block by block, so
-  no all-pairs matrix is ever held. There is no per-phrase cap: HippoRAG 2 stops at 101
-  neighbours, which a cap would need; on the MuSiQue slice the most any phrase has is 34,
-  and without a cap the edge set does not depend on the order passages arrived in. Where
-  a pair is both a relation and a synonym, the weights add (HippoRAG 2 keeps the synonym
-  score only, an accident of its dict update).
+  but not originate synonym edges; we leave them out both ways). Found by
+  :mod:`gear_agent.expansion.ppr_synonyms`: exactly (blocked matrix products, no cap) up
+  to 20k eligible phrases, above that with a usearch HNSW index of the phrases that grows
+  as they arrive (at most 100 candidates per new phrase, re-scored exactly). Where a pair
+  is both a relation and a synonym, the weights add (HippoRAG 2 keeps the synonym score
+  only, an accident of its dict update).
 * **contains**: a passage and each phrase of the triples extracted from it. Weight 1.
+
+Edges live in numpy arrays (sorted pair keys with their relation count, synonym cosine and
+contains flag); the walk reads a scipy CSR matrix built from them, and :attr:`PPRGraph.graph`
+is an igraph view built on demand (checks, export).
 
 The graph grows with :meth:`PPRGraph.update`: it embeds only phrases it does not hold yet and
 adds only new nodes and edges (new synonym pairs are searched between the new phrases and
 all phrases). Deleted passages or triples are handled by a rebuild from the store, which
-reuses the vectors of the phrases the graph held, so a rebuild embeds nothing again.
+reuses the vectors of the phrases it held, so a rebuild embeds nothing again. An update
+reports ``progress(stage, done, total)`` to the callback given (``read``, ``embed``,
+``link``, ``synonyms``, ``save``); it never prints.
 
-:meth:`PPRGraph.save` writes the whole graph with its phrase embeddings to one ``.npz``
-file (atomically); :meth:`PPRGraph.load` reads it back and :meth:`update` then brings it up
-to date with the store.
+:meth:`PPRGraph.save` appends what changed since the last save as a delta file beside a
+base file, listed with checksums in a manifest (:mod:`gear_agent.expansion.ppr_graph_files`);
+:meth:`PPRGraph.load` checks and reads them back and :meth:`update` then brings the graph up
+to date with the store. A file that fails its checksum makes :func:`load_or_build` rebuild.
 """
 
 from __future__ import annotations

@@ -27,6 +27,8 @@ EXACT_MAX = 20_000
 """Up to this many eligible phrases the search is exact (seconds); above it, approximate."""
 NEIGHBOURS = 100
 """Candidates per new phrase in the approximate search (HippoRAG 2 keeps up to 101)."""
+RESCORE_PAIRS = 65_536
+"""Candidate pairs re-scored per numpy call (their vectors are gathered: pairs x dim floats)."""
 BLOCK_ROWS = 512
 """Phrases per block of the exact search; a block holds ``rows x phrases`` floats."""
 
@@ -118,7 +120,10 @@ class PhraseANN:
         b = keys.ravel()[valid.ravel()]
         keep = a != b
         a, b = a[keep], b[keep]
-        cosine = np.einsum("ij,ij->i", vectors[a], vectors[b]).astype(np.float32)
+        cosine = np.empty(len(a), dtype=np.float32)
+        for start in range(0, len(a), RESCORE_PAIRS):  # bounded memory: pairs x dimension
+            part = slice(start, start + RESCORE_PAIRS)
+            cosine[part] = np.einsum("ij,ij->i", vectors[a[part]], vectors[b[part]])
         hit = cosine >= threshold
         return a[hit], b[hit], cosine[hit]
 

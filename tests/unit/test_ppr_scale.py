@@ -45,7 +45,11 @@ def _adjacency(n: int, edges: list[tuple[int, int, float]]) -> tuple[sparse.csr_
 
 
 @pytest.mark.parametrize("damping", [0.5, 0.15, 0.85])
-def test_push_converges_to_the_direct_solve(damping: float) -> None:
+@pytest.mark.parametrize("sweep_share", [0, 10**9])  # rounds by row gather only / sweeps only
+def test_push_converges_to_the_direct_solve(
+    damping: float, sweep_share: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("gear_agent.expansion.ppr_push.SWEEP_SHARE", sweep_share)
     n = 6  # vertex 5 has no edges: its mass restarts by the reset (igraph's convention)
     adjacency, strength = _adjacency(n, HAND_EDGES)
     seeds, mass = np.array([0, 2, 5]), np.array([0.6, 0.1, 0.3])
