@@ -89,10 +89,13 @@ class GearSettings(BaseSettings):
     beam_length: int = Field(2, ge=1, description="l: triples per beam.")
     beam_neighbours: int = Field(100, ge=1, description="Neighbours per beam, most query-similar.")
     beam_gamma: float | None = Field(None, gt=0, description="gamma; defaults to 2 x beam_width.")
-    beam_scorer: Literal["sum", "concat"] = Field(
-        "sum", description="Sequence scorer: normalised sum of stored triple vectors, or the "
-        "paper's encoding of the concatenated triples.",
+    beam_scorer: Literal["sum", "concat", "rerank"] = Field(
+        "sum", description="Sequence scorer: normalised sum of stored triple vectors, the "
+        "paper's encoding of the concatenated triples, or sum with the best beam_rerank "
+        "candidates per beam re-scored by concat.",
     )
+    beam_rerank: int = Field(
+        3, ge=1, description="rerank scorer: candidates per beam and step re-scored by concat.")
     beam_diverse: bool = Field(True, description="Rank penalty on; False is plain beam search.")
 
     # ---- agent -------------------------------------------------------------
