@@ -61,11 +61,11 @@ def main() -> None:
     from gear_agent.expansion.naive_ge import NaiveGERetriever
     from gear_agent.retrieval.search import BaseRetriever, QueryEncoder
     from gear_agent.runtime import Runtime
-    from gear_agent.store.embedded import EmbeddedStore
+    from gear_agent.store import open_store
 
     settings = GearSettings(index_dir=args.index, bm25_tokenizer="word")
     embedder = make_embedder(settings)
-    store = EmbeddedStore.open(args.index, embedder, create=False)
+    store = open_store(settings, embedder, create=False)
     questions = load_questions(args.questions)[: args.limit]
     encode = QueryEncoder(embedder)
     for q in questions:
