@@ -338,16 +338,16 @@ def ppr_expand(
     if not phrases:
         return [RankedPassage(h.id, h.score) for h in passage_hits[:k]]
     reset = {**passage_mass(graph, passage_hits, low, high, passage_weight), **phrases}
-    vertices = np.fromiter(reset, dtype=np.int64, count=len(reset))
-    mass = np.fromiter(reset.values(), dtype=np.float64, count=len(reset))
     if method == "global":
+        vertices = np.fromiter(reset, dtype=np.int64, count=len(reset))
+        mass = np.fromiter(reset.values(), dtype=np.float64, count=len(reset))
         dense = np.zeros(graph.n_vertices)
         dense[vertices] = mass
         probability = sparse_personalized_pagerank(*graph.transition(), dense, damping)
         vertices = np.arange(graph.n_vertices)
     else:
-        vertices, probability = push_personalized_pagerank(
-            *graph.adjacency(), vertices, mass, damping, tolerance
+        vertices, probability = _local(
+            graph, reset, phrases, len(passage_hits), damping, tolerance, k
         )
     is_passage = graph.passage_mask()[vertices]
     vertices, probability = vertices[is_passage], probability[is_passage]
@@ -357,6 +357,58 @@ def ppr_expand(
         RankedPassage(graph.vertex_name(int(vertices[i])), float(probability[i]), chain)
         for i in order
     ]
+
+
+def _local(
+    graph: PPRGraph,
+    reset: dict[int, float],
+    phrases: dict[int, float],
+    found: int,
+    damping: float,
+    tolerance: float,
+    k: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Local PPR of ``reset`` plus an estimate of the passages left out of it.
+
+    When the dense search returned fewer passages than the graph has, every passage left
+    out (the *tail*) would have had restart mass too. PPR is linear in the restart vector,
+    so the tail's part is estimated as a uniform mass ``c`` on every passage (``c`` half
+    the lowest mass given, about the tail's mean under a bell-shaped cosine distribution)
+    walked once per graph (:func:`_uniform_passage_ppr`), with ``c`` taken off the passages
+    that have mass so they are not counted twice.
+    """
+    n_passages = graph.n_passages
+    passages = {v: m for v, m in reset.items() if v not in phrases}
+    tail = 0.0
+    if found < n_passages and passages:
+        tail = 0.5 * min(passages.values())
+        reset = {**{v: m - tail for v, m in passages.items()}, **phrases}
+    vertices = np.fromiter(reset, dtype=np.int64, count=len(reset))
+    mass = np.fromiter(reset.values(), dtype=np.float64, count=len(reset))
+    total = mass.sum()
+    vertices, probability = push_personalized_pagerank(
+        *graph.adjacency(), vertices, mass, damping, tolerance
+    )
+    probability = probability * total
+    if tail > 0:
+        uniform = graph.derived(f"uniform passage ppr {damping}",
+                                lambda: _uniform_passage_ppr(graph, damping))
+        background = tail * n_passages
+        top = uniform[1][:k]  # the passages the background alone ranks first
+        vertices = np.concatenate([vertices, top[~np.isin(top, vertices)]])
+        probability = np.concatenate([probability, np.zeros(len(vertices) - len(probability))])
+        probability += background * uniform[0][vertices]
+        total += background
+    return vertices, probability / total  # scaled as if the whole restart vector summed to 1
+
+
+def _uniform_passage_ppr(graph: PPRGraph, damping: float) -> tuple[np.ndarray, np.ndarray]:
+    """PPR with the same restart mass on every passage: per vertex, and the passage
+    vertices best first."""
+    reset = graph.passage_mask().astype(np.float64)
+    probability = sparse_personalized_pagerank(*graph.transition(), reset, damping)
+    passages = np.flatnonzero(graph.passage_mask())
+    return probability, passages[np.argsort(-probability[passages], kind="stable")]
 
 
 class PPRRetriever(Retriever):

@@ -362,6 +362,12 @@ class PPRGraph:
             self._cache[key] = _symmetric(a, b, weights, self.n_vertices)
         return self._cache[key]
 
+    def derived(self, key: str, compute: Callable[[], Any]) -> Any:
+        """``compute()``, kept until the graph next changes (per-graph query-independent data)."""
+        if key not in self._cache:
+            self._cache[key] = compute()
+        return self._cache[key]
+
     def containment(self) -> sparse.csr_array:
         """Symmetric 0/1 matrix of the contains edges: row ``v`` of a phrase vertex lists
         the passages it occurs in (HippoRAG 1's phrase-passage matrix ``P``)."""

@@ -271,3 +271,40 @@ def test_build_reports_progress_by_stage(tmp_path: Path) -> None:
     for stage in ("read", "embed", "link", "synonyms", "save"):
         done, total = [(d, t) for s, d, t in seen if s == stage][-1]
         assert done == total
+
+
+def test_local_tail_is_a_uniform_mass_on_every_passage(tmp_path: Path) -> None:
+    # dense_passages below the passage count: the passages left out get mass c each (half
+    # the lowest mass given), which by linearity is the global walk of that restart vector
+    from gear_agent.expansion.ppr import (
+        _lowest_score,
+        _seeds,
+        passage_mass,
+        seed_phrase_mass,
+        sparse_personalized_pagerank,
+    )
+
+    passages, (first, second) = _batches()
+    passages = passages[:5]  # every passage has triples: no dangling vertex
+    embedder = TableEmbedder(SYNONYMS)
+    store = _store(tmp_path, embedder)
+    store.add_passages(passages)
+    store.add_triples(first + second)
+    graph = PPRGraph.build(store, embedder)
+    q = embedder.embed_one("alpha meets gamma")
+    got = ppr_expand(store, graph, "x", q, None, k=2, dense_passages=2, tolerance=1e-13)
+
+    triples, scores = _seeds(store, "x", q, None, 5, None)
+    phrases = seed_phrase_mass(graph, triples, scores)
+    hits = store.vector_search("passage", q, 2)
+    top = passage_mass(graph, hits, _lowest_score(store, "passage", q), hits[0].score, 0.05)
+    c = 0.5 * min(top.values())
+    reset = np.zeros(graph.n_vertices)
+    reset[graph.passage_mask()] = c
+    for vertex, mass in {**top, **phrases}.items():
+        reset[vertex] = mass
+    expected = sparse_personalized_pagerank(*graph.transition(), reset, 0.5, tol=1e-14)
+    for passage in got:
+        assert passage.score == pytest.approx(expected[graph.passage_vertex(passage.id)], abs=1e-9)
+    ranked = sorted(graph.passage_vertices()[0], key=lambda v: -expected[v])
+    assert [graph.passage_vertex(p.id) for p in got] == ranked[:2]
