@@ -244,7 +244,9 @@ def scale(args: argparse.Namespace) -> None:
                         str(queries), "--embedder", args.embedder,
                         "--global-queries", str(args.global_queries))
         rows.append(row)
-        print(f"measured {size:,} passages", file=sys.stderr)
+        print(f"measured {size:,} passages: {json.dumps(row)}", file=sys.stderr)
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")
     print("| passages / triples | vertices / edges | build s (CPU s; embed s) | peak RSS MiB (before) "
           "| global p50/p99 ms | local p50/p99 ms | top 15 same set / order |")
     print("|---|---|---|---|---|---|---|")
@@ -254,8 +256,6 @@ def scale(args: argparse.Namespace) -> None:
               f"| {r['seconds']:.1f} ({r.get('cpu_seconds', float('nan')):.1f}; {r['embed_seconds']:.1f}) | {r['peak_rss_mib']:.0f} "
               f"({r['rss_before_mib']:.0f}) | {r['global'][0]:.1f} / {r['global'][1]:.1f} "
               f"| {r['local'][0]:.1f} / {r['local'][1]:.1f} | {same_set} / {same_order} of {n} |")
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")
 
 
 def main() -> None:
