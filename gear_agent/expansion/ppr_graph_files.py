@@ -18,14 +18,13 @@ After :data:`MAX_DELTAS` deltas the next save rewrites the base (compaction).
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from gear_agent.store.derived_files import bytes_checksum, verify, write_atomically
+from gear_agent.store.derived_files import verify, write_atomically
 
 FORMAT_VERSION = 2
 MAX_DELTAS = 16
@@ -66,14 +65,10 @@ def read_segment(path: Path, checksum: str) -> tuple[dict[str, Any], dict[str, n
     Raises:
         ValueError: The file is missing, fails its checksum or cannot be read.
     """
+    if not verify(Path(path), checksum):  # streamed: the file is not held twice
+        raise ValueError(f"{path} is missing or fails its checksum")
     try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise ValueError(f"{path} cannot be read ({exc})") from exc
-    if bytes_checksum(data) != checksum:
-        raise ValueError(f"{path} fails its checksum")
-    try:
-        with np.load(io.BytesIO(data), allow_pickle=False) as loaded:
+        with np.load(Path(path), allow_pickle=False) as loaded:
             arrays = {name: loaded[name] for name in loaded.files}
         meta = json.loads(arrays.pop("meta").tobytes().decode("utf-8"))
     except (KeyError, ValueError, OSError) as exc:
