@@ -6,7 +6,8 @@ A graph saved at ``ppr-graph.npz`` is:
 * ``ppr-graph.1.npz``, ``ppr-graph.2.npz``, ...: **delta** segments, one per update that
   changed something: only the vertices, phrases (with their vectors), triple ids and
   edge rows that update added, so a write costs what the batch added, not the graph;
-* ``ppr-graph.phrases.usearch``: the phrase ANN (large graphs only), as of the base;
+* ``ppr-graph.phrases.hnsw``: the phrase ANN (large graphs only, a usearch index), as of the
+  base; not named ``.usearch``, which the store's maintenance treats as its own stray parts;
 * ``ppr-graph.json``: the **manifest**: format, embedding model, synonym threshold, and
   each file with its xxh3 checksum (:mod:`gear_agent.store.derived_files`).
 
@@ -42,7 +43,7 @@ def delta_path(path: Path, number: int) -> Path:
 
 def ann_path(path: Path) -> Path:
     path = Path(path)
-    return path.with_name(f"{path.stem}.phrases.usearch")
+    return path.with_name(f"{path.stem}.phrases.hnsw")  # not .usearch: the store owns those
 
 
 def write_segment(path: Path, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> str:

@@ -308,3 +308,25 @@ def test_local_tail_is_a_uniform_mass_on_every_passage(tmp_path: Path) -> None:
         assert passage.score == pytest.approx(expected[graph.passage_vertex(passage.id)], abs=1e-9)
     ranked = sorted(graph.passage_vertices()[0], key=lambda v: -expected[v])
     assert [graph.passage_vertex(p.id) for p in got] == ranked[:2]
+
+
+def test_the_phrase_ann_is_saved_and_restored_with_the_graph(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gear_agent.expansion.ppr_graph_files import ann_path
+
+    monkeypatch.setattr("gear_agent.expansion.ppr_graph.EXACT_MAX", 0)
+    passages, (first, second) = _batches()
+    store = _store(tmp_path, TableEmbedder(SYNONYMS))
+    store.add_passages(passages)
+    store.add_triples(first)
+    path = tmp_path / "ppr-graph.npz"
+    load_or_build(store, TableEmbedder(SYNONYMS), 0.8, path)
+    assert ann_path(path).is_file() and ann_path(path).suffix == ".hnsw"
+    loaded = PPRGraph.load(path, TableEmbedder(SYNONYMS))
+    assert loaded._ann is not None and len(loaded._ann) == loaded.n_phrases
+    store.add_triples(second)
+    loaded.update(store)
+    assert [r[:3] for r in loaded.edge_kinds()] == [
+        r[:3] for r in PPRGraph.build(store, TableEmbedder(SYNONYMS)).edge_kinds()
+    ]
