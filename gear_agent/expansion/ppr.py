@@ -65,6 +65,7 @@ __all__ = [
     "seed_phrase_mass",
     "seed_phrase_weights",
     "sparse_personalized_pagerank",
+    "tail_mass",
 ]
 
 
@@ -372,16 +373,15 @@ def _local(
 
     When the dense search returned fewer passages than the graph has, every passage left
     out (the *tail*) would have had restart mass too. PPR is linear in the restart vector,
-    so the tail's part is estimated as a uniform mass ``c`` on every passage (``c`` half
-    the lowest mass given, about the tail's mean under a bell-shaped cosine distribution)
-    walked once per graph (:func:`_uniform_passage_ppr`), with ``c`` taken off the passages
+    so the tail's part is estimated as a uniform mass ``c`` on every passage (``c`` the
+    tail's estimated mean, :func:`tail_mass`) walked once per graph (:func:`_uniform_passage_ppr`), with ``c`` taken off the passages
     that have mass so they are not counted twice.
     """
     n_passages = graph.n_passages
     passages = {v: m for v, m in reset.items() if v not in phrases}
     tail = 0.0
     if found < n_passages and passages:
-        tail = 0.5 * min(passages.values())
+        tail = tail_mass(np.fromiter(passages.values(), dtype=np.float64), n_passages)
         reset = {**{v: m - tail for v, m in passages.items()}, **phrases}
     vertices = np.fromiter(reset, dtype=np.int64, count=len(reset))
     mass = np.fromiter(reset.values(), dtype=np.float64, count=len(reset))
@@ -400,6 +400,34 @@ def _local(
         probability += background * uniform[0][vertices]
         total += background
     return vertices, probability / total  # scaled as if the whole restart vector summed to 1
+
+
+def tail_mass(top: np.ndarray, total: int) -> float:
+    """Estimated mean restart mass of the passages below the ``len(top)`` best of ``total``.
+
+    Masses are an affine map of cosines (0 at the lowest), so a normal model of the cosines
+    holds for them too: the cut-off ``t`` (the lowest mass given) is the ``1 - M/N``
+    quantile and the top masses' mean is the mean above it, which gives ``mu`` and
+    ``sigma``; the tail's mean is the mean below ``t``. Falls back to ``t / 2`` when the
+    model does not fit; always within ``[0, t]``.
+
+    Example:
+        >>> round(tail_mass(np.array([0.05, 0.04, 0.035, 0.03]), 8), 4)
+        0.0212
+    """
+    from scipy.stats import norm
+
+    cut, share = float(top.min()), len(top) / total
+    if share >= 1.0 or len(top) < 2:
+        return 0.5 * cut
+    alpha = norm.ppf(1.0 - share)
+    above = norm.pdf(alpha) / norm.sf(alpha)  # mean of a standard normal above alpha
+    sigma = (float(top.mean()) - cut) / (above - alpha)
+    if not np.isfinite(sigma) or sigma <= 0:
+        return 0.5 * cut
+    mu = cut - alpha * sigma
+    below = mu - sigma * norm.pdf(alpha) / norm.cdf(alpha)
+    return float(min(max(below, 0.0), cut))
 
 
 def _uniform_passage_ppr(graph: PPRGraph, damping: float) -> tuple[np.ndarray, np.ndarray]:

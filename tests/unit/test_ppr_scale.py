@@ -274,14 +274,15 @@ def test_build_reports_progress_by_stage(tmp_path: Path) -> None:
 
 
 def test_local_tail_is_a_uniform_mass_on_every_passage(tmp_path: Path) -> None:
-    # dense_passages below the passage count: the passages left out get mass c each (half
-    # the lowest mass given), which by linearity is the global walk of that restart vector
+    # dense_passages below the passage count: the passages left out get mass c each (the
+    # tail's estimated mean), which by linearity is the global walk of that restart vector
     from gear_agent.expansion.ppr import (
         _lowest_score,
         _seeds,
         passage_mass,
         seed_phrase_mass,
         sparse_personalized_pagerank,
+        tail_mass,
     )
 
     passages, (first, second) = _batches()
@@ -298,7 +299,8 @@ def test_local_tail_is_a_uniform_mass_on_every_passage(tmp_path: Path) -> None:
     phrases = seed_phrase_mass(graph, triples, scores)
     hits = store.vector_search("passage", q, 2)
     top = passage_mass(graph, hits, _lowest_score(store, "passage", q), hits[0].score, 0.05)
-    c = 0.5 * min(top.values())
+    c = tail_mass(np.fromiter(top.values(), dtype=np.float64), graph.n_passages)
+    assert 0 < c < min(top.values())
     reset = np.zeros(graph.n_vertices)
     reset[graph.passage_mask()] = c
     for vertex, mass in {**top, **phrases}.items():
@@ -330,3 +332,12 @@ def test_the_phrase_ann_is_saved_and_restored_with_the_graph(
     assert [r[:3] for r in loaded.edge_kinds()] == [
         r[:3] for r in PPRGraph.build(store, TableEmbedder(SYNONYMS)).edge_kinds()
     ]
+
+
+def test_tail_mass_recovers_the_mean_below_the_cut_for_normal_cosines() -> None:
+    from gear_agent.expansion.ppr import tail_mass
+
+    cosines = np.random.default_rng(0).normal(0.3, 0.05, 20_000)
+    masses = np.sort(0.05 * (cosines - cosines.min()) / np.ptp(cosines))[::-1]
+    assert tail_mass(masses[:2000], 20_000) == pytest.approx(masses[2000:].mean(), rel=0.02)
+    assert tail_mass(masses[:1], 20_000) == pytest.approx(masses[0] / 2)  # too few to fit
