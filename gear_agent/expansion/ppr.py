@@ -21,7 +21,9 @@ Two ways to compute the walk (``method``, setting ``ppr_method``):
   from a sparse restart vector: the seed phrases plus the ``dense_passages`` passages
   nearest the query (found by the store's vector search, ANN at scale); min-max
   normalisation uses the lowest passage cosine, found by searching with the negated query.
-  Its cost follows the seeds' neighbourhood and the tolerance, not the graph's size.
+  The passages beyond that list get an estimated uniform mass whose walk is computed once
+  per graph (:func:`tail_mass`, :func:`_local`). Its per-query cost follows the seeds'
+  neighbourhood and the tolerance, not the graph's size (docs/ppr.md has the figures).
 * ``global``: every passage gets restart mass (a dense search over all passages) and the
   walk is a power iteration over the whole graph: HippoRAG 2's exact computation, kept to
   check the local one against (``benchmarks/ppr_bench.py`` counts the questions whose
@@ -33,7 +35,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from scipy import sparse
@@ -286,7 +288,7 @@ def ppr_expand(
     passage_weight: float = 0.05,
     seed_triples: int = 5,
     filter_fn: FilterFn | None = None,
-    method: str = "local",
+    method: Literal["local", "global"] = "local",
     tolerance: float = 1e-7,
     dense_passages: int = 2000,
 ) -> list[RankedPassage]:

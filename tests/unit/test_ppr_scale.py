@@ -9,6 +9,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy import sparse
+from test_ppr import (
+    SYNONYMS,
+    TableEmbedder,
+    _batches,
+    _direct_ppr,
+    _passage,
+    _specificity_store,
+    _store,
+    _triple,
+)
 
 from gear_agent.config import GearSettings
 from gear_agent.expansion import ppr_synonyms
@@ -19,16 +29,6 @@ from gear_agent.expansion.ppr_graph_files import delta_path, manifest_path
 from gear_agent.expansion.ppr_push import push_personalized_pagerank
 from gear_agent.expansion.ppr_synonyms import PhraseANN, exact_pairs
 from gear_agent.retrieval.search import QueryEncoder
-from tests.unit.test_ppr import (
-    SYNONYMS,
-    TableEmbedder,
-    _batches,
-    _direct_ppr,
-    _passage,
-    _specificity_store,
-    _store,
-    _triple,
-)
 
 HAND_EDGES = [(0, 1, 1.0), (1, 2, 2.0), (2, 0, 0.5), (2, 3, 3.0), (3, 4, 1.0), (4, 1, 0.25)]
 
