@@ -101,10 +101,13 @@ class GearSettings(BaseSettings):
     beam_length: int = Field(2, ge=1, description="l: triples per beam.")
     beam_neighbours: int = Field(100, ge=1, description="Neighbours per beam, most query-similar.")
     beam_gamma: float | None = Field(None, gt=0, description="gamma; defaults to 2 x beam_width.")
-    beam_scorer: Literal["sum", "concat"] = Field(
-        "sum", description="Sequence scorer: normalised sum of stored triple vectors, or the "
-        "paper's encoding of the concatenated triples.",
+    beam_scorer: Literal["sum", "concat", "rerank"] = Field(
+        "sum", description="Sequence scorer: normalised sum of stored triple vectors, the "
+        "paper's encoding of the concatenated triples, or sum with the best beam_rerank "
+        "candidates per beam re-scored by concat.",
     )
+    beam_rerank: int = Field(
+        3, ge=1, description="rerank scorer: candidates per beam and step re-scored by concat.")
     beam_diverse: bool = Field(True, description="Rank penalty on; False is plain beam search.")
 
     # ---- grounding -----------------------------------------------------------
@@ -140,6 +143,19 @@ class GearSettings(BaseSettings):
     ppr_passage_weight: float = Field(0.05, ge=0)
     ppr_seed_triples: int = Field(5, ge=1, description="Query-to-triple matches used as seeds.")
     ppr_filter: bool = Field(False, description="LLM recognition-memory filter on the seeds.")
+    ppr_method: Literal["local", "global"] = Field(
+        "local", description="PPR by local push from the seeds (cost follows the seeds' "
+        "neighbourhood) or by power iteration over the whole graph (exact; for checking).")
+    ppr_tolerance: float = Field(
+        1e-7, gt=0, description="Local push: residual per unit of weighted degree left unpushed.")
+    ppr_dense_passages: int = Field(
+        2000, ge=1, description="Local push: the query's nearest passages that get restart mass "
+        "(global gives it to every passage).")
+    hipporag_seed_phrases: int = Field(
+        3, ge=1, description="hipporag: phrase nodes nearest the query used as query nodes "
+        "(HippoRAG 1's query_to_node linking, link_top_k 3).")
+    hipporag_damping: float = Field(
+        0.5, gt=0, lt=1, description="hipporag: probability of following an edge in its PPR.")
 
     # ---- Elasticsearch -----------------------------------------------------
     es_url: str | None = Field(None, description="Cluster URL, e.g. http://localhost:9200.")

@@ -96,6 +96,12 @@ def _ppr(runtime: Runtime, llm: LLMClient | None) -> Retriever:
     return runtime.ppr_retriever()
 
 
+def _hipporag(runtime: Runtime, llm: LLMClient | None) -> Retriever:
+    from gear_agent.expansion.hipporag import HippoRAGRetriever
+
+    return HippoRAGRetriever(runtime.ppr_retriever(), runtime.settings)
+
+
 def _ppr_filter(runtime: Runtime, llm: LLMClient | None) -> Retriever:
     from gear_agent.expansion.ppr import PPRRetriever
     from gear_agent.expansion.ppr_filter import make_llm_filter
@@ -167,6 +173,10 @@ _SPECS: list[RetrieverSpec] = [
     RetrieverSpec(
         "ppr", "HippoRAG 2 Personalized PageRank seeded by the query's nearest triples (no LLM)",
         False, True, _ppr, "ppr",
+    ),
+    RetrieverSpec(
+        "hipporag", "HippoRAG 1 PPR over the phrase graph from the query's nearest phrases, "
+        "node specificity (no LLM)", False, True, _hipporag, "ppr",
     ),
     RetrieverSpec(
         "ppr+filter", "ppr with HippoRAG 2's LLM recognition-memory filter on the seed triples",

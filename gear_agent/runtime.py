@@ -50,4 +50,5 @@ class Runtime:
         return BeamSettings(
             width=s.beam_width, length=s.beam_length, neighbours=s.beam_neighbours,
             gamma=s.beam_gamma, scorer=s.beam_scorer, diverse=s.beam_diverse,
+            rerank=s.beam_rerank,
         )

@@ -22,7 +22,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from gear_agent.embedding.base import Embedder
-from gear_agent.expansion.scorers import check_scorer, score_concat, score_sum, sequence_text
+from gear_agent.expansion.scorers import (
+    EncodingCache,
+    check_scorer,
+    score_concat,
+    score_sum,
+    sequence_text,
+)
 from gear_agent.retrieval.base import RankedPassage
 from gear_agent.store.base import Store
 
@@ -36,8 +42,9 @@ class BeamSettings:
         length: ``l``, triples per beam.
         neighbours: candidates per beam: the neighbours most similar to the query.
         gamma: rank-penalty constant; None means ``2 * width``.
-        scorer: ``"sum"`` or ``"concat"``.
+        scorer: ``"sum"``, ``"concat"`` or ``"rerank"``.
         diverse: apply the rank penalty (False = plain beam search).
+        rerank: ``rerank`` scorer: candidates per beam re-scored by ``concat`` each step.
     """
 
     width: int = 10
@@ -46,11 +53,12 @@ class BeamSettings:
     gamma: float | None = None
     scorer: str = "sum"
     diverse: bool = True
+    rerank: int = 3
 
     def __post_init__(self) -> None:
         check_scorer(self.scorer)
-        if self.width < 1 or self.length < 1 or self.neighbours < 1:
-            raise ValueError("beam width, length and neighbours must all be >= 1")
+        if self.width < 1 or self.length < 1 or self.neighbours < 1 or self.rerank < 1:
+            raise ValueError("beam width, length, neighbours and rerank must all be >= 1")
 
     @property
     def effective_gamma(self) -> float:
@@ -81,6 +89,7 @@ class TripleBeamSearch:
     def __init__(self, store: Store, embedder: Embedder, settings: BeamSettings) -> None:
         self.store, self.embedder, self.settings = store, embedder, settings
         self._texts: dict[str, str] = {}
+        self._encodings = EncodingCache(embedder)
 
     def _text(self, triple_ids: Sequence[str]) -> list[str]:
         missing = [t for t in triple_ids if t not in self._texts]
@@ -92,12 +101,35 @@ class TripleBeamSearch:
         self, query: np.ndarray, prefix: tuple[str, ...], prefix_sum: np.ndarray | None,
         candidates: list[str], candidate_vectors: np.ndarray,
     ) -> np.ndarray:
-        if self.settings.scorer == "sum":
+        if self.settings.scorer != "concat":  # rerank re-scores later, in one call per step
             base = 0.0 if prefix_sum is None else prefix_sum
             return score_sum(query, candidate_vectors + base)
         prefix_texts = self._text(prefix)
         texts = [sequence_text([*prefix_texts, t]) for t in self._text(candidates)]
         return score_concat(query, texts, self.embedder)
+
+    def _rerank(
+        self, query: np.ndarray, grown_from: list[tuple[Beam, list[str], np.ndarray, np.ndarray]]
+    ) -> list[tuple[Beam, list[str], np.ndarray, np.ndarray]]:
+        """Keep each beam's best ``rerank`` candidates by ``sum``, scored by ``concat``: the
+        texts of the whole step in one encoder call (cached by text)."""
+        keep = self.settings.rerank
+        chosen, texts = [], []
+        for beam, candidates, vectors, scores in grown_from:
+            if not candidates:
+                chosen.append((beam, [], vectors))
+                continue
+            best = np.lexsort((np.arange(len(candidates)), -scores))[:keep]
+            prefix = self._text(beam.triples)
+            picked = [candidates[i] for i in best]
+            texts += [sequence_text([*prefix, t]) for t in self._text(picked)]
+            chosen.append((beam, picked, vectors[best]))
+        concat = self._encodings.encode(texts) @ query if texts else np.zeros(0)
+        out, at = [], 0
+        for beam, picked, vectors in chosen:
+            out.append((beam, picked, vectors, concat[at : at + len(picked)]))
+            at += len(picked)
+        return out
 
     def run(self, query: np.ndarray, start: Sequence[str]) -> list[Beam]:
         """The final beams, best first, grown from the ``start`` triple ids."""
@@ -115,19 +147,27 @@ class TripleBeamSearch:
             used = {t for beam in beams for t in beam.triples}
             pool: list[Beam] = []
             next_sums: dict[tuple[str, ...], np.ndarray] = {}
+            grown_from: list[tuple[Beam, list[str], np.ndarray, np.ndarray]] = []
             for beam in beams:
                 candidates = [
                     t for t in self.store.neighbours(beam.triples[-1], query, settings.neighbours)
                     if t not in used
                 ]
-                if not candidates:
-                    pool.append(beam)  # a beam that cannot grow competes as it is
-                    next_sums[beam.triples] = sums[beam.triples]
+                if not candidates:  # a beam that cannot grow competes as it is
+                    grown_from.append((beam, [], np.zeros((0, 0)), np.zeros(0)))
                     continue
                 candidate_vectors = self.store.triple_vectors(candidates)
                 cand_scores = self._score(
                     query, beam.triples, sums[beam.triples], candidates, candidate_vectors
                 )
+                grown_from.append((beam, candidates, candidate_vectors, cand_scores))
+            if settings.scorer == "rerank":
+                grown_from = self._rerank(query, grown_from)
+            for beam, candidates, candidate_vectors, cand_scores in grown_from:
+                if not candidates:
+                    pool.append(beam)
+                    next_sums[beam.triples] = sums[beam.triples]
+                    continue
                 ranked = np.lexsort((np.arange(len(candidates)), -cand_scores))
                 for n, i in enumerate(ranked):
                     penalty = rank_penalty(n, gamma) if settings.diverse else 1.0

@@ -14,6 +14,20 @@ as HippoRAG 2 does. The walk uses damping 0.5; passages are ranked by their node
 PPR probability. When no seed triple survives (none found, the filter rejected all,
 or none of their phrases is in the graph), the ranking falls back to dense passage
 retrieval, as HippoRAG 2 does.
+
+Two ways to compute the walk (``method``, setting ``ppr_method``):
+
+* ``local`` (default): Andersen-Chung-Lang push (:mod:`gear_agent.expansion.ppr_push`)
+  from a sparse restart vector: the seed phrases plus the ``dense_passages`` passages
+  nearest the query (found by the store's vector search, ANN at scale); min-max
+  normalisation uses the lowest passage cosine, found by searching with the negated query.
+  The passages beyond that list get an estimated uniform mass whose walk is computed once
+  per graph (:func:`tail_mass`, :func:`_local`). Its per-query cost follows the seeds'
+  neighbourhood and the tolerance, not the graph's size (docs/ppr.md has the figures).
+* ``global``: every passage gets restart mass (a dense search over all passages) and the
+  walk is a power iteration over the whole graph: HippoRAG 2's exact computation, kept to
+  check the local one against (``benchmarks/ppr_bench.py`` counts the questions whose
+  top 15 agree).
 """
 
 from __future__ import annotations
@@ -21,13 +35,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
-import igraph as ig
 import numpy as np
 from scipy import sparse
 
-from gear_agent.expansion.ppr_graph import PPRGraph, load_or_build
+from gear_agent.expansion.ppr_graph import GraphProgress, PPRGraph, load_or_build
+from gear_agent.expansion.ppr_push import push_personalized_pagerank
 from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
 from gear_agent.retrieval.filtering import keep_top_passing
@@ -36,6 +50,8 @@ from gear_agent.store.base import Store
 from gear_agent.types import Hit, Triple
 
 if TYPE_CHECKING:
+    import igraph as ig
+
     from gear_agent.config import GearSettings
 
 logger = logging.getLogger(__name__)
@@ -47,10 +63,13 @@ __all__ = [
     "FilterFn",
     "PPRRetriever",
     "dense_passage_weights",
+    "passage_mass",
     "personalized_pagerank",
     "ppr_expand",
+    "seed_phrase_mass",
     "seed_phrase_weights",
     "sparse_personalized_pagerank",
+    "tail_mass",
 ]
 
 
@@ -76,6 +95,7 @@ def personalized_pagerank(graph: ig.Graph, reset: np.ndarray, damping: float = 0
             sums to 0; or ``damping`` is outside (0, 1).
 
     Example:
+        >>> import igraph as ig
         >>> g = ig.Graph(n=3, edges=[(0, 1), (1, 2)])
         >>> personalized_pagerank(g, np.array([1.0, 0.0, 0.0])).round(4).tolist()
         [0.5833, 0.3333, 0.0833]
@@ -115,7 +135,6 @@ def sparse_personalized_pagerank(
         tol: L1 change at which to stop.
 
     Example:
-        >>> g = ig.Graph(n=3, edges=[(0, 1), (1, 2)])
         >>> m = sparse.csr_array(np.array([[0, .5, 0], [1, 0, 1], [0, .5, 0]]))
         >>> sparse_personalized_pagerank(m, np.zeros(3, bool), np.array([1., 0, 0])).round(4).tolist()
         [0.5833, 0.3333, 0.0833]
@@ -155,26 +174,53 @@ def _normalise(score: float, low: float, high: float) -> float:
     return 1.0 if high <= low else (score - low) / (high - low)
 
 
-def seed_phrase_weights(
+def seed_phrase_mass(
     graph: PPRGraph, triples: Sequence[Triple], triple_scores: Sequence[float]
-) -> np.ndarray:
-    """Restart mass of the seed phrases: triple score / specificity (HippoRAG 2).
+) -> dict[int, float]:
+    """Restart mass of the seed phrases by vertex: triple score / specificity (HippoRAG 2).
 
     Each subject and object of a seed triple that is a phrase node gets the triple's
     score divided by the number of passages the phrase occurs in; a phrase in several
-    seed triples keeps its largest share.
-
-    Example:
-        >>> seed_phrase_weights(graph, [triple], [1.0])  # doctest: +SKIP
+    seed triples keeps its largest share. Phrases with no mass are left out.
     """
-    weights = np.zeros(graph.graph.vcount(), dtype=np.float64)
+    mass: dict[int, float] = {}
+    specificity = graph.vertex_specificity()
     for triple, score in zip(triples, triple_scores):
         for phrase in (triple.subject, triple.object):
             vertex = graph.phrase_vertex(phrase)
             if vertex is not None:
-                share = float(score) / max(graph.specificity(phrase), 1)
-                weights[vertex] = max(weights[vertex], share)
+                share = float(score) / max(int(specificity[vertex]), 1)
+                if share > mass.get(vertex, 0.0):
+                    mass[vertex] = share
+    return mass
+
+
+def seed_phrase_weights(
+    graph: PPRGraph, triples: Sequence[Triple], triple_scores: Sequence[float]
+) -> np.ndarray:
+    """:func:`seed_phrase_mass` as a dense vector over all vertices.
+
+    Example:
+        >>> seed_phrase_weights(graph, [triple], [1.0])  # doctest: +SKIP
+    """
+    weights = np.zeros(graph.n_vertices, dtype=np.float64)
+    for vertex, share in seed_phrase_mass(graph, triples, triple_scores).items():
+        weights[vertex] = share
     return weights
+
+
+def passage_mass(
+    graph: PPRGraph, passage_hits: Sequence[Hit], low: float, high: float,
+    passage_weight: float = 0.05,
+) -> dict[int, float]:
+    """Restart mass of passages by vertex: dense score min-max normalised over
+    ``[low, high]``, times ``passage_weight`` (HippoRAG 2)."""
+    mass: dict[int, float] = {}
+    for hit in passage_hits:
+        vertex = graph.passage_vertex(hit.id)
+        if vertex is not None:
+            mass[vertex] = passage_weight * _normalise(hit.score, low, high)
+    return mass
 
 
 def dense_passage_weights(
@@ -184,22 +230,20 @@ def dense_passage_weights(
 
     ``passage_hits`` is every passage, best first, as a full dense search returns them.
     """
-    weights = np.zeros(graph.graph.vcount(), dtype=np.float64)
+    weights = np.zeros(graph.n_vertices, dtype=np.float64)
     low, high = _min_max(passage_hits)
-    for hit in passage_hits:
-        vertex = graph.passage_vertex(hit.id)
-        if vertex is not None:
-            weights[vertex] = passage_weight * _normalise(hit.score, low, high)
+    for vertex, share in passage_mass(graph, passage_hits, low, high, passage_weight).items():
+        weights[vertex] = share
     return weights
 
 
-def _lowest_triple_score(store: Store, query_vector: np.ndarray) -> float | None:
-    """Lowest cosine of the query with any stored triple (None when there are none).
+def _lowest_score(store: Store, collection: str, query_vector: np.ndarray) -> float | None:
+    """Lowest cosine of the query with any stored record (None when there are none).
 
-    It comes from a search with the negated query (the triple most similar to ``-q``
-    is the least similar to ``q``), so no search has to return every triple.
+    It comes from a search with the negated query (the record most similar to ``-q``
+    is the least similar to ``q``), so no search has to return every record.
     """
-    worst = store.vector_search("triple", -query_vector, 1)
+    worst = store.vector_search(collection, -query_vector, 1)  # type: ignore[arg-type]
     return -worst[0].score if worst else None
 
 
@@ -215,7 +259,7 @@ def _seeds(
     best = store.vector_search(
         "triple", query_vector, seed_triples if seed_triple_ids is None else 1
     )
-    low = _lowest_triple_score(store, query_vector)
+    low = _lowest_score(store, "triple", query_vector)
     if not best or low is None:
         return [], []
     high = best[0].score
@@ -246,6 +290,9 @@ def ppr_expand(
     passage_weight: float = 0.05,
     seed_triples: int = 5,
     filter_fn: FilterFn | None = None,
+    method: Literal["local", "global"] = "local",
+    tolerance: float = 1e-7,
+    dense_passages: int = 2000,
 ) -> list[RankedPassage]:
     """Passages ranked by PPR from seed triples (HippoRAG 2), each with the seeds as its chain.
 
@@ -263,6 +310,10 @@ def ppr_expand(
         seed_triples: Query-to-triple matches used when ``seed_triple_ids`` is None.
         filter_fn: Recognition memory applied to the query-to-triple matches (not to
             seeds given by the caller, which are chosen already).
+        method: ``local`` (push from a sparse restart vector) or ``global`` (power
+            iteration over the whole graph, every passage with restart mass).
+        tolerance: Local push tolerance (:func:`push_personalized_pagerank`).
+        dense_passages: Local: how many of the query's nearest passages get restart mass.
 
     Returns:
         The top ``k`` passages by PPR probability; every one carries the ids of the seed
@@ -276,19 +327,120 @@ def ppr_expand(
     """
     if k <= 0:
         return []
+    if method not in ("local", "global"):
+        raise ValueError(f"unknown PPR method {method!r}; known: local, global")
     query_vector = np.asarray(query_vector, dtype=np.float32)
     triples, scores = _seeds(store, query, query_vector, seed_triple_ids, seed_triples, filter_fn)
-    passage_hits = store.vector_search("passage", query_vector, store.count("passage"))
-    phrases = seed_phrase_weights(graph, triples, scores)
-    if not phrases.any():
+    phrases = seed_phrase_mass(graph, triples, scores)
+    if method == "global":
+        passage_hits = store.vector_search("passage", query_vector, store.count("passage"))
+        low, high = _min_max(passage_hits)
+    else:
+        passage_hits = store.vector_search("passage", query_vector, max(dense_passages, k))
+        lowest = _lowest_score(store, "passage", query_vector)
+        low, high = (lowest, passage_hits[0].score) if passage_hits and lowest is not None \
+            else (0.0, 1.0)
+    if not phrases:
         return [RankedPassage(h.id, h.score) for h in passage_hits[:k]]
-    reset = phrases + dense_passage_weights(graph, passage_hits, passage_weight)
-    probability = sparse_personalized_pagerank(*graph.transition(), reset, damping)
-    vertices, ids = graph.passage_vertices()
-    passage_scores = probability[vertices]
-    order = np.argsort(-passage_scores, kind="stable")[:k]
+    reset = {**passage_mass(graph, passage_hits, low, high, passage_weight), **phrases}
+    if method == "global":
+        vertices = np.fromiter(reset, dtype=np.int64, count=len(reset))
+        mass = np.fromiter(reset.values(), dtype=np.float64, count=len(reset))
+        dense = np.zeros(graph.n_vertices)
+        dense[vertices] = mass
+        probability = sparse_personalized_pagerank(*graph.transition(), dense, damping)
+        vertices = np.arange(graph.n_vertices)
+    else:
+        vertices, probability = _local(
+            graph, reset, phrases, len(passage_hits), damping, tolerance, k
+        )
+    is_passage = graph.passage_mask()[vertices]
+    vertices, probability = vertices[is_passage], probability[is_passage]
+    order = np.lexsort((vertices, -probability))[:k]
     chain = tuple(t.id for t in triples)
-    return [RankedPassage(ids[i], float(passage_scores[i]), chain) for i in order]
+    return [
+        RankedPassage(graph.vertex_name(int(vertices[i])), float(probability[i]), chain)
+        for i in order
+    ]
+
+
+def _local(
+    graph: PPRGraph,
+    reset: dict[int, float],
+    phrases: dict[int, float],
+    found: int,
+    damping: float,
+    tolerance: float,
+    k: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Local PPR of ``reset`` plus an estimate of the passages left out of it.
+
+    When the dense search returned fewer passages than the graph has, every passage left
+    out (the *tail*) would have had restart mass too. PPR is linear in the restart vector,
+    so the tail's part is estimated as a uniform mass ``c`` on every passage (``c`` the
+    tail's estimated mean, :func:`tail_mass`) walked once per graph (:func:`_uniform_passage_ppr`), with ``c`` taken off the passages
+    that have mass so they are not counted twice.
+    """
+    n_passages = graph.n_passages
+    passages = {v: m for v, m in reset.items() if v not in phrases}
+    tail = 0.0
+    if found < n_passages and passages:
+        tail = tail_mass(np.fromiter(passages.values(), dtype=np.float64), n_passages)
+        reset = {**{v: m - tail for v, m in passages.items()}, **phrases}
+    vertices = np.fromiter(reset, dtype=np.int64, count=len(reset))
+    mass = np.fromiter(reset.values(), dtype=np.float64, count=len(reset))
+    total = mass.sum()
+    vertices, probability = push_personalized_pagerank(
+        *graph.adjacency(), vertices, mass, damping, tolerance
+    )
+    probability = probability * total
+    if tail > 0:
+        uniform = graph.derived(f"uniform passage ppr {damping}",
+                                lambda: _uniform_passage_ppr(graph, damping))
+        background = tail * n_passages
+        top = uniform[1][:k]  # the passages the background alone ranks first
+        vertices = np.concatenate([vertices, top[~np.isin(top, vertices)]])
+        probability = np.concatenate([probability, np.zeros(len(vertices) - len(probability))])
+        probability += background * uniform[0][vertices]
+        total += background
+    return vertices, probability / total  # scaled as if the whole restart vector summed to 1
+
+
+def tail_mass(top: np.ndarray, total: int) -> float:
+    """Estimated mean restart mass of the passages below the ``len(top)`` best of ``total``.
+
+    Masses are an affine map of cosines (0 at the lowest), so a normal model of the cosines
+    holds for them too: the cut-off ``t`` (the lowest mass given) is the ``1 - M/N``
+    quantile and the top masses' mean is the mean above it, which gives ``mu`` and
+    ``sigma``; the tail's mean is the mean below ``t``. Falls back to ``t / 2`` when the
+    model does not fit; always within ``[0, t]``.
+
+    Example:
+        >>> round(tail_mass(np.array([0.05, 0.04, 0.035, 0.03]), 8), 4)
+        0.0212
+    """
+    from scipy.stats import norm
+
+    cut, share = float(top.min()), len(top) / total
+    if share >= 1.0 or len(top) < 2:
+        return 0.5 * cut
+    alpha = norm.ppf(1.0 - share)
+    above = norm.pdf(alpha) / norm.sf(alpha)  # mean of a standard normal above alpha
+    sigma = (float(top.mean()) - cut) / (above - alpha)
+    if not np.isfinite(sigma) or sigma <= 0:
+        return 0.5 * cut
+    mu = cut - alpha * sigma
+    below = mu - sigma * norm.pdf(alpha) / norm.cdf(alpha)
+    return float(min(max(below, 0.0), cut))
+
+
+def _uniform_passage_ppr(graph: PPRGraph, damping: float) -> tuple[np.ndarray, np.ndarray]:
+    """PPR with the same restart mass on every passage: per vertex, and the passage
+    vertices best first."""
+    reset = graph.passage_mask().astype(np.float64)
+    probability = sparse_personalized_pagerank(*graph.transition(), reset, damping)
+    passages = np.flatnonzero(graph.passage_mask())
+    return probability, passages[np.argsort(-probability[passages], kind="stable")]
 
 
 class PPRRetriever(Retriever):
@@ -334,6 +486,9 @@ class PPRRetriever(Retriever):
         self.store, self.encode, self.settings, self.filter_fn = store, encode, settings, filter_fn
         self.graph_path = _graph_path(store) if graph_path == "auto" else graph_path
         self._graph = graph
+        self.progress: GraphProgress | None = None
+        """``progress(stage, done, total)`` while the graph is built or updated (the CLI
+        points it at its progress board); None reports nothing."""
 
     @property
     def graph(self) -> PPRGraph:
@@ -346,7 +501,8 @@ class PPRRetriever(Retriever):
             path = None if self.graph_path is None else Path(self.graph_path)
             threshold = self.settings.ppr_synonym_threshold
             self._graph = load_or_build(
-                self.store, self.encode.embedder, threshold, path, graph=graph
+                self.store, self.encode.embedder, threshold, path, graph=graph,
+                progress=self.progress,
             )
         return self._graph
 
@@ -374,6 +530,9 @@ class PPRRetriever(Retriever):
             passage_weight=s.ppr_passage_weight,
             seed_triples=s.ppr_seed_triples,
             filter_fn=self.filter_fn,
+            method=s.ppr_method,
+            tolerance=s.ppr_tolerance,
+            dense_passages=s.ppr_dense_passages,
         )
 
 

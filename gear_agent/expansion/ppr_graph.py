@@ -7,7 +7,7 @@ Nodes:
   empty names are left out;
 * a **passage** node per stored passage, named by the passage id.
 
-Edges (undirected, one igraph edge per node pair, its ``weight`` the sum of what joins the pair):
+Edges (undirected, one per node pair, its weight the sum of what joins the pair):
 
 * **relation**: the subject and object of a triple. Weight ``2 x count``, the number of
   triples (over all passages) joining the pair. HippoRAG 2 adds both directions of every
@@ -17,57 +17,67 @@ Edges (undirected, one igraph edge per node pair, its ``weight`` the sum of what
 * **synonym**: two phrases whose embedding cosine is at least the threshold (tau = 0.8).
   Weight ``2 x cosine``, again HippoRAG 2's two directions summed. Only phrases with at
   least three letters or digits take part (HippoRAG 2 lets such short phrases receive
-  but not originate synonym edges; we leave them out both ways). The search is a blocked
-  matrix product of the new phrases against all phrases, thresholded block by block, so
-  no all-pairs matrix is ever held. There is no per-phrase cap: HippoRAG 2 stops at 101
-  neighbours, which a cap would need; on the MuSiQue slice the most any phrase has is 34,
-  and without a cap the edge set does not depend on the order passages arrived in. Where
-  a pair is both a relation and a synonym, the weights add (HippoRAG 2 keeps the synonym
-  score only, an accident of its dict update).
+  but not originate synonym edges; we leave them out both ways). Found by
+  :mod:`gear_agent.expansion.ppr_synonyms`: exactly (blocked matrix products, no cap) up
+  to 20k eligible phrases, above that with a usearch HNSW index of the phrases that grows
+  as they arrive (at most 100 candidates per new phrase, re-scored exactly). Where a pair
+  is both a relation and a synonym, the weights add (HippoRAG 2 keeps the synonym score
+  only, an accident of its dict update).
 * **contains**: a passage and each phrase of the triples extracted from it. Weight 1.
+
+Edges live in numpy arrays (sorted pair keys with their relation count, synonym cosine and
+contains flag); the walk reads a scipy CSR matrix built from them, and :attr:`PPRGraph.graph`
+is an igraph view built on demand (checks, export).
 
 The graph grows with :meth:`PPRGraph.update`: it embeds only phrases it does not hold yet and
 adds only new nodes and edges (new synonym pairs are searched between the new phrases and
 all phrases). Deleted passages or triples are handled by a rebuild from the store, which
-reuses the vectors of the phrases the graph held, so a rebuild embeds nothing again.
+reuses the vectors of the phrases it held, so a rebuild embeds nothing again. An update
+reports ``progress(stage, done, total)`` to the callback given (``read``, ``embed``,
+``link``, ``synonyms``, ``save``); it never prints.
 
-:meth:`PPRGraph.save` writes the whole graph with its phrase embeddings to one ``.npz``
-file (atomically); :meth:`PPRGraph.load` reads it back and :meth:`update` then brings it up
-to date with the store.
+:meth:`PPRGraph.save` appends what changed since the last save as a delta file beside a
+base file, listed with checksums in a manifest (:mod:`gear_agent.expansion.ppr_graph_files`);
+:meth:`PPRGraph.load` checks and reads them back and :meth:`update` then brings the graph up
+to date with the store. A file that fails its checksum makes :func:`load_or_build` rebuild.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
-import igraph as ig
 import numpy as np
 from scipy import sparse
 
 from gear_agent.embedding.base import Embedder
+from gear_agent.expansion import ppr_graph_files as files
+from gear_agent.expansion.ppr_synonyms import EXACT_MAX, PhraseANN, exact_pairs
 from gear_agent.store.base import Store, StoreError
+from gear_agent.store.derived_files import write_atomically
 from gear_agent.text.tokenizer import normalise_entity
 from gear_agent.types import Passage, Triple
 
 logger = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
 RELATION_WEIGHT = 2.0
 """Weight per triple joining two phrases (HippoRAG 2's two directed edges, summed)."""
 SYNONYM_WEIGHT = 2.0
 """Multiplier of the cosine on a synonym edge (HippoRAG 2's two directed edges, summed)."""
 CONTAINS_WEIGHT = 1.0
 """Weight of a passage-phrase edge (HippoRAG 2)."""
-SYNONYM_BLOCK_ROWS = 512
-"""Phrases per block of the synonym search; a block holds ``rows x phrases`` floats."""
+EMBED_BATCH = 4096
+"""Phrases per embedder call during an update (one progress step each)."""
+
+GraphProgress = Callable[[str, int, int], None]
+"""``progress(stage, done, total)``: stages ``read``, ``embed``, ``link``, ``synonyms``, ``save``."""
 
 _ALNUM = re.compile(r"[^\W_]", re.UNICODE)
+_SHIFT = np.int64(32)
 
 
 def synonym_eligible(phrase: str) -> bool:
@@ -78,6 +88,10 @@ def synonym_eligible(phrase: str) -> bool:
         (False, True)
     """
     return len(_ALNUM.findall(phrase)) >= 3
+
+
+def _no_progress(stage: str, done: int, total: int) -> None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -101,11 +115,89 @@ class UpdateStats:
     synonym_pairs: int = 0
 
 
+@dataclass
+class _Edges:
+    """Edge rows: ``key = a << 32 | b`` (a < b), relation count, synonym cosine, contains."""
+
+    keys: np.ndarray
+    relation: np.ndarray
+    synonym: np.ndarray
+    contains: np.ndarray
+
+    @classmethod
+    def empty(cls) -> _Edges:
+        return cls(
+            np.empty(0, np.int64), np.empty(0, np.float64), np.empty(0, np.float64),
+            np.empty(0, bool),
+        )
+
+    @classmethod
+    def join(cls, parts: Sequence[_Edges]) -> _Edges:
+        """All rows of ``parts`` with one row per key: relation counts add, the synonym
+        cosine is the largest, contains is any."""
+        parts = [p for p in parts if len(p.keys)]
+        if not parts:
+            return cls.empty()
+        keys = np.concatenate([p.keys for p in parts])
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+        return cls(
+            keys[first],
+            np.add.reduceat(np.concatenate([p.relation for p in parts])[order], first),
+            np.maximum.reduceat(np.concatenate([p.synonym for p in parts])[order], first),
+            np.logical_or.reduceat(np.concatenate([p.contains for p in parts])[order], first),
+        )
+
+    def ends(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.keys >> _SHIFT, self.keys & np.int64(0xFFFFFFFF)
+
+    def weights(self) -> np.ndarray:
+        return (
+            RELATION_WEIGHT * self.relation
+            + SYNONYM_WEIGHT * self.synonym
+            + CONTAINS_WEIGHT * self.contains
+        )
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {
+            "keys": self.keys, "relation": self.relation, "synonym": self.synonym,
+            "contains": self.contains,
+        }
+
+
+def _keys(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    return (np.minimum(a, b) << _SHIFT) | np.maximum(a, b)
+
+
+def _rows(keys: np.ndarray, *, relation: float = 0.0, synonym: np.ndarray | None = None,
+          contains: bool = False) -> _Edges:
+    n = len(keys)
+    return _Edges(
+        keys,
+        np.full(n, relation, np.float64),
+        np.zeros(n, np.float64) if synonym is None else np.asarray(synonym, np.float64),
+        np.full(n, contains, bool),
+    )
+
+
+def _symmetric(a: np.ndarray, b: np.ndarray, w: np.ndarray, n: int) -> tuple[sparse.csr_array, np.ndarray]:
+    """CSR of the undirected edges ``a - b`` with weights ``w``, and the weighted degrees."""
+    rows, cols, values = np.concatenate([a, b]), np.concatenate([b, a]), np.concatenate([w, w])
+    matrix = sparse.csr_array((values, (rows, cols)), shape=(n, n))
+    matrix.sum_duplicates()
+    return matrix, np.bincount(rows, weights=values, minlength=n)
+
+
 class PPRGraph:
-    """Phrase and passage nodes with relation, synonym and contains edges, in python-igraph.
+    """Phrase and passage nodes with relation, synonym and contains edges, as numpy arrays.
+
+    Edges are held as sorted unique pair keys with their parts; the walk reads them as a
+    scipy CSR matrix (:meth:`adjacency`, :meth:`transition`); :attr:`graph` gives an
+    igraph view for checks and export.
 
     Attributes:
-        graph: The undirected igraph graph; vertex attribute ``name``, edge attribute ``weight``.
         embedding_model: Name of the model the phrase vectors come from.
         synonym_threshold: Cosine at or above which two phrases are joined.
 
@@ -125,16 +217,19 @@ class PPRGraph:
 
     # ---- construction -------------------------------------------------------------
     @classmethod
-    def build(cls, store: Store, embedder: Embedder, synonym_threshold: float = 0.8) -> PPRGraph:
+    def build(
+        cls,
+        store: Store,
+        embedder: Embedder,
+        synonym_threshold: float = 0.8,
+        progress: GraphProgress | None = None,
+    ) -> PPRGraph:
         """The graph of everything in ``store``."""
         graph = cls(embedder, synonym_threshold)
-        graph.update(store)
+        graph.update(store, progress)
         return graph
 
     def _reset(self) -> None:
-        self.graph = ig.Graph(n=0, directed=False)
-        self.graph.vs["name"] = []
-        self.graph.es["weight"] = []
         self._names: list[str] = []
         self._is_passage: list[bool] = []
         self._phrase_vertex: dict[str, int] = {}
@@ -144,14 +239,26 @@ class PPRGraph:
         self._vectors = np.zeros((0, self.embedder.dimension), dtype=np.float32)
         self._eligible = np.zeros(0, dtype=bool)
         self._triple_ids: set[str] = set()
-        self._edge_of: dict[tuple[int, int], int] = {}
-        self._relation: list[float] = []  # per edge: triples joining the pair
-        self._synonym: list[float] = []  # per edge: cosine (0 when not synonyms)
-        self._contains: list[bool] = []  # per edge: passage-phrase edge
-        self._specificity: dict[int, int] = {}  # phrase vertex -> passages it occurs in
-        self._transition: tuple[sparse.csr_array, np.ndarray] | None = None
+        self._edges = _Edges.empty()
+        self._ann: PhraseANN | None = None
+        self._ann_rows = 0  # phrase rows 0.._ann_rows are in the ANN
+        # what the last save left out: vertex, phrase and triple marks, edge rows since
+        self._saved: tuple[int, int] = (0, 0)
+        self._unsaved_triples: list[str] = []
+        self._unsaved_edges: list[_Edges] = []
+        self._saved_at: Path | None = None
+        self._deltas = 0
+        self._cache: dict[str, Any] = {}
 
     # ---- reading ------------------------------------------------------------------
+    @property
+    def n_vertices(self) -> int:
+        return len(self._names)
+
+    @property
+    def n_edges(self) -> int:
+        return len(self._edges.keys)
+
     @property
     def n_phrases(self) -> int:
         return len(self._phrases)
@@ -172,15 +279,59 @@ class PPRGraph:
         """Vertex of a passage, or None."""
         return self._passage_vertex.get(passage_id)
 
+    def vertex_name(self, vertex: int) -> str:
+        return self._names[vertex]
+
     def passage_vertices(self) -> tuple[np.ndarray, list[str]]:
         """All passage vertices and their passage ids, in the same order."""
         ids = list(self._passage_vertex)
         return np.fromiter(self._passage_vertex.values(), dtype=np.int64, count=len(ids)), ids
 
+    def passage_mask(self) -> np.ndarray:
+        """True for passage vertices (cached until the graph changes)."""
+        if "mask" not in self._cache:
+            self._cache["mask"] = np.asarray(self._is_passage, dtype=bool)
+        return self._cache["mask"]
+
+    def phrase_rows(self) -> np.ndarray:
+        """The vertex of each phrase row (rows of :meth:`phrase_vectors`)."""
+        if "rows" not in self._cache:
+            self._cache["rows"] = np.asarray(self._phrase_rows, dtype=np.int64)
+        return self._cache["rows"]
+
+    def phrase_vectors(self) -> np.ndarray:
+        """Unit phrase vectors, one row per phrase (read-only use)."""
+        return self._vectors
+
+    def nearest_phrases(self, vector: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``count`` phrase vertices most similar to a unit vector, best first, and their
+        cosines: exact below the ANN size, else the phrase ANN's candidates re-scored exactly.
+        """
+        vector = np.asarray(vector, dtype=np.float32)
+        if count <= 0 or not self._phrases:
+            return np.empty(0, np.int64), np.empty(0, np.float32)
+        if self._ann is not None and self._ann_rows == len(self._phrases):
+            matches = self._ann.index.search(vector, max(4 * count, 64))
+            rows = np.asarray(matches.keys, dtype=np.int64)[: len(matches)]
+        else:
+            rows = np.arange(len(self._phrases))
+        cosine = self._vectors[rows] @ vector
+        best = np.argsort(-cosine, kind="stable")[:count]
+        return self.phrase_rows()[rows[best]], cosine[best]
+
+    def vertex_specificity(self) -> np.ndarray:
+        """Per vertex: the number of passages whose triples mention it (0 for passages)."""
+        if "specificity" not in self._cache:
+            a, b = self._edges.ends()
+            mask = self.passage_mask()
+            phrase_end = np.where(mask[a], b, a)[self._edges.contains]
+            self._cache["specificity"] = np.bincount(phrase_end, minlength=self.n_vertices)
+        return self._cache["specificity"]
+
     def specificity(self, phrase: str) -> int:
         """Number of passages whose triples mention the phrase (0 when unknown)."""
         vertex = self.phrase_vertex(phrase)
-        return 0 if vertex is None else self._specificity.get(vertex, 0)
+        return 0 if vertex is None else int(self.vertex_specificity()[vertex])
 
     def edge_kinds(self) -> list[tuple[str, str, float, float, bool, float]]:
         """Every edge as ``(name_a, name_b, relation_count, synonym_cosine, contains, weight)``.
@@ -188,13 +339,43 @@ class PPRGraph:
         Names are ordered within a pair, and the list is sorted, so two graphs of the
         same content compare equal whatever order their nodes were added in.
         """
+        a, b = self._edges.ends()
+        weights = self._edges.weights()
         rows = []
-        for (a, b), e in self._edge_of.items():
-            x, y = sorted((self._names[a], self._names[b]))
-            rows.append(
-                (x, y, self._relation[e], self._synonym[e], self._contains[e], self._weight(e))
-            )
+        for i in range(self.n_edges):
+            x, y = sorted((self._names[int(a[i])], self._names[int(b[i])]))
+            rows.append((x, y, float(self._edges.relation[i]), float(self._edges.synonym[i]),
+                         bool(self._edges.contains[i]), float(weights[i])))
         return sorted(rows)
+
+    def adjacency(self, *, phrases_only: bool = False) -> tuple[sparse.csr_array, np.ndarray]:
+        """The symmetric weighted adjacency matrix (CSR) and each vertex's weighted degree.
+
+        ``phrases_only`` leaves the contains edges out: HippoRAG 1's phrase graph (relation
+        and synonym edges), passages isolated. Cached until the graph changes.
+        """
+        key = "phrase adjacency" if phrases_only else "adjacency"
+        if key not in self._cache:
+            keep = ~self._edges.contains if phrases_only else slice(None)
+            weights = self._edges.weights()[keep]
+            a, b = (end[keep] for end in self._edges.ends())
+            self._cache[key] = _symmetric(a, b, weights, self.n_vertices)
+        return self._cache[key]
+
+    def derived(self, key: str, compute: Callable[[], Any]) -> Any:
+        """``compute()``, kept until the graph next changes (per-graph query-independent data)."""
+        if key not in self._cache:
+            self._cache[key] = compute()
+        return self._cache[key]
+
+    def containment(self) -> sparse.csr_array:
+        """Symmetric 0/1 matrix of the contains edges: row ``v`` of a phrase vertex lists
+        the passages it occurs in (HippoRAG 1's phrase-passage matrix ``P``)."""
+        if "containment" not in self._cache:
+            keep = self._edges.contains
+            a, b = (end[keep] for end in self._edges.ends())
+            self._cache["containment"] = _symmetric(a, b, np.ones(len(a)), self.n_vertices)[0]
+        return self._cache["containment"]
 
     def transition(self) -> tuple[sparse.csr_array, np.ndarray]:
         """The column-stochastic walk matrix ``M[j, i] = w_ij / s_i`` and the dangling mask.
@@ -202,61 +383,76 @@ class PPRGraph:
         ``s_i`` is the weighted degree of vertex ``i``; the mask marks vertices without
         edges (their columns are zero). Cached until the graph next changes.
         """
-        if self._transition is None:
-            n = len(self._names)
-            pairs = np.asarray(list(self._edge_of), dtype=np.int64).reshape(-1, 2)
-            order = np.fromiter(self._edge_of.values(), dtype=np.int64, count=len(pairs))
-            weights = np.asarray([self._weight(e) for e in order], dtype=np.float64)
-            rows = np.concatenate([pairs[:, 0], pairs[:, 1]])
-            cols = np.concatenate([pairs[:, 1], pairs[:, 0]])
-            values = np.concatenate([weights, weights])
-            strength = np.bincount(cols, weights=values, minlength=n)
+        if "transition" not in self._cache:
+            matrix, strength = self.adjacency()
             dangling = strength <= 0
-            scale = np.divide(1.0, strength, out=np.zeros(n), where=~dangling)
-            matrix = sparse.csr_array((values * scale[cols], (rows, cols)), shape=(n, n))
-            self._transition = (matrix, dangling)
-        return self._transition
+            scale = np.divide(1.0, strength, out=np.zeros(len(strength)), where=~dangling)
+            self._cache["transition"] = (sparse.csr_array(matrix * scale[None, :]), dangling)
+        return self._cache["transition"]
+
+    @property
+    def graph(self) -> Any:
+        """An igraph view (vertex ``name``, edge ``weight``), built on first use."""
+        if "igraph" not in self._cache:
+            import igraph as ig
+
+            a, b = self._edges.ends()
+            view = ig.Graph(n=self.n_vertices, edges=np.column_stack([a, b]).tolist(),
+                            directed=False)
+            view.vs["name"] = self._names
+            view.es["weight"] = self._edges.weights().tolist()
+            self._cache["igraph"] = view
+        return self._cache["igraph"]
 
     def node_names(self) -> list[str]:
         """Vertex names in vertex order."""
         return list(self._names)
 
     def nbytes(self) -> int:
-        """Approximate bytes held: phrase vectors plus igraph's edge and vertex arrays."""
-        igraph_bytes = self.graph.ecount() * (2 * 8 + 8 + 4 * 8) + self.graph.vcount() * 2 * 8
-        return int(self._vectors.nbytes + igraph_bytes)
+        """Bytes of the phrase vectors, the edge arrays and the walk matrix."""
+        edges = sum(array.nbytes for array in self._edges.arrays().values())
+        matrix, strength = self.adjacency()
+        walk = matrix.data.nbytes + matrix.indices.nbytes + matrix.indptr.nbytes + strength.nbytes
+        return int(self._vectors.nbytes + edges + walk)
 
     # ---- updating -----------------------------------------------------------------
-    def update(self, store: Store) -> UpdateStats:
+    def update(self, store: Store, progress: GraphProgress | None = None) -> UpdateStats:
         """Take in the passages and triples added to ``store`` since the last update.
 
         Embeds only phrases the graph does not hold. When passages or triples the graph
         holds are gone from the store, the graph is rebuilt from the store instead,
         reusing the vectors of the phrases it held.
 
+        Args:
+            store: The index.
+            progress: Called as ``progress(stage, done, total)`` while it works.
+
         Raises:
             StoreError: A triple names a passage the store does not hold.
         """
+        report = progress or _no_progress
+        report("read", 0, 2)
         passages = list(store.iter_passages())
+        report("read", 1, 2)
         triples = list(store.iter_triples())
+        report("read", 2, 2)
         passage_ids = {p.id for p in passages}
         if any(pid not in passage_ids for pid in self._passage_vertex) or (
             self._triple_ids and not self._triple_ids <= {t.id for t in triples}
         ):
             known = dict(zip(self._phrases, self._vectors))
             self._reset()
-            return replace(self._add(passages, triples, known), rebuilt=True)
-        return self._add(passages, [t for t in triples if t.id not in self._triple_ids])
+            return replace(self._add(passages, triples, report, known), rebuilt=True)
+        return self._add(passages, [t for t in triples if t.id not in self._triple_ids], report)
 
     def _add(
         self,
         passages: Sequence[Passage],
         triples: Sequence[Triple],
+        report: GraphProgress,
         known: dict[str, np.ndarray] | None = None,
     ) -> UpdateStats:
         """Add new passages and triples; ``known`` holds phrase vectors not to embed again."""
-        self._transition = None
-        first_new_vertex = len(self._names)
         new_passages = [p.id for p in passages if p.id not in self._passage_vertex]
         for pid in new_passages:
             self._passage_vertex[pid] = self._new_vertex(pid, passage=True)
@@ -270,7 +466,7 @@ class PPRGraph:
             )
         )
         known = known or {}
-        vectors = self._embed_missing(fresh, known)
+        vectors = self._embed_missing(fresh, known, report)
         embedded = sum(1 for phrase in fresh if phrase not in known)
         first_new_row = len(self._phrases)
         for phrase in fresh:
@@ -279,196 +475,229 @@ class PPRGraph:
             self._phrases.append(phrase)
             self._phrase_rows.append(vertex)
         if fresh:
-            block = np.stack([vectors[p] for p in fresh]).astype(np.float32)
-            self._vectors = np.vstack([self._vectors, block])
+            self._vectors = np.vstack([self._vectors, vectors.astype(np.float32)])
             eligible = np.fromiter((synonym_eligible(p) for p in fresh), bool, len(fresh))
             self._eligible = np.concatenate([self._eligible, eligible])
-        pending: list[tuple[int, int]] = []
-        for triple, head, tail in named:
+        batch = [self._link(named, report)]
+        synonyms = self._synonyms(first_new_row, report)
+        batch.append(synonyms)
+        added = _Edges.join(batch)
+        self._edges = _Edges.join([self._edges, added])
+        self._unsaved_edges.append(added)
+        self._unsaved_triples.extend(t.id for t, _, _ in named)
+        self._triple_ids.update(t.id for t, _, _ in named)
+        self._cache = {}
+        return UpdateStats(
+            False, len(new_passages), len(triples), len(fresh), embedded,
+            len(np.unique(synonyms.keys)),
+        )
+
+    def _link(self, named: list[tuple[Triple, str, str]], report: GraphProgress) -> _Edges:
+        """Relation rows (subject, object) and contains rows (passage, phrase) of the triples."""
+        heads, tails, passages = [], [], []
+        for done, (triple, head, tail) in enumerate(named, start=1):
             passage = self._passage_vertex.get(triple.passage_id)
             if passage is None:
                 raise StoreError(
                     f"triple {triple.id} names passage {triple.passage_id}, which the store "
                     "does not list; reopen the store and update again"
                 )
-            self._triple_ids.add(triple.id)
-            ends = [self._phrase_vertex[p] for p in (head, tail) if p]
-            if len(ends) == 2 and ends[0] != ends[1]:
-                self._relation[self._edge(ends[0], ends[1], pending)] += 1.0
-            for phrase_vertex in ends:
-                if _pair(passage, phrase_vertex) not in self._edge_of:
-                    self._contains[self._edge(passage, phrase_vertex, pending)] = True
-                    self._specificity[phrase_vertex] = self._specificity.get(phrase_vertex, 0) + 1
-        synonym_pairs = self._add_synonyms(first_new_row, pending)
-        if len(self._names) > first_new_vertex:
-            self.graph.add_vertices(
-                len(self._names) - first_new_vertex,
-                attributes={"name": self._names[first_new_vertex:]},
+            heads.append(self._phrase_vertex[head] if head else -1)
+            tails.append(self._phrase_vertex[tail] if tail else -1)
+            passages.append(passage)
+            if done % 65_536 == 0:
+                report("link", done, len(named))
+        report("link", len(named), len(named))
+        h, t, p = (np.asarray(x, np.int64) for x in (heads, tails, passages))
+        relation = (h >= 0) & (t >= 0) & (h != t)
+        ends = np.concatenate([h, t])
+        owners = np.concatenate([p, p])
+        return _Edges.join([
+            _rows(_keys(h[relation], t[relation]), relation=1.0),
+            _rows(_keys(owners[ends >= 0], ends[ends >= 0]), contains=True),
+        ])
+
+    def _synonyms(self, first_new_row: int, report: GraphProgress) -> _Edges:
+        """Synonym rows between the phrases from ``first_new_row`` on and all phrases."""
+        new = np.flatnonzero(self._eligible[first_new_row:]) + first_new_row
+        if int(self._eligible.sum()) <= EXACT_MAX and self._ann is None:
+            report("synonyms", 0, len(new))
+            a, b, cosine = exact_pairs(
+                self._vectors, self._eligible, first_new_row, self.synonym_threshold
             )
-        if pending:
-            self.graph.add_edges(pending)
-        if self._relation:
-            self.graph.es["weight"] = [self._weight(e) for e in range(len(self._relation))]
-        return UpdateStats(
-            False, len(new_passages), len(triples), len(fresh), embedded, synonym_pairs
-        )
+            report("synonyms", len(new), len(new))
+        else:
+            ann = self._phrase_ann(first_new_row)
+            found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+            step = 16_384
+            for start in range(0, len(new), step):
+                rows = new[start : start + step]
+                ann.add(self._vectors, rows)
+                found.append(ann.pairs(self._vectors, rows, self.synonym_threshold))
+                report("synonyms", min(start + step, len(new)), len(new))
+            self._ann_rows = len(self._phrases)
+            a = np.concatenate([np.empty(0, np.int64), *(f[0] for f in found)])
+            b = np.concatenate([np.empty(0, np.int64), *(f[1] for f in found)])
+            cosine = np.concatenate([np.empty(0, np.float32), *(f[2] for f in found)])
+        rows = np.asarray(self._phrase_rows, dtype=np.int64)
+        keys = _keys(rows[np.asarray(a, np.int64)], rows[np.asarray(b, np.int64)])
+        return _Edges.join([_rows(keys, synonym=np.asarray(cosine, np.float64))])
+
+    def _phrase_ann(self, first_new_row: int) -> PhraseANN:
+        """The phrase ANN holding every eligible row before ``first_new_row``."""
+        if self._ann is None:
+            self._ann, self._ann_rows = PhraseANN(self.embedder.dimension), 0
+        if self._ann_rows < first_new_row:
+            rows = np.flatnonzero(self._eligible[self._ann_rows : first_new_row]) + self._ann_rows
+            self._ann.add(self._vectors, rows)
+            self._ann_rows = first_new_row
+        return self._ann
 
     def _new_vertex(self, name: str, *, passage: bool) -> int:
-        """A vertex number for ``name``; :meth:`_add` adds the igraph vertices in one batch."""
         self._names.append(name)
         self._is_passage.append(passage)
         return len(self._names) - 1
 
-    def _edge(self, a: int, b: int, pending: list[tuple[int, int]]) -> int:
-        key = _pair(a, b)
-        edge = self._edge_of.get(key)
-        if edge is None:
-            edge = len(self._relation)
-            self._edge_of[key] = edge
-            self._relation.append(0.0)
-            self._synonym.append(0.0)
-            self._contains.append(False)
-            pending.append(key)
-        return edge
-
-    def _weight(self, edge: int) -> float:
-        return (
-            RELATION_WEIGHT * self._relation[edge]
-            + SYNONYM_WEIGHT * self._synonym[edge]
-            + (CONTAINS_WEIGHT if self._contains[edge] else 0.0)
-        )
-
     def _embed_missing(
-        self, phrases: Sequence[str], known: dict[str, np.ndarray]
-    ) -> dict[str, np.ndarray]:
-        """Vectors of ``phrases``: from ``known`` where there, else embedded now."""
+        self, phrases: Sequence[str], known: dict[str, np.ndarray], report: GraphProgress
+    ) -> np.ndarray:
+        """Vectors of ``phrases`` in order: from ``known`` where there, else embedded now."""
         missing = [p for p in phrases if p not in known]
         found = {p: known[p] for p in phrases if p in known}
-        if missing:
-            vectors = np.asarray(self.embedder.embed(missing), dtype=np.float32)
-            if vectors.shape != (len(missing), self.embedder.dimension):
+        dimension = self.embedder.dimension
+        report("embed", 0, len(missing))
+        for start in range(0, len(missing), EMBED_BATCH):
+            chunk = missing[start : start + EMBED_BATCH]
+            vectors = np.asarray(self.embedder.embed(chunk), dtype=np.float32)
+            if vectors.shape != (len(chunk), dimension):
                 raise ValueError(
                     f"embedder {self.embedder.name!r} returned shape {vectors.shape} for "
-                    f"{len(missing)} phrases; expected ({len(missing)}, {self.embedder.dimension})"
+                    f"{len(chunk)} phrases; expected ({len(chunk)}, {dimension})"
                 )
-            found.update(zip(missing, vectors))
-        return found
-
-    def _add_synonyms(self, first_new_row: int, pending: list[tuple[int, int]]) -> int:
-        """Synonym edges between the phrases from ``first_new_row`` on and all phrases.
-
-        Each block of new phrases is compared with the old phrases and with the new ones
-        from the block's start on, so every pair is scored once (half the products of a
-        full square on a first build).
-        """
-        eligible_rows = np.flatnonzero(self._eligible)
-        old_rows = eligible_rows[eligible_rows < first_new_row]
-        new_rows = eligible_rows[eligible_rows >= first_new_row]
-        added = 0
-        for start in range(0, len(new_rows), SYNONYM_BLOCK_ROWS):
-            rows = new_rows[start : start + SYNONYM_BLOCK_ROWS]
-            candidates = np.concatenate([old_rows, new_rows[start:]])
-            similarity = self._vectors[rows] @ self._vectors[candidates].T
-            hit_q, hit_c = np.nonzero(similarity >= self.synonym_threshold)
-            for q, c in zip(hit_q.tolist(), hit_c.tolist()):
-                row_a, row_b = int(rows[q]), int(candidates[c])
-                if row_b >= first_new_row and row_b <= row_a:
-                    continue  # itself, or a pair of this block met from its other end
-                edge = self._edge(self._phrase_rows[row_a], self._phrase_rows[row_b], pending)
-                self._synonym[edge] = float(similarity[q, c])
-                added += 1
-        return added
+            found.update(zip(chunk, vectors))
+            report("embed", start + len(chunk), len(missing))
+        if not phrases:
+            return np.zeros((0, dimension), dtype=np.float32)
+        return np.stack([found[p] for p in phrases])
 
     # ---- persistence --------------------------------------------------------------
-    def save(self, path: Path) -> None:
-        """Write the graph and its phrase vectors to one ``.npz`` file (atomic replace)."""
+    def save(self, path: Path, progress: GraphProgress | None = None) -> None:
+        """Save to ``path``: append a delta segment when ``path`` holds this graph's
+        previous save (up to :data:`~ppr_graph_files.MAX_DELTAS`), else write a new base.
+
+        See :mod:`gear_agent.expansion.ppr_graph_files` for the files.
+        """
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        edges = np.asarray(list(self._edge_of), dtype=np.int64).reshape(-1, 2)
-        order = np.asarray(list(self._edge_of.values()), dtype=np.int64)
+        report = progress or _no_progress
+        report("save", 0, 1)
+        manifest = None
+        if self._saved_at == path and self._deltas < files.MAX_DELTAS:
+            try:
+                manifest = files.read_manifest(path)
+            except ValueError:
+                manifest = None
+        if manifest is None:
+            self._save_base(path)
+        else:
+            self._save_delta(path, manifest)
+        report("save", 1, 1)
+
+    def _segment(self, vertex_from: int, phrase_from: int, triples: list[str],
+                 edges: _Edges) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         meta = {
-            "format_version": FORMAT_VERSION,
+            "names": self._names[vertex_from:],
+            "is_passage": self._is_passage[vertex_from:],
+            "phrases": self._phrases[phrase_from:],
+            "triple_ids": triples,
+        }
+        return meta, {"vectors": self._vectors[phrase_from:], **edges.arrays()}
+
+    def _save_base(self, path: Path) -> None:
+        for stale in range(1, files.MAX_DELTAS + 2):
+            files.delta_path(path, stale).unlink(missing_ok=True)
+        meta, arrays = self._segment(0, 0, sorted(self._triple_ids), self._edges)
+        checksum = files.write_segment(path, meta, arrays)
+        ann_entry = None
+        if self._ann is not None:
+            ann_file = files.ann_path(path)
+            digest = write_atomically(ann_file, self._ann.save)
+            ann_entry = {"file": ann_file.name, "checksum": digest, "rows": self._ann_rows}
+        files.write_manifest(path, {
             "embedding_model": self.embedding_model,
             "synonym_threshold": self.synonym_threshold,
-            "names": self._names,
-            "is_passage": self._is_passage,
-            "phrases": self._phrases,
-            "triple_ids": sorted(self._triple_ids),
-        }
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with temporary.open("wb") as out:
-            np.savez(
-                out,
-                meta=np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8),
-                vectors=self._vectors,
-                edges=edges,
-                relation=np.asarray(self._relation, dtype=np.float64)[order],
-                synonym=np.asarray(self._synonym, dtype=np.float64)[order],
-                contains=np.asarray(self._contains, dtype=bool)[order],
-            )
-        os.replace(temporary, path)
+            "segments": [{"file": path.name, "checksum": checksum}],
+            "ann": ann_entry,
+        })
+        self._mark_saved(path, deltas=0)
+
+    def _save_delta(self, path: Path, manifest: dict[str, Any]) -> None:
+        vertex_from, phrase_from = self._saved
+        if vertex_from == self.n_vertices and not self._unsaved_triples:
+            return
+        number = len(manifest["segments"])
+        target = files.delta_path(path, number)
+        meta, arrays = self._segment(
+            vertex_from, phrase_from, self._unsaved_triples, _Edges.join(self._unsaved_edges)
+        )
+        checksum = files.write_segment(target, meta, arrays)
+        manifest["segments"].append({"file": target.name, "checksum": checksum})
+        files.write_manifest(path, manifest)
+        self._mark_saved(path, deltas=number)
+
+    def _mark_saved(self, path: Path, deltas: int) -> None:
+        self._saved = (self.n_vertices, self.n_phrases)
+        self._unsaved_triples, self._unsaved_edges = [], []
+        self._saved_at, self._deltas = path, deltas
 
     @classmethod
     def load(cls, path: Path, embedder: Embedder, synonym_threshold: float = 0.8) -> PPRGraph:
         """A graph saved with :meth:`save`; call :meth:`update` to catch up with the store.
 
         Raises:
-            ValueError: The file is not a saved graph, or was built with another embedding
-                model or synonym threshold (build a new one instead).
+            ValueError: The files are missing, fail their checksums, or were built with
+                another embedding model or synonym threshold (build a new one instead).
         """
         path = Path(path)
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                arrays = {name: data[name] for name in data.files}
-            meta = json.loads(arrays["meta"].tobytes().decode("utf-8"))
-        except (OSError, KeyError, ValueError) as exc:
-            raise ValueError(f"{path} is not a saved PPR graph: {exc}") from exc
-        if meta.get("format_version") != FORMAT_VERSION:
-            raise ValueError(
-                f"{path}: graph format {meta.get('format_version')}, expected {FORMAT_VERSION}"
-            )
+        manifest = files.read_manifest(path)
         if (
-            meta["embedding_model"] != embedder.name
-            or meta["synonym_threshold"] != synonym_threshold
+            manifest["embedding_model"] != embedder.name
+            or manifest["synonym_threshold"] != synonym_threshold
         ):
             raise ValueError(
-                f"{path} was built with model {meta['embedding_model']!r} and synonym threshold "
-                f"{meta['synonym_threshold']}; asked for {embedder.name!r} and {synonym_threshold}. "
-                "Delete the file to rebuild it."
+                f"{path} was built with model {manifest['embedding_model']!r} and synonym "
+                f"threshold {manifest['synonym_threshold']}; asked for {embedder.name!r} and "
+                f"{synonym_threshold}. Delete the file to rebuild it."
             )
         graph = cls(embedder, synonym_threshold)
-        graph._restore(meta, arrays)
-        return graph
-
-    def _restore(self, meta: dict, arrays: dict[str, np.ndarray]) -> None:
-        self._names = list(meta["names"])
-        self._is_passage = [bool(x) for x in meta["is_passage"]]
-        self._phrases = list(meta["phrases"])
-        self._triple_ids = set(meta["triple_ids"])
-        for vertex, (name, passage) in enumerate(zip(self._names, self._is_passage)):
-            (self._passage_vertex if passage else self._phrase_vertex)[name] = vertex
-        self._phrase_rows = [self._phrase_vertex[p] for p in self._phrases]
-        self._vectors = np.asarray(arrays["vectors"], dtype=np.float32)
-        self._eligible = np.fromiter(
-            (synonym_eligible(p) for p in self._phrases), bool, len(self._phrases)
+        vectors, edges = [graph._vectors], []
+        for entry in manifest["segments"]:
+            meta, arrays = files.read_segment(path.with_name(entry["file"]), entry["checksum"])
+            first = len(graph._names)
+            graph._names.extend(meta["names"])
+            graph._is_passage.extend(bool(x) for x in meta["is_passage"])
+            for offset, (name, passage) in enumerate(zip(meta["names"], meta["is_passage"])):
+                (graph._passage_vertex if passage else graph._phrase_vertex)[name] = first + offset
+            graph._phrases.extend(meta["phrases"])
+            graph._triple_ids.update(meta["triple_ids"])
+            vectors.append(np.asarray(arrays["vectors"], dtype=np.float32))
+            edges.append(_Edges(arrays["keys"], arrays["relation"], arrays["synonym"],
+                                arrays["contains"]))
+        graph._phrase_rows = [graph._phrase_vertex[p] for p in graph._phrases]
+        graph._vectors = np.vstack(vectors)
+        graph._eligible = np.fromiter(
+            (synonym_eligible(p) for p in graph._phrases), bool, len(graph._phrases)
         )
-        edges = [tuple(map(int, pair)) for pair in arrays["edges"]]
-        self._edge_of = {pair: e for e, pair in enumerate(edges)}
-        self._relation = arrays["relation"].tolist()
-        self._synonym = arrays["synonym"].tolist()
-        self._contains = arrays["contains"].tolist()
-        for (a, b), contains in zip(edges, self._contains):
-            if contains:
-                phrase = b if self._is_passage[a] else a
-                self._specificity[phrase] = self._specificity.get(phrase, 0) + 1
-        self._transition = None
-        self.graph = ig.Graph(n=len(self._names), edges=edges, directed=False)
-        self.graph.vs["name"] = self._names
-        self.graph.es["weight"] = [self._weight(e) for e in range(len(edges))]
-
-
-def _pair(a: int, b: int) -> tuple[int, int]:
-    return (a, b) if a < b else (b, a)
+        graph._edges = _Edges.join(edges)
+        ann = manifest.get("ann")
+        if files.ann_is_valid(path, ann):
+            try:
+                graph._ann = PhraseANN.restore(path.with_name(ann["file"]), embedder.dimension)
+                graph._ann_rows = int(ann["rows"])
+            except (ValueError, RuntimeError, OSError) as exc:
+                logger.warning("rebuilding the phrase ANN of %s: %s", path, exc)
+        graph._mark_saved(path, deltas=len(manifest["segments"]) - 1)
+        return graph
 
 
 def load_or_build(
@@ -478,25 +707,27 @@ def load_or_build(
     path: Path | None = None,
     *,
     graph: PPRGraph | None = None,
+    progress: GraphProgress | None = None,
 ) -> PPRGraph:
     """The PPR graph of ``store``, brought up to date: ``graph``, else the one saved at
-    ``path``, else a new one; written back to ``path`` when it changed.
+    ``path``, else a new one; saved to ``path`` when it changed (a delta segment when the
+    file holds its previous save).
 
-    A file that cannot be read or was built with another model or threshold is rebuilt
-    (with a warning); a file that cannot be written is left as it is (with a warning),
-    since it is only a cache.
+    A file that cannot be read, fails its checksum, or was built with another model or
+    threshold is rebuilt (with a warning); a file that cannot be written is left as it is
+    (with a warning), since it is only a cache.
     """
-    if graph is None and path is not None and Path(path).is_file():
+    if graph is None and path is not None and files.manifest_path(Path(path)).is_file():
         try:
             graph = PPRGraph.load(path, embedder, synonym_threshold)
         except ValueError as exc:
             logger.warning("rebuilding the PPR graph: %s", exc)
     if graph is None:
         graph = PPRGraph(embedder, synonym_threshold)
-    stats = graph.update(store)
+    stats = graph.update(store, progress)
     if path is not None and (stats != UpdateStats() or not Path(path).is_file()):
         try:
-            graph.save(path)
+            graph.save(path, progress)
         except OSError as exc:
             logger.warning("could not cache the PPR graph at %s: %s", path, exc)
     return graph

@@ -62,11 +62,13 @@ def dump_parts(parts: list[PartInfo]) -> str:
     return json.dumps([asdict(p) for p in parts])
 
 
-def _threads() -> int:
+def threads() -> int:
+    """Threads for usearch's batch add and search."""
     return max(1, min(os.cpu_count() or 1, 8))
 
 
-def _new_index(dimension: int):  # noqa: ANN202 - usearch.index.Index
+def new_index(dimension: int):  # noqa: ANN201 - usearch.index.Index
+    """An empty HNSW index with the store's settings (inner product, int8)."""
     from usearch.index import Index
 
     return Index(ndim=dimension, metric="ip", dtype="i8", connectivity=CONNECTIVITY,
@@ -75,12 +77,12 @@ def _new_index(dimension: int):  # noqa: ANN202 - usearch.index.Index
 
 def build_part(root: Path, collection: str, vectors: np.ndarray, start: int, stop: int) -> PartInfo:
     """Build and save the part over rows ``start..stop`` of ``vectors`` (a row-indexed view)."""
-    index = _new_index(vectors.shape[1])
+    index = new_index(vectors.shape[1])
     step = 65_536
     for lo in range(start, stop, step):
         hi = min(stop, lo + step)
         index.add(np.arange(lo, hi, dtype=np.uint64), np.ascontiguousarray(vectors[lo:hi]),
-                  threads=_threads())
+                  threads=threads())
     name = f"{collection}-{start}-{stop}{SUFFIX}"
     checksum = write_atomically(root / name, lambda path: index.save(str(path)))
     return PartInfo(name, start, stop, checksum)

@@ -183,3 +183,49 @@ def test_naive_ge_passages_carry_the_chain_that_reached_them(graph_store):
 def test_unknown_scorer_is_rejected_with_the_valid_names():
     with pytest.raises(ValueError, match="sum, concat"):
         BeamSettings(scorer="max")
+
+
+def _chain_store(tmp_path, embedder):
+    store = EmbeddedStore.open(tmp_path / "ix", embedder)
+    facts = [("Paris", "capital of", "France"), ("France", "member of", "European Union"),
+             ("Paris", "twinned with", "Rome"), ("Rome", "capital of", "Italy"),
+             ("France", "borders", "Spain"), ("Rome", "hosts", "Vatican")]
+    for s, p, o in facts:
+        passage = Passage(passage_id(s, f"{s} {p} {o}."), s, f"{s} {p} {o}.")
+        store.add_passages([passage])
+        store.add_triples([Triple(triple_id(passage.id, s, p, o), s, p, o, passage.id)])
+    return store
+
+
+def test_rerank_with_every_candidate_is_concat_and_encodes_once_per_step(tmp_path):
+    embedder = CountingEmbedder()  # records its calls
+    store = _chain_store(tmp_path, embedder)
+    query = embedder.embed_one("which union is the capital of France in")
+    start = [t.id for t in store.iter_triples()][:2]
+    concat = TripleBeamSearch(
+        store, embedder, BeamSettings(width=3, length=3, scorer="concat", diverse=False)
+    ).run(query, start)
+    embedder.calls.clear()
+    search = TripleBeamSearch(
+        store, embedder, BeamSettings(width=3, length=3, scorer="rerank", rerank=100, diverse=False)
+    )
+    rerank = search.run(query, start)
+    assert [b.triples for b in rerank] == [b.triples for b in concat]
+    assert [b.score for b in rerank] == pytest.approx([b.score for b in concat], abs=1e-6)
+    assert len(embedder.calls) == 2  # steps 2 and 3; step 1 uses the stored vectors
+    embedder.calls.clear()
+    search.run(query, start)
+    assert embedder.calls == []  # every sequence text is cached
+
+
+def test_rerank_rescores_only_the_best_few_by_sum(tmp_path):
+    embedder = CountingEmbedder()  # records its calls
+    store = _chain_store(tmp_path, embedder)
+    query = embedder.embed_one("Paris")
+    start = [t.id for t in store.iter_triples()][:1]
+    embedder.calls.clear()
+    beams = TripleBeamSearch(
+        store, embedder, BeamSettings(width=4, length=2, scorer="rerank", rerank=1)
+    ).run(query, start)
+    assert embedder.calls == [1]  # one beam, its best candidate by sum
+    assert len(beams) == 1 and len(beams[0].triples) == 2

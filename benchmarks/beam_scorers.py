@@ -1,0 +1,99 @@
+"""The beam search's sequence scorers on the MuSiQue dev questions: recall, cost, and where it goes.
+
+For ``hybrid+naive_ge`` with each scorer (``sum``, ``concat``, ``rerank`` with several
+``beam_rerank`` values), in one process over the index ``gear eval`` builds: Recall@5/10/15,
+median ms per question, texts encoded per question, and the share of the time spent inside
+the encoder (the profile of the cost)::
+
+    OMP_NUM_THREADS=1 python benchmarks/beam_scorers.py --index .gear/eval/corpus-ba1b15c0b85f
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data" / "musique_dev"
+
+
+class TimedEmbedder:
+    """Passes calls to an embedder, adding up seconds and texts."""
+
+    def __init__(self, inner) -> None:  # noqa: ANN001
+        self.inner, self.name = inner, inner.name
+        self.seconds, self.texts = 0.0, 0
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        start = time.perf_counter()
+        try:
+            return self.inner.embed(texts)
+        finally:
+            self.seconds += time.perf_counter() - start
+            self.texts += len(texts)
+
+    def embed_one(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--index", type=Path, default=Path(".gear/eval/corpus-ba1b15c0b85f"))
+    parser.add_argument("--questions", type=Path, default=SHARED / "questions.json")
+    parser.add_argument("--variants", default="sum,rerank:1,rerank:2,rerank:3,rerank:5,concat")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    args = parser.parse_args()
+
+    from gear_agent.config import GearSettings
+    from gear_agent.embedding import make_embedder
+    from gear_agent.evaluation.dataset import load_questions
+    from gear_agent.evaluation.metrics import recall_at_k
+    from gear_agent.expansion.beam import TripleBeamSearch
+    from gear_agent.expansion.naive_ge import NaiveGERetriever
+    from gear_agent.retrieval.search import BaseRetriever, QueryEncoder
+    from gear_agent.runtime import Runtime
+    from gear_agent.store import open_store
+
+    settings = GearSettings(index_dir=args.index, bm25_tokenizer="word")
+    embedder = make_embedder(settings)
+    store = open_store(settings, embedder, create=False)
+    questions = load_questions(args.questions)[: args.limit]
+    encode = QueryEncoder(embedder)
+    for q in questions:
+        encode(q.question)
+    print(f"{len(questions)} questions, hybrid+naive_ge, {embedder.name}, "
+          f"width {settings.beam_width}, length {settings.beam_length}\n")
+    print("| scorer | R@5 | R@10 | R@15 | p50 ms/question | texts encoded/question | in the encoder |")
+    print("|---|---|---|---|---|---|---|")
+    for variant in args.variants.split(","):
+        scorer, _, rerank = variant.partition(":")
+        s = settings.model_copy(update={"beam_scorer": scorer, "beam_rerank": int(rerank or 3)})
+        timed = TimedEmbedder(embedder)
+        runtime = Runtime(s, embedder, store, encode)
+        base = BaseRetriever(store, encode, "hybrid", s.rrf_k)
+        beam = TripleBeamSearch(store, timed, runtime.beam_settings())  # type: ignore[arg-type]
+        retriever = NaiveGERetriever(base, beam, encode, s.base_k, s.rrf_k)
+        times, recalls = [], {k: [] for k in (5, 10, 15)}
+        for q in questions:
+            start = time.perf_counter()
+            ranked = [p.id for p in retriever.retrieve(q.question, 15)]
+            times.append(1000 * (time.perf_counter() - start))
+            for k in recalls:
+                recalls[k].append(recall_at_k(ranked, q.gold, k))
+        total = sum(times) / 1000
+        print(f"| {variant} | {100 * np.mean(recalls[5]):.1f} | {100 * np.mean(recalls[10]):.1f} "
+              f"| {100 * np.mean(recalls[15]):.1f} | {statistics.median(times):.1f} "
+              f"| {timed.texts / len(questions):.0f} | {100 * timed.seconds / total:.1f}% |")
+
+
+if __name__ == "__main__":
+    main()
