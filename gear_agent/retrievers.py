@@ -99,7 +99,7 @@ def _ppr(runtime: Runtime, llm: LLMClient | None) -> Retriever:
 def _hipporag(runtime: Runtime, llm: LLMClient | None) -> Retriever:
     from gear_agent.expansion.hipporag import HippoRAGRetriever
 
-    return HippoRAGRetriever(runtime.ppr_retriever(), runtime.settings)
+    return HippoRAGRetriever(runtime.ppr_retriever())
 
 
 def _ppr_filter(runtime: Runtime, llm: LLMClient | None) -> Retriever:
@@ -109,7 +109,8 @@ def _ppr_filter(runtime: Runtime, llm: LLMClient | None) -> Retriever:
     settings = runtime.settings
     llm_filter = make_llm_filter(_client(runtime, llm), prompts_dir=settings.prompts_dir)
     graph = runtime.ppr_retriever().graph
-    filtered = PPRRetriever(runtime.store, runtime.encode, settings, llm_filter, graph=graph)
+    ppr_settings = runtime.ppr_retriever().settings
+    filtered = PPRRetriever(runtime.store, runtime.encode, ppr_settings, llm_filter, graph=graph)
     filtered.name = "ppr+filter"
     return filtered
 

@@ -40,8 +40,9 @@ class Runtime:
         """One PPR retriever per runtime, so its graph is built (or loaded) once."""
         if self._ppr is None:
             from gear_agent.expansion.ppr import PPRRetriever
+            from gear_agent.expansion.ppr_settings import PPRSettings
 
-            self._ppr = PPRRetriever(self.store, self.encode, self.settings)
+            self._ppr = PPRRetriever(self.store, self.encode, PPRSettings.from_gear(self.settings))
         return self._ppr
 
     def beam_settings(self) -> BeamSettings:

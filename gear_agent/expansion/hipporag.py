@@ -31,6 +31,7 @@ from scipy import sparse
 from gear_agent.expansion.ppr import sparse_personalized_pagerank
 from gear_agent.expansion.ppr_graph import PPRGraph
 from gear_agent.expansion.ppr_push import push_personalized_pagerank
+from gear_agent.expansion.ppr_settings import PPRSettings
 from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
 from gear_agent.retrieval.filtering import keep_top_passing
@@ -95,8 +96,8 @@ class HippoRAGRetriever(Retriever):
 
     Args:
         ppr: The ``ppr`` retriever whose store, encoder and graph it uses.
-        settings: Reads ``hipporag_seed_phrases``, ``hipporag_damping``, ``ppr_method`` and
-            ``ppr_tolerance``.
+        settings: :class:`~gear_agent.expansion.ppr_settings.PPRSettings` (its
+            ``hipporag_*`` fields, ``method`` and ``tolerance``); the ``ppr`` retriever's when None.
 
     Example:
         >>> HippoRAGRetriever(runtime.ppr_retriever(), settings).retrieve("Who ...?", 5)  # doctest: +SKIP
@@ -104,8 +105,8 @@ class HippoRAGRetriever(Retriever):
 
     name = "hipporag"
 
-    def __init__(self, ppr: PPRRetriever, settings: GearSettings) -> None:
-        self.ppr, self.settings = ppr, settings
+    def __init__(self, ppr: PPRRetriever, settings: PPRSettings | GearSettings | None = None) -> None:
+        self.ppr, self.settings = ppr, PPRSettings.of(settings if settings is not None else ppr.settings)
 
     def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
         check_request(query, k)
@@ -122,7 +123,7 @@ class HippoRAGRetriever(Retriever):
             return [RankedPassage(h.id, h.score) for h in hits]
         mass = query_node_mass(graph, seeds, cosines)
         passages, scores = hipporag_scores(
-            graph, seeds, mass, s.hipporag_damping, s.ppr_method, s.ppr_tolerance
+            graph, seeds, mass, s.hipporag_damping, s.method, s.tolerance
         )
         order = np.lexsort((passages, -scores))[:k]
         ranked = [RankedPassage(graph.vertex_name(int(passages[i])), float(scores[i]))

@@ -42,6 +42,7 @@ from scipy import sparse
 
 from gear_agent.expansion.ppr_graph import GraphProgress, PPRGraph, load_or_build
 from gear_agent.expansion.ppr_push import push_personalized_pagerank
+from gear_agent.expansion.ppr_settings import PPRSettings
 from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
 from gear_agent.retrieval.filtering import keep_top_passing
@@ -453,11 +454,11 @@ class PPRRetriever(Retriever):
     Args:
         store: The index.
         encode: The query encoder; its embedder also embeds the graph's phrases.
-        settings: Reads ``ppr_damping``, ``ppr_passage_weight``, ``ppr_seed_triples`` and
-            ``ppr_synonym_threshold``; defaults when None.
+        settings: :class:`~gear_agent.expansion.ppr_settings.PPRSettings` (a
+            ``GearSettings`` is converted); defaults when None.
         filter_fn: Recognition memory on the seed triples (e.g.
             :func:`gear_agent.expansion.ppr_filter.make_llm_filter`); none when None.
-            ``settings.ppr_filter`` is for the caller that builds it.
+            ``GearSettings.ppr_filter`` is for the caller that builds it.
         graph: A ready graph; built or loaded when None.
         graph_path: Where the graph is cached; ``"auto"`` means ``ppr-graph.npz`` in an
             embedded index's folder (no cache for other backends); None, no cache.
@@ -473,17 +474,14 @@ class PPRRetriever(Retriever):
         self,
         store: Store,
         encode: QueryEncoder,
-        settings: GearSettings | None = None,
+        settings: PPRSettings | GearSettings | None = None,
         filter_fn: FilterFn | None = None,
         *,
         graph: PPRGraph | None = None,
         graph_path: Path | str | None = "auto",
     ) -> None:
-        if settings is None:
-            from gear_agent.config import GearSettings
-
-            settings = GearSettings()
-        self.store, self.encode, self.settings, self.filter_fn = store, encode, settings, filter_fn
+        self.settings = PPRSettings.of(settings)
+        self.store, self.encode, self.filter_fn = store, encode, filter_fn
         self.graph_path = _graph_path(store) if graph_path == "auto" else graph_path
         self._graph = graph
         self.progress: GraphProgress | None = None
@@ -499,7 +497,7 @@ class PPRRetriever(Retriever):
             self.store.count("triple"),
         ):
             path = None if self.graph_path is None else Path(self.graph_path)
-            threshold = self.settings.ppr_synonym_threshold
+            threshold = self.settings.synonym_threshold
             self._graph = load_or_build(
                 self.store, self.encode.embedder, threshold, path, graph=graph,
                 progress=self.progress,
@@ -526,13 +524,13 @@ class PPRRetriever(Retriever):
             self.encode(query),
             seed_triple_ids,
             k,
-            damping=s.ppr_damping,
-            passage_weight=s.ppr_passage_weight,
-            seed_triples=s.ppr_seed_triples,
+            damping=s.damping,
+            passage_weight=s.passage_weight,
+            seed_triples=s.seed_triples,
             filter_fn=self.filter_fn,
-            method=s.ppr_method,
-            tolerance=s.ppr_tolerance,
-            dense_passages=s.ppr_dense_passages,
+            method=s.method,
+            tolerance=s.tolerance,
+            dense_passages=s.dense_passages,
         )
 
 
