@@ -263,13 +263,26 @@ def measure(size: int, args: argparse.Namespace, work: Path) -> dict[str, Any]:
     queries_file.write_text(json.dumps(make_queries(openie, args.queries)), encoding="utf-8")
     index = work / f"index-{size}"
     row: dict[str, Any] = {"size": size}
-    row["build"] = run_phase("build", index=index, corpus=corpus, openie=openie,
-                             embedder=args.embedder, path=args.path)
-    row["size_bytes"] = folder_bytes(index)
-    row["query"] = run_phase("query", index=index, embedder=args.embedder, queries_file=queries_file,
-                             retrievers=args.retrievers, recall_queries=args.recall_queries)
-    row["add"] = run_phase("add", index=index, corpus=extra_corpus, openie=extra_openie,
-                           embedder=args.embedder, path=args.path)
+
+    def phase(name: str, **options: Any) -> dict[str, Any]:
+        """Run a phase, or with ``--reuse`` take its saved result from an earlier run."""
+        saved = work / f"{name}-{size}.json"
+        if args.reuse and name in args.reuse.split(",") and saved.exists():
+            return json.loads(saved.read_text(encoding="utf-8"))
+        result = run_phase(name, **options)
+        saved.write_text(json.dumps(result), encoding="utf-8")
+        return result
+
+    row["build"] = phase("build", index=index, corpus=corpus, openie=openie,
+                         embedder=args.embedder, path=args.path)
+    size_file = work / f"size-{size}.json"
+    if not (args.reuse and "build" in args.reuse.split(",") and size_file.exists()):
+        size_file.write_text(json.dumps(folder_bytes(index)), encoding="utf-8")
+    row["size_bytes"] = json.loads(size_file.read_text(encoding="utf-8"))
+    row["query"] = phase("query", index=index, embedder=args.embedder, queries_file=queries_file,
+                         retrievers=args.retrievers, recall_queries=args.recall_queries)
+    row["add"] = phase("add", index=index, corpus=extra_corpus, openie=extra_openie,
+                       embedder=args.embedder, path=args.path)
     return row
 
 
@@ -360,6 +373,9 @@ def main() -> None:
     parser.add_argument("--recall-queries", type=int, default=50)
     parser.add_argument("--work", type=Path, default=None, help="Keep the data and indexes here.")
     parser.add_argument("--json", type=Path, default=None, help="Also write the rows here.")
+    parser.add_argument("--reuse", default="",
+                        help="Phases (build,query,add) whose saved results in --work to reuse: e.g. "
+                             "`--reuse build,add` measures queries again on the index built before.")
     parser.add_argument("--encoder-rate", action="store_true", help="Measure the real encoder.")
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
     parser.add_argument("--musique", action="store_true",
