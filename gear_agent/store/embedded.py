@@ -22,7 +22,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -136,6 +136,7 @@ class EmbeddedStore(Store):
         self._row_of: dict[str, dict[str, int]] = {c: {} for c in COLLECTIONS}
         self._ends: dict[int, tuple[int, int]] = {}
         self._entity_rows: dict[int, np.ndarray] = {}
+        self._passage_triples: dict[str, list[str]] = {}
         self._checked_at = 0.0
         if not self._has_schema():
             self._db.executescript(f"BEGIN IMMEDIATE;{edb.SCHEMA}COMMIT;")
@@ -230,6 +231,7 @@ class EmbeddedStore(Store):
             return
         self._version = version
         self._entity_rows.clear()
+        self._passage_triples.clear()
         meta = dict(self._db.execute("SELECT key, value FROM meta WHERE key LIKE 'rows:%' OR key LIKE "
                                      "'count:%' OR key LIKE 'ann:%'").fetchall())
         for c in COLLECTIONS:
@@ -721,10 +723,28 @@ class EmbeddedStore(Store):
 
     def triples_of_passage(self, passage_id: str) -> list[str]:
         with self._mutex:
-            return [tid for (tid,) in self._db.execute(
-                "SELECT t.id FROM triples t JOIN passages p ON p.row = t.passage_row WHERE p.id = ? ORDER BY t.row",
-                (passage_id,),
-            )]
+            self._sync()
+            cached = self._passage_triples.get(passage_id)
+            if cached is not None and not self._db.in_transaction:
+                return list(cached)
+            found = self._db.execute(
+                "SELECT t.row, t.id, t.head, t.tail FROM triples t JOIN passages p ON p.row = t.passage_row "
+                "WHERE p.id = ? ORDER BY t.row", (passage_id,),
+            ).fetchall()
+            ids = [tid for _, tid, _, _ in found]
+            if not self._db.in_transaction:  # what a walk from these triples asks next: rows, ends
+                self._remember("triple", [(tid, row) for row, tid, _, _ in found])
+                self._remember_ends((row, head, tail) for row, _, head, tail in found)
+                if len(self._passage_triples) > 100_000:
+                    self._passage_triples.clear()
+                self._passage_triples[passage_id] = ids
+            return list(ids)
+
+    def _remember_ends(self, rows: Iterable[tuple[int, int, int]]) -> None:
+        if len(self._ends) > 400_000:
+            self._ends.clear()
+        for row, head, tail in rows:
+            self._ends[row] = (head, tail)
 
     def neighbours(self, triple_id: str, query_vector: np.ndarray | None = None, limit: int = 100) -> list[str]:
         with self._mutex:
@@ -736,11 +756,11 @@ class EmbeddedStore(Store):
                 if found is None:
                     return []
                 row, ends = found[0], (found[1], found[2])
-                self._ends[row] = ends
+                self._remember_ends([(row, *ends)])
                 self._remember("triple", [(triple_id, row)])
             if limit <= 0:
                 return []
-            rows = np.unique(np.concatenate([self._triples_of_entity(e) for e in set(ends)]))
+            rows = self._triples_of_entities(sorted(set(ends)))
             rows = rows[rows != row]
             if query_vector is not None and len(rows):
                 matrix = self._vectors["triple"].view(self._rows["triple"])
@@ -750,17 +770,22 @@ class EmbeddedStore(Store):
                 rows = rows[:limit]
             return self._ids_of_rows("triple", rows)
 
-    def _triples_of_entity(self, entity: int) -> np.ndarray:
-        rows = self._entity_rows.get(entity)
-        if rows is None:
-            rows = np.fromiter((r for (r,) in self._db.execute(
-                "SELECT row FROM triples WHERE head = ? UNION SELECT row FROM triples WHERE tail = ?",
-                (entity, entity),
-            )), dtype=np.int64)
+    def _triples_of_entities(self, entities: Sequence[int]) -> np.ndarray:
+        """Rows of the triples with any of ``entities`` as head or tail (one query for the
+        entities not cached yet; cached per entity until the next commit)."""
+        missing = [e for e in entities if e not in self._entity_rows]
+        if missing:
+            marks = ",".join("?" * len(missing))
+            pairs = np.fromiter((v for pair in self._db.execute(
+                f"SELECT head, row FROM triples WHERE head IN ({marks}) "
+                f"UNION ALL SELECT tail, row FROM triples WHERE tail IN ({marks})", [*missing, *missing],
+            ) for v in pair), dtype=np.int64).reshape(-1, 2)
             if len(self._entity_rows) > 100_000:
                 self._entity_rows.clear()
-            self._entity_rows[entity] = rows
-        return rows
+            for entity in missing:
+                self._entity_rows[entity] = np.unique(pairs[pairs[:, 0] == entity, 1])
+        found = [self._entity_rows[e] for e in entities]
+        return found[0] if len(found) == 1 else np.unique(np.concatenate(found))
 
     def unextracted_passages(self) -> list[Passage]:
         with self._mutex:
