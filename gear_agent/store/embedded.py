@@ -445,9 +445,12 @@ class EmbeddedStore(Store):
         for chunk in _chunks(unique):
             marks = ",".join("?" * len(chunk))
             found.update(self._db.execute(f"SELECT name, id FROM entities WHERE name IN ({marks})", list(chunk)))
-        for name in unique:
-            if name not in found:
-                found[name] = int(self._db.execute("INSERT INTO entities(name) VALUES (?)", (name,)).lastrowid or 0)
+        new = [name for name in unique if name not in found]
+        if new:  # one statement for the batch, then their ids (assigned in this order)
+            self._db.executemany("INSERT INTO entities(name) VALUES (?)", [(name,) for name in new])
+            for chunk in _chunks(new):
+                marks = ",".join("?" * len(chunk))
+                found.update(self._db.execute(f"SELECT name, id FROM entities WHERE name IN ({marks})", list(chunk)))
         return found
 
     def _insert_triples(self, new: list[Triple], vectors: np.ndarray, passage_rows: dict[str, int]) -> None:

@@ -124,9 +124,7 @@ class Postings:
         self._length_key = f"bm25:{collection}:{tokenizer}:length"
 
     # ---- writes (inside the caller's transaction) -----------------------------------
-    def _term_ids(self, terms: Iterable[str]) -> dict[str, int]:
-        terms = list(terms)
-        found: dict[str, int] = {}
+    def _lookup(self, terms: Sequence[str], found: dict[str, int]) -> None:
         for start in range(0, len(terms), _CHUNK):
             chunk = terms[start : start + _CHUNK]
             marks = ",".join("?" * len(chunk))
@@ -135,13 +133,18 @@ class Postings:
                 (self.collection, self.tokenizer, *chunk),
             ):
                 found[term] = tid
-        for term in terms:
-            if term not in found:
-                cursor = self.db.execute(
-                    "INSERT INTO terms(collection, tokenizer, term, df) VALUES (?, ?, ?, 0)",
-                    (self.collection, self.tokenizer, term),
-                )
-                found[term] = int(cursor.lastrowid or 0)
+
+    def _term_ids(self, terms: Iterable[str]) -> dict[str, int]:
+        terms = list(terms)
+        found: dict[str, int] = {}
+        self._lookup(terms, found)
+        new = [term for term in terms if term not in found]
+        if new:  # one statement for the batch, then their ids (assigned in this order)
+            self.db.executemany(
+                "INSERT INTO terms(collection, tokenizer, term, df) VALUES (?, ?, ?, 0)",
+                [(self.collection, self.tokenizer, term) for term in new],
+            )
+            self._lookup(new, found)
         return found
 
     def _stats_add(self, docs: int, length: int) -> None:
