@@ -61,6 +61,13 @@ def rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process so far, all its threads (load-independent,
+    unlike wall time on a shared machine)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def folder_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
 
@@ -122,14 +129,14 @@ def phase_build(args: argparse.Namespace) -> dict[str, Any]:
 
     s = settings(args.index, args.embedder)
     embedder = make_embedder(s)
-    written = io_written()
+    written, cpu = io_written(), cpu_seconds()
     started = time.perf_counter()
     store = open_store(s, embedder, create=True)
     build_index(store, args.corpus, args.openie, args.path)
     seconds = time.perf_counter() - started
     counts = {"passages": store.count("passage"), "triples": store.count("triple")}
     store.close()
-    return {"seconds": seconds, "written": io_written() - written, **counts}
+    return {"seconds": seconds, "cpu_s": cpu_seconds() - cpu, "written": io_written() - written, **counts}
 
 
 def phase_add(args: argparse.Namespace) -> dict[str, Any]:
@@ -140,13 +147,13 @@ def phase_add(args: argparse.Namespace) -> dict[str, Any]:
     embedder = make_embedder(s)
     store = open_store(s, embedder, create=False)
     before = store.count("passage")
-    written = io_written()
+    written, cpu = io_written(), cpu_seconds()
     started = time.perf_counter()
     build_index(store, args.corpus, args.openie, args.path)
     seconds = time.perf_counter() - started
     added = store.count("passage") - before
     store.close()  # counted before closing
-    return {"seconds": seconds, "written": io_written() - written, "added": added}
+    return {"seconds": seconds, "cpu_s": cpu_seconds() - cpu, "written": io_written() - written, "added": added}
 
 
 def phase_query(args: argparse.Namespace) -> dict[str, Any]:
@@ -286,8 +293,13 @@ def measure(size: int, args: argparse.Namespace, work: Path) -> dict[str, Any]:
     return row
 
 
+def _seconds(phase: dict[str, Any]) -> str:
+    cpu = phase.get("cpu_s")
+    return f"{phase['seconds']:.1f}" + ("" if cpu is None else f" ({cpu:.0f})")
+
+
 def print_table(rows: list[dict[str, Any]], retrievers: list[str]) -> None:
-    head = ["passages / triples", "build s", "written / size", "size MB", "add 1k s",
+    head = ["passages / triples", "build s (CPU s)", "written / size", "size MB", "add 1k s (CPU s)",
             "open s", "RSS MiB"]
     head += [f"{r} p50/p99 ms" for r in retrievers] + ["ANN recall@10 p/t"]
     print("| " + " | ".join(head) + " |")
@@ -295,9 +307,9 @@ def print_table(rows: list[dict[str, Any]], retrievers: list[str]) -> None:
     for row in rows:
         b, q, a = row["build"], row["query"], row["add"]
         cells = [
-            f"{b['passages']:,} / {b['triples']:,}", f"{b['seconds']:.1f}",
+            f"{b['passages']:,} / {b['triples']:,}", _seconds(b),
             f"{b['written'] / max(row['size_bytes'], 1):.1f}", f"{row['size_bytes'] / 1e6:.0f}",
-            f"{a['seconds']:.1f}", f"{q['open_s']:.2f}", f"{q['rss_mib']:.0f}",
+            _seconds(a), f"{q['open_s']:.2f}", f"{q['rss_mib']:.0f}",
         ]
         for name in retrievers:
             lat = q["latency"].get(name)
