@@ -120,6 +120,7 @@ class Postings:
     ) -> None:
         self.db, self.collection, self.tokenizer, self.tokenize = db, collection, tokenizer, tokenize
         self._segments: dict[int, Segment] = {}
+        self._norms: dict[int, tuple[float, np.ndarray]] = {}
         self._docs_key = f"bm25:{collection}:{tokenizer}:docs"
         self._length_key = f"bm25:{collection}:{tokenizer}:length"
 
@@ -240,15 +241,35 @@ class Postings:
             segment = self._segments[sid] = Segment.from_blobs(blobs)
         return segment
 
-    def segments(self) -> list[Segment]:
-        """The live segments, loaded once and kept while they exist."""
+    def _live_ids(self) -> list[int]:
         ids = [sid for (sid,) in self.db.execute(
             "SELECT id FROM segments WHERE collection=? AND tokenizer=? ORDER BY id",
             (self.collection, self.tokenizer),
         )]
         for gone in set(self._segments) - set(ids):
             del self._segments[gone]
-        return [self._load(sid) for sid in ids]
+        for gone in set(self._norms) - set(ids):
+            del self._norms[gone]
+        return ids
+
+    def segments(self) -> list[Segment]:
+        """The live segments, loaded once and kept while they exist."""
+        return [self._load(sid) for sid in self._live_ids()]
+
+    def _norm(self, sid: int, segment: Segment, avg_len: float) -> np.ndarray:
+        """``tf / (tf + k1 (1 - b + b dl / avgdl))`` of every posting of a segment, float64.
+
+        Kept per segment while the average length stays the same (until a commit changes
+        it), so a query multiplies slices of it by the idf instead of recomputing it for
+        every posting of common terms: the same float64 operations, the same scores."""
+        cached = self._norms.get(sid)
+        if cached is not None and cached[0] == avg_len:
+            return cached[1]
+        tf = segment.tfs.astype(np.float64)
+        dl = segment.lens.astype(np.float64)
+        norm = tf / (tf + K1 * (1.0 - B + B * dl / max(avg_len, 1e-9)))
+        self._norms[sid] = (avg_len, norm)
+        return norm
 
     def stats(self) -> tuple[int, float]:
         """Live documents and their total length."""
@@ -288,18 +309,22 @@ class Postings:
             return scores
         wanted = np.asarray(sorted(found), dtype=np.int64)
         all_rows, all_weights = [], []
-        for segment in self.segments():
+        for sid in self._live_ids():
+            segment = self._load(sid)
+            if len(segment.term_ids) == 0:
+                continue
             positions = np.searchsorted(segment.term_ids, wanted)
             positions = np.minimum(positions, len(segment.term_ids) - 1)
+            norm = None
             for tid, pos in zip(wanted, positions):
-                if len(segment.term_ids) == 0 or segment.term_ids[pos] != tid:
+                if segment.term_ids[pos] != tid:
                     continue
+                if norm is None:
+                    norm = self._norm(sid, segment, avg_len)
                 lo, hi = segment.offsets[pos], segment.offsets[pos + 1]
                 boost, idf = found[int(tid)]
-                tf = segment.tfs[lo:hi].astype(np.float64)
-                dl = segment.lens[lo:hi].astype(np.float64)
                 all_rows.append(segment.rows[lo:hi])
-                all_weights.append(boost * idf * (tf / (tf + K1 * (1.0 - B + B * dl / max(avg_len, 1e-9)))))
+                all_weights.append(boost * idf * norm[lo:hi])
         if not all_rows:
             return scores
         rows = np.concatenate(all_rows)
