@@ -779,10 +779,10 @@ class EmbeddedStore(Store):
         missing = [e for e in entities if e not in self._entity_rows]
         if missing:
             marks = ",".join("?" * len(missing))
-            pairs = np.fromiter((v for pair in self._db.execute(
+            pairs = np.array(self._db.execute(
                 f"SELECT head, row FROM triples WHERE head IN ({marks}) "
                 f"UNION ALL SELECT tail, row FROM triples WHERE tail IN ({marks})", [*missing, *missing],
-            ) for v in pair), dtype=np.int64).reshape(-1, 2)
+            ).fetchall(), dtype=np.int64).reshape(-1, 2)
             if len(self._entity_rows) > 100_000:
                 self._entity_rows.clear()
             for entity in missing:
