@@ -118,6 +118,7 @@ class EmbeddedStore(Store):
         self.embedding_model = embedder.name
         self.dimension = int(embedder.dimension)
         self._db = edb.connect(self.root / edb.DB_FILE, timeout_s=lock_timeout_s)
+        self._lock_timeout_s = lock_timeout_s
         self._mutex = threading.RLock()
         self._tx_depth = 0
         self._version: int | None = None
@@ -560,6 +561,12 @@ class EmbeddedStore(Store):
             update_ann(self)
         with self.transaction():
             remove_superseded(self)
+        with self._mutex:  # fold the WAL into the database file; skipped while readers hold it
+            self._db.execute("PRAGMA busy_timeout=200")
+            try:
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            finally:
+                self._db.execute(f"PRAGMA busy_timeout={int(self._lock_timeout_s * 1000)}")
 
     # ---- filters --------------------------------------------------------------------
     def _where_rows(self, collection: Collection, where: Where) -> np.ndarray:
