@@ -5,7 +5,7 @@ it through the real code path (``gear_agent.indexing``: committed batches of pas
 then the OpenIE triples) into a fresh embedded index, and prints one table. Every phase
 runs in its own process, so open time and RSS are those of a fresh process:
 
-* **build**: seconds, and bytes the process wrote (``wchar`` of ``/proc/self/io``: every
+* **build**: seconds (and CPU seconds of the process, all threads), and bytes the process wrote (``wchar`` of ``/proc/self/io``: every
   ``write`` the store made, commits included) divided by the final size on disk. The
   default ``--path extract`` is ``gear index --extract``'s path: passages in committed
   batches, then triple extraction committing every 32 passages, with a chat model that
@@ -23,6 +23,7 @@ runs in its own process, so open time and RSS are those of a fresh process:
 
     python benchmarks/scale.py --sizes 2000,20000 --embedder hashing-384
     python benchmarks/scale.py --sizes 100000 --retrievers bm25,dense,hybrid,hybrid+naive_ge
+    python benchmarks/scale.py --sizes 100000 --work /work/scale/100k --reuse build,add  # queries again
     python benchmarks/scale.py --encoder-rate      # the real encoder's passages/s, triples/s
     python benchmarks/scale.py --musique           # gear index of ../shared's MuSiQue: encoder share
 
