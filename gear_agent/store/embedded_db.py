@@ -84,7 +84,7 @@ def connect(path: Path, timeout_s: float, readonly: bool = False) -> sqlite3.Con
         db.execute("PRAGMA synchronous=FULL")
         db.execute("PRAGMA foreign_keys=OFF")
         db.execute("PRAGMA cache_size=-65536")
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # a damaged header or schema text
         db.close()
         raise IndexCorruptError(f"{path} cannot be opened as an SQLite index ({exc}); run `gear check`") from exc
     return db

@@ -120,7 +120,8 @@ class Postings:
     ) -> None:
         self.db, self.collection, self.tokenizer, self.tokenize = db, collection, tokenizer, tokenize
         self._segments: dict[int, Segment] = {}
-        self._norms: dict[int, tuple[float, np.ndarray]] = {}
+        self._norms: dict[tuple[int, int], np.ndarray] = {}
+        self._norms_avg = -1.0
         self._docs_key = f"bm25:{collection}:{tokenizer}:docs"
         self._length_key = f"bm25:{collection}:{tokenizer}:length"
 
@@ -248,27 +249,29 @@ class Postings:
         )]
         for gone in set(self._segments) - set(ids):
             del self._segments[gone]
-        for gone in set(self._norms) - set(ids):
-            del self._norms[gone]
         return ids
 
     def segments(self) -> list[Segment]:
         """The live segments, loaded once and kept while they exist."""
         return [self._load(sid) for sid in self._live_ids()]
 
-    def _norm(self, sid: int, segment: Segment, avg_len: float) -> np.ndarray:
-        """``tf / (tf + k1 (1 - b + b dl / avgdl))`` of every posting of a segment, float64.
+    def _norm(self, sid: int, segment: Segment, position: int, avg_len: float) -> np.ndarray:
+        """``tf / (tf + k1 (1 - b + b dl / avgdl))`` of the postings of one term of a segment.
 
-        Kept per segment while the average length stays the same (until a commit changes
-        it), so a query multiplies slices of it by the idf instead of recomputing it for
-        every posting of common terms: the same float64 operations, the same scores."""
-        cached = self._norms.get(sid)
-        if cached is not None and cached[0] == avg_len:
-            return cached[1]
-        tf = segment.tfs.astype(np.float64)
-        dl = segment.lens.astype(np.float64)
-        norm = tf / (tf + K1 * (1.0 - B + B * dl / max(avg_len, 1e-9)))
-        self._norms[sid] = (avg_len, norm)
+        Kept per (segment, term) while the average length stays the same (until a commit
+        changes it), so a query multiplies it by the idf instead of recomputing it for every
+        posting of common terms: the same float64 operations, the same scores. Segment ids
+        are never reused, so an entry of a merged-away segment is only unused."""
+        if avg_len != self._norms_avg or len(self._norms) > 200_000:
+            self._norms.clear()
+            self._norms_avg = avg_len
+        key = (sid, position)
+        norm = self._norms.get(key)
+        if norm is None:
+            lo, hi = segment.offsets[position], segment.offsets[position + 1]
+            tf = segment.tfs[lo:hi].astype(np.float64)
+            dl = segment.lens[lo:hi].astype(np.float64)
+            norm = self._norms[key] = tf / (tf + K1 * (1.0 - B + B * dl / max(avg_len, 1e-9)))
         return norm
 
     def stats(self) -> tuple[int, float]:
@@ -315,16 +318,13 @@ class Postings:
                 continue
             positions = np.searchsorted(segment.term_ids, wanted)
             positions = np.minimum(positions, len(segment.term_ids) - 1)
-            norm = None
             for tid, pos in zip(wanted, positions):
                 if segment.term_ids[pos] != tid:
                     continue
-                if norm is None:
-                    norm = self._norm(sid, segment, avg_len)
                 lo, hi = segment.offsets[pos], segment.offsets[pos + 1]
                 boost, idf = found[int(tid)]
                 all_rows.append(segment.rows[lo:hi])
-                all_weights.append(boost * idf * norm[lo:hi])
+                all_weights.append(boost * idf * self._norm(sid, segment, int(pos), avg_len))
         if not all_rows:
             return scores
         rows = np.concatenate(all_rows)
