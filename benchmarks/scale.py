@@ -5,7 +5,7 @@ it through the real code path (``gear_agent.indexing``: committed batches of pas
 then the OpenIE triples) into a fresh embedded index, and prints one table. Every phase
 runs in its own process, so open time and RSS are those of a fresh process:
 
-* **build**: seconds, and bytes the process wrote (``wchar`` of ``/proc/self/io``: every
+* **build**: seconds (and CPU seconds of the process, all threads), and bytes the process wrote (``wchar`` of ``/proc/self/io``: every
   ``write`` the store made, commits included) divided by the final size on disk. The
   default ``--path extract`` is ``gear index --extract``'s path: passages in committed
   batches, then triple extraction committing every 32 passages, with a chat model that
@@ -14,12 +14,16 @@ runs in its own process, so open time and RSS are those of a fresh process:
 * **add 1k**: adding 1,000 more passages with their triples to the built index;
 * **open**: opening the index in a new process until the first query can run, and the
   process's RSS after it;
-* **p50/p99** per retriever over ``--queries`` questions made from the corpus's triples;
+* **p50/p99** per retriever over ``--queries`` questions made from the corpus's triples,
+  wall time and, in brackets, the thread's CPU time (on a shared machine the wall time
+  includes waiting for a core; a query runs on one thread and reads memory-mapped files
+  already in the page cache, so on an idle machine the two agree);
 * **ANN recall@10**: the approximate search's top 10 against exact search (where the
   store has an ANN index).
 
     python benchmarks/scale.py --sizes 2000,20000 --embedder hashing-384
     python benchmarks/scale.py --sizes 100000 --retrievers bm25,dense,hybrid,hybrid+naive_ge
+    python benchmarks/scale.py --sizes 100000 --work /work/scale/100k --reuse build,add  # queries again
     python benchmarks/scale.py --encoder-rate      # the real encoder's passages/s, triples/s
     python benchmarks/scale.py --musique           # gear index of ../shared's MuSiQue: encoder share
 
@@ -59,6 +63,13 @@ def rss_mib() -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process so far, all its threads (load-independent,
+    unlike wall time on a shared machine)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def folder_bytes(path: Path) -> int:
@@ -122,14 +133,14 @@ def phase_build(args: argparse.Namespace) -> dict[str, Any]:
 
     s = settings(args.index, args.embedder)
     embedder = make_embedder(s)
-    written = io_written()
+    written, cpu = io_written(), cpu_seconds()
     started = time.perf_counter()
     store = open_store(s, embedder, create=True)
     build_index(store, args.corpus, args.openie, args.path)
     seconds = time.perf_counter() - started
     counts = {"passages": store.count("passage"), "triples": store.count("triple")}
     store.close()
-    return {"seconds": seconds, "written": io_written() - written, **counts}
+    return {"seconds": seconds, "cpu_s": cpu_seconds() - cpu, "written": io_written() - written, **counts}
 
 
 def phase_add(args: argparse.Namespace) -> dict[str, Any]:
@@ -140,13 +151,13 @@ def phase_add(args: argparse.Namespace) -> dict[str, Any]:
     embedder = make_embedder(s)
     store = open_store(s, embedder, create=False)
     before = store.count("passage")
-    written = io_written()
+    written, cpu = io_written(), cpu_seconds()
     started = time.perf_counter()
     build_index(store, args.corpus, args.openie, args.path)
     seconds = time.perf_counter() - started
     added = store.count("passage") - before
     store.close()  # counted before closing
-    return {"seconds": seconds, "written": io_written() - written, "added": added}
+    return {"seconds": seconds, "cpu_s": cpu_seconds() - cpu, "written": io_written() - written, "added": added}
 
 
 def phase_query(args: argparse.Namespace) -> dict[str, Any]:
@@ -180,15 +191,19 @@ def phase_query(args: argparse.Namespace) -> dict[str, Any]:
         warm = time.perf_counter()
         retriever.retrieve(queries[0], 15)
         first = time.perf_counter() - warm
-        times = []
+        times, cpu = [], []
         for q in queries:
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.thread_time()
             retriever.retrieve(q, 15)
+            cpu.append(1000 * (time.thread_time() - c))
             times.append(1000 * (time.perf_counter() - t))
         times.sort()
+        cpu.sort()
         latencies[name] = {
             "p50": statistics.median(times),
             "p99": times[min(len(times) - 1, int(0.99 * len(times)))],
+            "cpu_p50": statistics.median(cpu),
+            "cpu_p99": cpu[min(len(cpu) - 1, int(0.99 * len(cpu)))],
             "first_s": first,
         }
     recall = ann_recall(store, embedder, queries[: args.recall_queries])
@@ -263,32 +278,51 @@ def measure(size: int, args: argparse.Namespace, work: Path) -> dict[str, Any]:
     queries_file.write_text(json.dumps(make_queries(openie, args.queries)), encoding="utf-8")
     index = work / f"index-{size}"
     row: dict[str, Any] = {"size": size}
-    row["build"] = run_phase("build", index=index, corpus=corpus, openie=openie,
-                             embedder=args.embedder, path=args.path)
-    row["size_bytes"] = folder_bytes(index)
-    row["query"] = run_phase("query", index=index, embedder=args.embedder, queries_file=queries_file,
-                             retrievers=args.retrievers, recall_queries=args.recall_queries)
-    row["add"] = run_phase("add", index=index, corpus=extra_corpus, openie=extra_openie,
-                           embedder=args.embedder, path=args.path)
+
+    def phase(name: str, **options: Any) -> dict[str, Any]:
+        """Run a phase, or with ``--reuse`` take its saved result from an earlier run."""
+        saved = work / f"{name}-{size}.json"
+        if args.reuse and name in args.reuse.split(",") and saved.exists():
+            return json.loads(saved.read_text(encoding="utf-8"))
+        result = run_phase(name, **options)
+        saved.write_text(json.dumps(result), encoding="utf-8")
+        return result
+
+    row["build"] = phase("build", index=index, corpus=corpus, openie=openie,
+                         embedder=args.embedder, path=args.path)
+    size_file = work / f"size-{size}.json"
+    if not (args.reuse and "build" in args.reuse.split(",") and size_file.exists()):
+        size_file.write_text(json.dumps(folder_bytes(index)), encoding="utf-8")
+    row["size_bytes"] = json.loads(size_file.read_text(encoding="utf-8"))
+    row["query"] = phase("query", index=index, embedder=args.embedder, queries_file=queries_file,
+                         retrievers=args.retrievers, recall_queries=args.recall_queries)
+    row["add"] = phase("add", index=index, corpus=extra_corpus, openie=extra_openie,
+                       embedder=args.embedder, path=args.path)
     return row
 
 
+def _seconds(phase: dict[str, Any]) -> str:
+    cpu = phase.get("cpu_s")
+    return f"{phase['seconds']:.1f}" + ("" if cpu is None else f" ({cpu:.0f})")
+
+
 def print_table(rows: list[dict[str, Any]], retrievers: list[str]) -> None:
-    head = ["passages / triples", "build s", "written / size", "size MB", "add 1k s",
+    head = ["passages / triples", "build s (CPU s)", "written / size", "size MB", "add 1k s (CPU s)",
             "open s", "RSS MiB"]
-    head += [f"{r} p50/p99 ms" for r in retrievers] + ["ANN recall@10 p/t"]
+    head += [f"{r} p50/p99 ms (CPU)" for r in retrievers] + ["ANN recall@10 p/t"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for row in rows:
         b, q, a = row["build"], row["query"], row["add"]
         cells = [
-            f"{b['passages']:,} / {b['triples']:,}", f"{b['seconds']:.1f}",
+            f"{b['passages']:,} / {b['triples']:,}", _seconds(b),
             f"{b['written'] / max(row['size_bytes'], 1):.1f}", f"{row['size_bytes'] / 1e6:.0f}",
-            f"{a['seconds']:.1f}", f"{q['open_s']:.2f}", f"{q['rss_mib']:.0f}",
+            _seconds(a), f"{q['open_s']:.2f}", f"{q['rss_mib']:.0f}",
         ]
         for name in retrievers:
             lat = q["latency"].get(name)
-            cells.append("-" if lat is None else f"{lat['p50']:.1f} / {lat['p99']:.1f}")
+            cells.append("-" if lat is None else f"{lat['p50']:.1f} / {lat['p99']:.1f}" + (
+                f" ({lat['cpu_p50']:.1f} / {lat['cpu_p99']:.1f})" if "cpu_p50" in lat else ""))
         recall = q.get("ann_recall")
         cells.append("exact" if not recall else f"{recall['passage']:.3f} / {recall['triple']:.3f}")
         print("| " + " | ".join(cells) + " |")
@@ -360,6 +394,9 @@ def main() -> None:
     parser.add_argument("--recall-queries", type=int, default=50)
     parser.add_argument("--work", type=Path, default=None, help="Keep the data and indexes here.")
     parser.add_argument("--json", type=Path, default=None, help="Also write the rows here.")
+    parser.add_argument("--reuse", default="",
+                        help="Phases (build,query,add) whose saved results in --work to reuse: e.g. "
+                             "`--reuse build,add` measures queries again on the index built before.")
     parser.add_argument("--encoder-rate", action="store_true", help="Measure the real encoder.")
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
     parser.add_argument("--musique", action="store_true",

@@ -23,7 +23,10 @@ Progress = Callable[[str, int, int], None]
 """Called as ``progress(stage, done, total)``; the CLI draws it as a bar."""
 
 PASSAGE_BATCH = 256
-TRIPLE_BATCH = 2048
+TRIPLE_BATCH = 16384
+"""Triples per committed batch: each commit rewrites the index pages it touches (ids are
+random hashes), so larger batches write less per triple (5k synthetic passages: bytes
+written / final size 2.5 at 2,048, 1.7 at 16,384)."""
 
 
 @dataclass

@@ -119,9 +119,8 @@ def _check_tables(db: sqlite3.Connection, root: Path, report: CheckReport) -> No
             covered = stop
             if vectors.checksum(start, stop) != checksum:
                 failing.append((start, stop))
-                continue
-            if not np.isfinite(vectors.view(rows)[start:stop]).all():
-                not_finite += stop - start
+            if vectors.stored_rows() >= stop:
+                not_finite += int((~np.isfinite(vectors.view(rows)[start:stop]).all(axis=1)).sum())
         report.bad_chunks.extend((collection, a, b) for a, b in failing)
         ok = not failing and not_finite == 0 and covered == rows
         detail = (f"{rows:,} rows, {len(failing)} chunk(s) fail their checksum, {not_finite} rows not finite"

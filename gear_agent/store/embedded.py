@@ -22,7 +22,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -86,6 +86,7 @@ class EmbeddedStore(Store):
         self.embedding_model = embedder.name
         self.dimension = int(embedder.dimension)
         self._db = edb.connect(self.root / edb.DB_FILE, timeout_s=lock_timeout_s)
+        self._lock_timeout_s = lock_timeout_s
         self._mutex = threading.RLock()
         self._tx_depth = 0
         self._version: int | None = None
@@ -104,6 +105,7 @@ class EmbeddedStore(Store):
         self._row_of: dict[str, dict[str, int]] = {c: {} for c in COLLECTIONS}
         self._ends: dict[int, tuple[int, int]] = {}
         self._entity_rows: dict[int, np.ndarray] = {}
+        self._passage_triples: dict[str, list[str]] = {}
         self._checked_at = 0.0
         self._nodes: EmbeddedNodeStore | None = None
         if not self._has_schema():
@@ -199,6 +201,7 @@ class EmbeddedStore(Store):
             return
         self._version = version
         self._entity_rows.clear()
+        self._passage_triples.clear()
         meta = dict(self._db.execute("SELECT key, value FROM meta WHERE key LIKE 'rows:%' OR key LIKE "
                                      "'count:%' OR key LIKE 'ann:%'").fetchall())
         for c in COLLECTIONS:
@@ -416,9 +419,12 @@ class EmbeddedStore(Store):
         for chunk in _chunks(unique):
             marks = ",".join("?" * len(chunk))
             found.update(self._db.execute(f"SELECT name, id FROM entities WHERE name IN ({marks})", list(chunk)))
-        for name in unique:
-            if name not in found:
-                found[name] = int(self._db.execute("INSERT INTO entities(name) VALUES (?)", (name,)).lastrowid or 0)
+        new = [name for name in unique if name not in found]
+        if new:  # one statement for the batch, then their ids (assigned in this order)
+            self._db.executemany("INSERT INTO entities(name) VALUES (?)", [(name,) for name in new])
+            for chunk in _chunks(new):
+                marks = ",".join("?" * len(chunk))
+                found.update(self._db.execute(f"SELECT name, id FROM entities WHERE name IN ({marks})", list(chunk)))
         return found
 
     def _insert_triples(self, new: list[Triple], vectors: np.ndarray, passage_rows: dict[str, int]) -> None:
@@ -529,6 +535,12 @@ class EmbeddedStore(Store):
             update_ann(self)
         with self.transaction():
             remove_superseded(self)
+        with self._mutex:  # fold the WAL into the database file; skipped while readers hold it
+            self._db.execute("PRAGMA busy_timeout=200")
+            try:
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            finally:
+                self._db.execute(f"PRAGMA busy_timeout={int(self._lock_timeout_s * 1000)}")
 
     # ---- filters --------------------------------------------------------------------
     def _where_rows(self, collection: Collection, where: Where) -> np.ndarray:
@@ -695,10 +707,28 @@ class EmbeddedStore(Store):
 
     def triples_of_passage(self, passage_id: str) -> list[str]:
         with self._mutex:
-            return [tid for (tid,) in self._db.execute(
-                "SELECT t.id FROM triples t JOIN passages p ON p.row = t.passage_row WHERE p.id = ? ORDER BY t.row",
-                (passage_id,),
-            )]
+            self._sync()
+            cached = self._passage_triples.get(passage_id)
+            if cached is not None and not self._db.in_transaction:
+                return list(cached)
+            found = self._db.execute(
+                "SELECT t.row, t.id, t.head, t.tail FROM triples t JOIN passages p ON p.row = t.passage_row "
+                "WHERE p.id = ? ORDER BY t.row", (passage_id,),
+            ).fetchall()
+            ids = [tid for _, tid, _, _ in found]
+            if not self._db.in_transaction:  # what a walk from these triples asks next: rows, ends
+                self._remember("triple", [(tid, row) for row, tid, _, _ in found])
+                self._remember_ends((row, head, tail) for row, _, head, tail in found)
+                if len(self._passage_triples) > 100_000:
+                    self._passage_triples.clear()
+                self._passage_triples[passage_id] = ids
+            return list(ids)
+
+    def _remember_ends(self, rows: Iterable[tuple[int, int, int]]) -> None:
+        if len(self._ends) > 400_000:
+            self._ends.clear()
+        for row, head, tail in rows:
+            self._ends[row] = (head, tail)
 
     def neighbours(self, triple_id: str, query_vector: np.ndarray | None = None, limit: int = 100) -> list[str]:
         with self._mutex:
@@ -710,11 +740,11 @@ class EmbeddedStore(Store):
                 if found is None:
                     return []
                 row, ends = found[0], (found[1], found[2])
-                self._ends[row] = ends
+                self._remember_ends([(row, *ends)])
                 self._remember("triple", [(triple_id, row)])
             if limit <= 0:
                 return []
-            rows = np.unique(np.concatenate([self._triples_of_entity(e) for e in set(ends)]))
+            rows = self._triples_of_entities(sorted(set(ends)))
             rows = rows[rows != row]
             if query_vector is not None and len(rows):
                 matrix = self._vectors["triple"].view(self._rows["triple"])
@@ -724,17 +754,22 @@ class EmbeddedStore(Store):
                 rows = rows[:limit]
             return self._ids_of_rows("triple", rows)
 
-    def _triples_of_entity(self, entity: int) -> np.ndarray:
-        rows = self._entity_rows.get(entity)
-        if rows is None:
-            rows = np.fromiter((r for (r,) in self._db.execute(
-                "SELECT row FROM triples WHERE head = ? UNION SELECT row FROM triples WHERE tail = ?",
-                (entity, entity),
-            )), dtype=np.int64)
+    def _triples_of_entities(self, entities: Sequence[int]) -> np.ndarray:
+        """Rows of the triples with any of ``entities`` as head or tail (one query for the
+        entities not cached yet; cached per entity until the next commit)."""
+        missing = [e for e in entities if e not in self._entity_rows]
+        if missing:
+            marks = ",".join("?" * len(missing))
+            pairs = np.array(self._db.execute(
+                f"SELECT head, row FROM triples WHERE head IN ({marks}) "
+                f"UNION ALL SELECT tail, row FROM triples WHERE tail IN ({marks})", [*missing, *missing],
+            ).fetchall(), dtype=np.int64).reshape(-1, 2)
             if len(self._entity_rows) > 100_000:
                 self._entity_rows.clear()
-            self._entity_rows[entity] = rows
-        return rows
+            for entity in missing:
+                self._entity_rows[entity] = np.unique(pairs[pairs[:, 0] == entity, 1])
+        found = [self._entity_rows[e] for e in entities]
+        return found[0] if len(found) == 1 else np.unique(np.concatenate(found))
 
     def unextracted_passages(self) -> list[Passage]:
         with self._mutex:

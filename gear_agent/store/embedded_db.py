@@ -23,6 +23,11 @@ from gear_agent.filters import flatten_metadata
 from gear_agent.types import Passage, Triple
 
 DB_FILE = "index.sqlite"
+WAL_AUTOCHECKPOINT_PAGES = 65_536
+"""Checkpoint the WAL into the database file every 256 MiB of WAL (SQLite's default is
+4 MiB): a checkpoint writes each page changed since the last one once, however many
+commits changed it. The store checkpoints fully at the end of an indexing run
+(:meth:`EmbeddedStore.maintain`)."""
 FORMAT_VERSION = 2
 _SEP = "\x1f"
 
@@ -75,10 +80,11 @@ def connect(path: Path, timeout_s: float, readonly: bool = False) -> sqlite3.Con
     try:
         if not readonly:
             db.execute("PRAGMA journal_mode=WAL")
+            db.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
         db.execute("PRAGMA synchronous=FULL")
         db.execute("PRAGMA foreign_keys=OFF")
         db.execute("PRAGMA cache_size=-65536")
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # a damaged header or schema text
         db.close()
         raise IndexCorruptError(f"{path} cannot be opened as an SQLite index ({exc}); run `gear check`") from exc
     return db

@@ -120,13 +120,13 @@ class Postings:
     ) -> None:
         self.db, self.collection, self.tokenizer, self.tokenize = db, collection, tokenizer, tokenize
         self._segments: dict[int, Segment] = {}
+        self._norms: dict[tuple[int, int], np.ndarray] = {}
+        self._norms_avg = -1.0
         self._docs_key = f"bm25:{collection}:{tokenizer}:docs"
         self._length_key = f"bm25:{collection}:{tokenizer}:length"
 
     # ---- writes (inside the caller's transaction) -----------------------------------
-    def _term_ids(self, terms: Iterable[str]) -> dict[str, int]:
-        terms = list(terms)
-        found: dict[str, int] = {}
+    def _lookup(self, terms: Sequence[str], found: dict[str, int]) -> None:
         for start in range(0, len(terms), _CHUNK):
             chunk = terms[start : start + _CHUNK]
             marks = ",".join("?" * len(chunk))
@@ -135,13 +135,18 @@ class Postings:
                 (self.collection, self.tokenizer, *chunk),
             ):
                 found[term] = tid
-        for term in terms:
-            if term not in found:
-                cursor = self.db.execute(
-                    "INSERT INTO terms(collection, tokenizer, term, df) VALUES (?, ?, ?, 0)",
-                    (self.collection, self.tokenizer, term),
-                )
-                found[term] = int(cursor.lastrowid or 0)
+
+    def _term_ids(self, terms: Iterable[str]) -> dict[str, int]:
+        terms = list(terms)
+        found: dict[str, int] = {}
+        self._lookup(terms, found)
+        new = [term for term in terms if term not in found]
+        if new:  # one statement for the batch, then their ids (assigned in this order)
+            self.db.executemany(
+                "INSERT INTO terms(collection, tokenizer, term, df) VALUES (?, ?, ?, 0)",
+                [(self.collection, self.tokenizer, term) for term in new],
+            )
+            self._lookup(new, found)
         return found
 
     def _stats_add(self, docs: int, length: int) -> None:
@@ -237,15 +242,37 @@ class Postings:
             segment = self._segments[sid] = Segment.from_blobs(blobs)
         return segment
 
-    def segments(self) -> list[Segment]:
-        """The live segments, loaded once and kept while they exist."""
+    def _live_ids(self) -> list[int]:
         ids = [sid for (sid,) in self.db.execute(
             "SELECT id FROM segments WHERE collection=? AND tokenizer=? ORDER BY id",
             (self.collection, self.tokenizer),
         )]
         for gone in set(self._segments) - set(ids):
             del self._segments[gone]
-        return [self._load(sid) for sid in ids]
+        return ids
+
+    def segments(self) -> list[Segment]:
+        """The live segments, loaded once and kept while they exist."""
+        return [self._load(sid) for sid in self._live_ids()]
+
+    def _norm(self, sid: int, segment: Segment, position: int, avg_len: float) -> np.ndarray:
+        """``tf / (tf + k1 (1 - b + b dl / avgdl))`` of the postings of one term of a segment.
+
+        Kept per (segment, term) while the average length stays the same (until a commit
+        changes it), so a query multiplies it by the idf instead of recomputing it for every
+        posting of common terms: the same float64 operations, the same scores. Segment ids
+        are never reused, so an entry of a merged-away segment is only unused."""
+        if avg_len != self._norms_avg or len(self._norms) > 200_000:
+            self._norms.clear()
+            self._norms_avg = avg_len
+        key = (sid, position)
+        norm = self._norms.get(key)
+        if norm is None:
+            lo, hi = segment.offsets[position], segment.offsets[position + 1]
+            tf = segment.tfs[lo:hi].astype(np.float64)
+            dl = segment.lens[lo:hi].astype(np.float64)
+            norm = self._norms[key] = tf / (tf + K1 * (1.0 - B + B * dl / max(avg_len, 1e-9)))
+        return norm
 
     def stats(self) -> tuple[int, float]:
         """Live documents and their total length."""
@@ -285,18 +312,19 @@ class Postings:
             return scores
         wanted = np.asarray(sorted(found), dtype=np.int64)
         all_rows, all_weights = [], []
-        for segment in self.segments():
+        for sid in self._live_ids():
+            segment = self._load(sid)
+            if len(segment.term_ids) == 0:
+                continue
             positions = np.searchsorted(segment.term_ids, wanted)
             positions = np.minimum(positions, len(segment.term_ids) - 1)
             for tid, pos in zip(wanted, positions):
-                if len(segment.term_ids) == 0 or segment.term_ids[pos] != tid:
+                if segment.term_ids[pos] != tid:
                     continue
                 lo, hi = segment.offsets[pos], segment.offsets[pos + 1]
                 boost, idf = found[int(tid)]
-                tf = segment.tfs[lo:hi].astype(np.float64)
-                dl = segment.lens[lo:hi].astype(np.float64)
                 all_rows.append(segment.rows[lo:hi])
-                all_weights.append(boost * idf * (tf / (tf + K1 * (1.0 - B + B * dl / max(avg_len, 1e-9)))))
+                all_weights.append(boost * idf * self._norm(sid, segment, int(pos), avg_len))
         if not all_rows:
             return scores
         rows = np.concatenate(all_rows)
