@@ -84,13 +84,20 @@ def test_kill_deletes_at_points_spread_over_the_run(tmp_path):
 def test_kill_ann_cache_writes(tmp_path, monkeypatch):
     """Kills while a child builds and saves ANN parts: searches still equal exact search,
     and the next maintenance finishes the parts and leaves no temporary file."""
-    from support.crash_trials import CACHE_ROWS, cache_kill_trial, index_everything, spread_trials
+    from support.crash_trials import (
+        CACHE_ROWS,
+        cache_kill_trial,
+        index_everything,
+        single_thread_build,
+        spread_trials,
+    )
 
     from gear_agent.store import ann
     from gear_agent.store.embedded import EmbeddedStore
 
     monkeypatch.setattr(ann, "ANN_MIN_ROWS", CACHE_ROWS)
     monkeypatch.setattr(ann, "TAIL_MAX", 8)
+    monkeypatch.setattr(ann, "_threads", single_thread_build)  # deterministic HNSW (see there)
     index_everything(str(tmp_path / "calibration"))
     store = EmbeddedStore.open(tmp_path / "calibration", BagOfWordsEmbedder())
     duration = _timed(lambda _p: store.maintain(), tmp_path / "calibration")

@@ -367,11 +367,19 @@ CACHE_ROWS = 64
 """ANN thresholds for the cache trials, so a 480-passage index builds ANN parts."""
 
 
+def single_thread_build() -> int:
+    """ANN parts built with one thread in the cache trials: a multi-threaded HNSW build is
+    not deterministic, and on this corpus of near-identical sentences 5 of 30 builds missed
+    an exact top-5 row (approximate recall, not a crash bug); one thread missed none."""
+    return 1
+
+
 def _small_ann() -> None:
     from gear_agent.store import ann
 
     ann.ANN_MIN_ROWS = CACHE_ROWS
     ann.TAIL_MAX = 8
+    ann._threads = single_thread_build
 
 
 def _maintain_with_marker(path: str) -> None:
