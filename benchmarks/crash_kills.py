@@ -62,7 +62,7 @@ def main() -> None:
         from gear_agent.store.embedded import EmbeddedStore
 
         ann.ANN_MIN_ROWS, ann.TAIL_MAX = CACHE_ROWS, 8
-        ann._threads = single_thread_build  # deterministic HNSW builds (see crash_trials)
+        ann.threads = single_thread_build  # deterministic HNSW builds (see crash_trials)
         index_everything(str(Path(tmp) / "calibration-cache"))
         store = EmbeddedStore.open(Path(tmp) / "calibration-cache", BagOfWordsEmbedder())
         t0 = time.monotonic()

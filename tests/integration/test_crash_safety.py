@@ -97,7 +97,7 @@ def test_kill_ann_cache_writes(tmp_path, monkeypatch):
 
     monkeypatch.setattr(ann, "ANN_MIN_ROWS", CACHE_ROWS)
     monkeypatch.setattr(ann, "TAIL_MAX", 8)
-    monkeypatch.setattr(ann, "_threads", single_thread_build)  # deterministic HNSW (see there)
+    monkeypatch.setattr(ann, "threads", single_thread_build)  # deterministic HNSW (see there)
     index_everything(str(tmp_path / "calibration"))
     store = EmbeddedStore.open(tmp_path / "calibration", BagOfWordsEmbedder())
     duration = _timed(lambda _p: store.maintain(), tmp_path / "calibration")

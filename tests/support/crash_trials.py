@@ -379,7 +379,7 @@ def _small_ann() -> None:
 
     ann.ANN_MIN_ROWS = CACHE_ROWS
     ann.TAIL_MAX = 8
-    ann._threads = single_thread_build
+    ann.threads = single_thread_build
 
 
 def _maintain_with_marker(path: str) -> None:
