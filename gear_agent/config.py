@@ -175,6 +175,9 @@ class GearSettings(BaseSettings):
         360.0, gt=0, description="A request whose response has not started by then gets 504."
     )
     serve_body_timeout_s: float = Field(10.0, gt=0, description="Time to receive a request body.")
+    serve_header_timeout_s: float = Field(
+        10.0, gt=0, description="Time to receive a request line and headers; slower "
+        "connections are closed.")
     serve_cors_origins: str = Field(
         "", description="Comma-separated origins allowed by CORS; empty: CORS off."
     )

@@ -33,4 +33,5 @@ def serve(
     console.print(f"GEAR agent on http://{host}:{port}/gear  (index: {settings.index_dir})")
     if playground:
         console.print(f"playground: http://{host}:{port}/gear/playground/")
-    run_server(app, host=host, port=port, log_level=log_level)
+    run_server(app, host=host, port=port, log_level=log_level,
+               header_timeout_s=settings.serve_header_timeout_s)

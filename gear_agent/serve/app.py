@@ -180,9 +180,19 @@ def create_app(
     return app
 
 
-def run_server(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
-    """Serve ``app`` with uvicorn until interrupted."""
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+def run_server(
+    app: FastAPI,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    log_level: str = "info",
+    header_timeout_s: float = 10.0,
+) -> None:
+    """Serve ``app`` with uvicorn until interrupted; a client that takes longer than
+    ``header_timeout_s`` to send a request's headers is disconnected."""
+    from gear_agent.serve.header_timeout import header_timeout_protocol
+
+    uvicorn.run(app, host=host, port=port, log_level=log_level,
+                http=header_timeout_protocol(header_timeout_s))
 
 
 def _add_error_handlers(app: FastAPI) -> None:
