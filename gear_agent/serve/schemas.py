@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, WithJsonSchema, create_model
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    WithJsonSchema,
+    create_model,
+    field_validator,
+)
+
+from gear_agent.filters import parse_where
 
 MAX_ITERATIONS_LIMIT = 8
 """The largest per-request ``max_iterations`` a caller may ask for."""
@@ -36,6 +46,10 @@ class GearRequest(BaseModel):
         question: The question; surrounding whitespace is stripped, and it must not be empty.
         max_iterations: Iterations of the loop at most (1..8); the server's setting when unset.
         top_k: Passages returned (1..50); the server's setting when unset.
+        where: Only passages passing this filter (``{"year": {"$gte": 2020}}`` or
+            ``["source=reports/2024"]``); read here, so a bad filter is a 4xx.
+        deadline_s: This request's time budget in seconds over all its LLM calls, retries
+            and waits; ``GEAR_DEADLINE_S`` when unset.
 
     Example:
         >>> GearRequest(question="  Who founded Folsom? ").question
@@ -56,6 +70,19 @@ class GearRequest(BaseModel):
         None, ge=1, le=TOP_K_LIMIT, description=f"Passages returned, 1..{TOP_K_LIMIT}.",
         json_schema_extra=_no_default,
     )
+
+    where: Annotated[dict[str, Any] | list[str] | None, WithJsonSchema({
+        "type": "object", "description": 'Filter on passages, e.g. {"year": {"$gte": 2020}}.'})] = Field(
+        None, json_schema_extra=_no_default)
+    deadline_s: Annotated[float | None, WithJsonSchema({
+        "type": "number", "exclusiveMinimum": 0, "description": "Time budget in seconds."})] = Field(
+        None, gt=0, json_schema_extra=_no_default)
+
+    @field_validator("where")
+    @classmethod
+    def _read_where(cls, value: Any) -> dict[str, Any] | None:
+        parsed = parse_where(value)  # FilterError (a ValueError): the message names the bad part
+        return None if parsed is None else parsed.to_dict()
 
     def to_state(self) -> dict[str, Any]:
         """The agent's input state: the question and only the overrides that were given."""

@@ -23,7 +23,7 @@ from langchain_core.messages import AIMessage  # noqa: E402
 from langserve import RemoteRunnable  # noqa: E402
 from support.agent_faults import capable_reply, node_of  # noqa: E402
 from support.fakes import ScriptedChatModel  # noqa: E402
-from support.tiny_corpus import QUESTION, make_runtime, make_settings  # noqa: E402
+from support.tiny_corpus import QUESTION, make_runtime, make_settings, pid  # noqa: E402
 
 from gear_agent.agent.graph import build_agent  # noqa: E402
 from gear_agent.serve.app import create_app  # noqa: E402
@@ -116,6 +116,18 @@ def test_per_request_overrides(http: httpx.Client) -> None:
     assert len(out["passages"]) == 2
 
 
+def test_a_request_filter_reaches_every_search(http: httpx.Client) -> None:
+    folsom = pid("Folsom, California")
+    body = {"input": {"question": QUESTION, "where": [f"id!={folsom}"], "deadline_s": 60}}
+    response = http.post("/gear/invoke", json=body)
+    assert response.status_code == 200, response.text
+    out = response.json()["output"]
+    assert out["passages"] and folsom not in {p["id"] for p in out["passages"]}
+    nothing = http.post("/gear/invoke", json={"input": {"question": QUESTION,
+                                                        "where": {"id": "p-none"}}})
+    assert nothing.status_code == 400 and "no passage passes the filter" in nothing.json()["message"]
+
+
 def test_remote_runnable_invoke_and_batch(remote: RemoteRunnable) -> None:
     out = remote.invoke({"question": "  " + QUESTION + "  "})  # whitespace is stripped
     assert out["answer"] == "Sacramento County" and out["queries"][0] == QUESTION
@@ -181,6 +193,8 @@ def test_stream_log_ends_with_the_final_output(remote: RemoteRunnable) -> None:
         ({"input": {"question": "q", "top_k": "3"}}, "top_k", "valid integer"),
         ({"input": {"question": "q", "max_iterations": 9}}, "max_iterations", "less than or equal to 8"),
         ({"input": {"question": "q", "colour": "red"}}, "colour", "Extra inputs are not permitted"),
+        ({"input": {"question": "q", "where": ["year"]}}, "where", "bad filter"),
+        ({"input": {"question": "q", "deadline_s": 0}}, "deadline_s", "greater than 0"),
         ({"question": "q"}, "input", "Field required"),
     ],
 )
