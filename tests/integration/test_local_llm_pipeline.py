@@ -67,7 +67,8 @@ LLM_NODES = {"read", "reason", "rewrite", "answer"}
 
 SUMMARY = re.compile(
     r"extraction: (\d+) passages sent, (\d+) ok, (\d+) failed, ([\d,]+) triples kept, "
-    r"([\d,]+) malformed dropped, ([\d,]+) input \+ ([\d,]+) output tokens"
+    r"([\d,]+) malformed dropped, (?:[\d,]+ not found in their passage dropped, )?"
+    r"([\d,]+) input \+ ([\d,]+) output tokens"
 )
 """The summary line ``gear index --extract`` prints."""
 
