@@ -1,6 +1,7 @@
 #!/bin/bash
 # SiReRAG's full method with the local 270M model on the demo corpus: a contract run, not a
 # quality measure (needs `bash scripts/local_llm.sh install`). Usage: bash scripts/sirerag_contract.sh [WORKDIR]
+set -u
 cd "$(dirname "$0")/.."
 PORT=18765
 W=${1:-$(mktemp -d)}; mkdir -p $W
