@@ -13,36 +13,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from ppr_bench import TimedEmbedder  # benchmarks/ is on sys.path when this script runs
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "musique_dev"
-
-
-class TimedEmbedder:
-    """Passes calls to an embedder, adding up seconds and texts."""
-
-    def __init__(self, inner) -> None:  # noqa: ANN001
-        self.inner, self.name = inner, inner.name
-        self.seconds, self.texts = 0.0, 0
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        start = time.perf_counter()
-        try:
-            return self.inner.embed(texts)
-        finally:
-            self.seconds += time.perf_counter() - start
-            self.texts += len(texts)
-
-    def embed_one(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
 
 
 def main() -> None:
