@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from gear_agent.config import GearSettings, settings_from
 from gear_agent.embedding import Embedder, make_embedder
-from gear_agent.filters import WhereInput
+from gear_agent.filters import WhereInput, parse_where
 from gear_agent.indexing import IndexReport, Progress, add_passages, extract_with_llm, import_openie
 from gear_agent.ingest.items import Item, passages_from_items
 from gear_agent.llm.client import LLMClient
@@ -327,7 +327,7 @@ class Gear:
             state["max_iterations"] = _positive(max_iterations, "max_iterations")
         if top_k is not None:
             state["top_k"] = _positive(top_k, "top_k")
-        parsed = checked_where(self.store, where)
+        parsed = parse_where(where)  # the agent's start node checks that something passes
         if parsed is not None:
             state["where"] = parsed.to_dict()
         context = {"model": model} if model else None

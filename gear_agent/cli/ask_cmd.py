@@ -31,7 +31,6 @@ def ask(
     from gear_agent.agent.graph import build_agent
     from gear_agent.filters import parse_where
     from gear_agent.questions import check_question
-    from gear_agent.retrieval.filtering import checked_where
     from gear_agent.runtime import Runtime
 
     settings = load_settings(index_dir, llm_model=model)
@@ -41,12 +40,11 @@ def ask(
         inputs["max_iterations"] = max_iterations
     if top_k is not None:
         inputs["top_k"] = top_k
-    parse_where(where)  # a malformed filter fails before anything loads
+    parsed = parse_where(where)  # a malformed filter fails before anything loads
+    if parsed is not None:  # the agent's start node says so when no passage passes
+        inputs["where"] = parsed.to_dict()
     runtime = Runtime.open(settings)  # a missing index is an error, never created here
     try:
-        checked = checked_where(runtime.store, where)  # says so when no passage passes
-        if checked is not None:
-            inputs["where"] = checked.to_dict()
         result = build_agent(settings, runtime=runtime).invoke(inputs)
     finally:
         runtime.store.close()
