@@ -1,9 +1,12 @@
 """Extract triples from the passages that have none yet, with an LLM (paper, section 3.1).
 
 Resumable: only ``store.unextracted_passages()`` are sent, and finished passages are
-written (``add_triples`` then ``mark_extracted``) every ``commit_every`` passages and
-when the run stops for any reason, so an interrupted run loses at most the calls in
-flight. A passage whose call fails after retries, or whose reply cannot be read, is
+written (``add_triples`` then ``mark_extracted``) once ``commit_every`` passages are
+waiting or ``commit_seconds`` have passed since the last write, whichever comes first,
+and when the run stops for any reason. An interrupted run loses at most the calls in
+flight; a killed one at most the last ``commit_seconds`` of replies. Few large writes
+keep the bytes an index writes close to its size (one small write per handful of
+passages rewrote the same database pages over and over). A passage whose call fails after retries, or whose reply cannot be read, is
 recorded in the summary and left unextracted for the next run; only errors that
 would fail every call (bad API key, unknown model) stop the run.
 """
@@ -11,6 +14,7 @@ would fail every call (bad API key, unknown model) stop the run.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -28,6 +32,11 @@ from gear_agent.text.grounding import Grounding
 from gear_agent.types import Passage, Triple
 
 ProgressCallback = Callable[[int, int], None]
+
+COMMIT_EVERY = 2048
+"""Finished passages buffered before they are written (about 18k triples)."""
+COMMIT_SECONDS = 10.0
+"""Longest time finished passages wait before they are written anyway."""
 """Called as ``progress(done, total)`` after each passage, succeeded or failed."""
 
 _SAMPLE_CHARS = 200
@@ -47,6 +56,7 @@ class _Run:
 
     store: Store
     commit_every: int
+    commit_seconds: float = COMMIT_SECONDS
     ground: bool = True
     succeeded: int = 0
     failed: int = 0
@@ -62,6 +72,7 @@ class _Run:
     empty_sample: str | None = None
     pending_triples: list[Triple] = field(default_factory=list)
     pending_ids: list[str] = field(default_factory=list)
+    last_write: float = field(default_factory=time.monotonic)
 
     def take(self, outcome: _Outcome) -> None:
         reply = outcome.reply
@@ -93,13 +104,15 @@ class _Run:
                 self.empty_sample = reply.text.strip()[:_SAMPLE_CHARS]
         self.pending_triples.extend(triples.values())
         self.pending_ids.append(passage.id)
-        if len(self.pending_ids) >= self.commit_every:
+        if (len(self.pending_ids) >= self.commit_every
+                or time.monotonic() - self.last_write >= self.commit_seconds):
             self.flush()
 
     def flush(self) -> None:
         """Write finished passages: triples first, then the extracted marks."""
         triples, ids = self.pending_triples, self.pending_ids
         self.pending_triples, self.pending_ids = [], []
+        self.last_write = time.monotonic()
         if triples:
             self.store.add_triples(triples)
         if ids:
@@ -152,7 +165,8 @@ async def extract_triples(
     *,
     concurrency: int = 4,
     progress: ProgressCallback | None = None,
-    commit_every: int = 32,
+    commit_every: int = COMMIT_EVERY,
+    commit_seconds: float = COMMIT_SECONDS,
     prompt: Prompt | None = None,
     node: str = "extraction",
     ground: bool = True,
@@ -167,6 +181,7 @@ async def extract_triples(
         concurrency: LLM calls in flight at once (``GEAR_LLM_CONCURRENCY``).
         progress: Called as ``progress(done, total)`` after each passage.
         commit_every: Finished passages buffered before they are written.
+        commit_seconds: Longest wait before buffered passages are written anyway.
         prompt: The extraction template; the built-in ``extraction`` prompt when None.
         node: Name the calls are accounted under.
         ground: Drop triples whose subject or object is not found in their passage
@@ -176,7 +191,8 @@ async def extract_triples(
         The run's counts; read :meth:`ExtractionSummary.warnings`.
 
     Raises:
-        ValueError: ``concurrency`` or ``commit_every`` is below 1.
+        ValueError: ``concurrency`` or ``commit_every`` is below 1, or ``commit_seconds``
+            is negative.
         LLMCallError: An error that every call would hit (authentication, permission,
             unknown model); finished work is written before it is raised.
 
@@ -189,10 +205,12 @@ async def extract_triples(
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     if commit_every < 1:
         raise ValueError(f"commit_every must be at least 1, got {commit_every}")
+    if commit_seconds < 0:
+        raise ValueError(f"commit_seconds must not be negative, got {commit_seconds}")
     template = prompt or load_prompt("extraction")
     passages = store.unextracted_passages()
     skipped = max(0, store.count("passage") - len(passages))
-    run = _Run(store, commit_every, ground)
+    run = _Run(store, commit_every, commit_seconds, ground)
     slots = asyncio.Semaphore(concurrency)
     pending: set[asyncio.Task[_Outcome]] = set()
     total, done = len(passages), 0

@@ -95,6 +95,16 @@ def test_writes_in_batches_triples_before_marks():
     ]
 
 
+def test_writes_when_commit_seconds_pass_before_commit_every_is_reached():
+    store = FakeStore(make_passages(3))
+    model = ScriptedChatModel(respond=good_reply)
+    run(store, client(model), concurrency=1, commit_every=1000, commit_seconds=0)
+    assert store.writes == [("triples", 2), ("marks", 1)] * 3  # no wait: every passage at once
+    store = FakeStore(make_passages(3))
+    run(store, client(model), concurrency=1, commit_every=1000, commit_seconds=3600)
+    assert store.writes == [("triples", 6), ("marks", 3)]  # one write when the run ends
+
+
 def test_interrupted_run_keeps_finished_work_and_resume_sends_only_the_rest():
     passages = make_passages(10)
     store = FakeStore(passages)
@@ -272,9 +282,9 @@ def test_custom_prompt_is_used(tmp_path):
     assert model.calls[0].startswith("EXTRACT")
 
 
-@pytest.mark.parametrize("kwargs", [{"concurrency": 0}, {"commit_every": 0}])
+@pytest.mark.parametrize("kwargs", [{"concurrency": 0}, {"commit_every": 0}, {"commit_seconds": -1}])
 def test_invalid_arguments(kwargs):
-    with pytest.raises(ValueError, match="at least 1"):
+    with pytest.raises(ValueError, match="at least 1|not be negative"):
         run(FakeStore(), client(ScriptedChatModel(respond=good_reply)), **kwargs)
 
 
