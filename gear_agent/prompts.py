@@ -14,6 +14,7 @@ reasoner               question, memory                          {"answerable", 
 rewriter               question, memory, reason, conversation    one-line query
 qa                     question, passages, conversation          {"answer", "citations"}
 ppr_filter             query, triples                            {"triples": [...]}
+hipporag_ner           query                                     {"named_entities": [...]}
 sirerag_propositions   title, passage                            {"propositions": [...]}
 sirerag_summary        texts, max_words                          one paragraph
 =====================  ========================================  ==========================
@@ -39,6 +40,7 @@ PROMPT_NAMES = (
     "rewriter",
     "qa",
     "ppr_filter",
+    "hipporag_ner",
     "sirerag_propositions",
     "sirerag_summary",
 )

@@ -10,7 +10,7 @@ Example:
     >>> RETRIEVERS["hybrid+naive_ge"].needs_llm
     False
     >>> [name for name, spec in RETRIEVERS.items() if spec.needs_llm][:3]
-    ['ppr+filter', 'syncge', 'syncge-ppr']
+    ['hipporag+ner', 'ppr+filter', 'syncge']
 """
 
 from __future__ import annotations
@@ -102,6 +102,15 @@ def _hipporag(runtime: Runtime, llm: LLMClient | None) -> Retriever:
     return HippoRAGRetriever(runtime.ppr_retriever())
 
 
+def _hipporag_ner(runtime: Runtime, llm: LLMClient | None) -> Retriever:
+    from gear_agent.expansion.hipporag_ner import HippoRAGNERRetriever, make_query_ner
+
+    settings = runtime.settings
+    ner = make_query_ner(_client(runtime, llm), prompts_dir=settings.prompts_dir,
+                         deadline_s=settings.deadline_s or None)
+    return HippoRAGNERRetriever(runtime.ppr_retriever(), ner)
+
+
 def _ppr_filter(runtime: Runtime, llm: LLMClient | None) -> Retriever:
     from gear_agent.expansion.ppr import PPRRetriever
     from gear_agent.expansion.ppr_filter import make_llm_filter
@@ -178,6 +187,10 @@ _SPECS: list[RetrieverSpec] = [
     RetrieverSpec(
         "hipporag", "HippoRAG 1 PPR over the phrase graph from the query's nearest phrases, "
         "node specificity (no LLM)", False, True, _hipporag, "ppr",
+    ),
+    RetrieverSpec(
+        "hipporag+ner", "HippoRAG 1 as the paper: the query's LLM-named entities linked to "
+        "their nearest phrases are the seeds, then as hipporag", True, True, _hipporag_ner, "ppr",
     ),
     RetrieverSpec(
         "ppr+filter", "ppr with HippoRAG 2's LLM recognition-memory filter on the seed triples",

@@ -1,13 +1,15 @@
 """HippoRAG 1's retrieval (Gutiérrez et al., NeurIPS 2024, "HippoRAG", section 2.2), LLM-free.
 
 The paper links the query's named entities (from an LLM prompt) to their nearest phrase
-nodes. Without an LLM we take its code's ``query_to_node`` linking instead: the
-``seed_phrases`` phrase nodes nearest the query embedding are the query nodes. Then:
+nodes; that is ``hipporag+ner`` (:mod:`gear_agent.expansion.hipporag_ner`). Without an LLM
+(``hipporag``) we take its code's ``query_to_node`` linking instead: the ``seed_phrases``
+phrase nodes nearest the query embedding are the query nodes. Then:
 
 * **node specificity** (section 2.2): query node ``i`` gets restart mass
   ``cosine_i x s_i`` with ``s_i = 1 / |P_i|``, ``|P_i|`` the number of passages the phrase
   occurs in; the masses are passed through a softmax over the query nodes (the paper's
-  code does the same for ``query_to_node`` linking);
+  code does the same for ``query_to_node`` linking; entity-linked nodes get ``s_i``
+  itself, :func:`entity_node_mass`);
 * **the walk** is Personalized PageRank over the *phrase graph only*: relation and synonym
   edges, no passage nodes (HippoRAG 2 adds those; :mod:`gear_agent.expansion.ppr`);
 * **passage scores** are ``P^T p``: each passage sums the probabilities of the phrases
@@ -40,7 +42,7 @@ if TYPE_CHECKING:
     from gear_agent.config import GearSettings
     from gear_agent.expansion.ppr import PPRRetriever
 
-__all__ = ["HippoRAGRetriever", "hipporag_scores", "query_node_mass"]
+__all__ = ["HippoRAGRetriever", "entity_node_mass", "hipporag_scores", "query_node_mass"]
 
 
 def query_node_mass(graph: PPRGraph, vertices: np.ndarray, cosines: np.ndarray) -> np.ndarray:
@@ -54,6 +56,20 @@ def query_node_mass(graph: PPRGraph, vertices: np.ndarray, cosines: np.ndarray) 
     weights = np.asarray(cosines, dtype=np.float64) / specificity
     exp = np.exp(weights - weights.max())
     return exp / exp.sum()
+
+
+def entity_node_mass(graph: PPRGraph, vertices: np.ndarray) -> np.ndarray:
+    """Restart mass of entity-linked query nodes: node specificity ``s_i = 1 / |P_i|``
+    (section 2.2), scaled to sum 1 (a phrase in no passage counts as in one, as the
+    paper's code does).
+
+    Example:
+        >>> entity_node_mass(graph, np.array([3, 7]))  # |P| = 1 and 3  # doctest: +SKIP
+        array([0.75, 0.25])
+    """
+    specificity = np.maximum(graph.vertex_specificity()[vertices], 1).astype(np.float64)
+    weights = 1.0 / specificity
+    return weights / weights.sum()
 
 
 def hipporag_scores(
@@ -110,18 +126,36 @@ class HippoRAGRetriever(Retriever):
 
     def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
         check_request(query, k)
-        return keep_top_passing(self.ppr.store, lambda n: self.ranked(query, n), k, where)
+        vector = self.ppr.encode(query)
+        seeds, mass = self.query_nodes(query, vector)  # once, however often the filter asks
+        return keep_top_passing(
+            self.ppr.store, lambda n: self.ranked_from(vector, seeds, mass, n), k, where
+        )
+
+    def query_nodes(self, query: str, vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The query nodes (phrase vertices) and their restart mass: the
+        ``hipporag_seed_phrases`` phrases nearest ``vector``, :func:`query_node_mass`."""
+        graph = self.ppr.graph
+        seeds, cosines = graph.nearest_phrases(vector, self.settings.hipporag_seed_phrases)
+        if not len(seeds):
+            return seeds, np.empty(0)
+        return seeds, query_node_mass(graph, seeds, cosines)
 
     def ranked(self, query: str, k: int) -> list[RankedPassage]:
         """The top ``k`` passages by HippoRAG's PPR (dense search fills a short list)."""
+        vector = self.ppr.encode(query)
+        return self.ranked_from(vector, *self.query_nodes(query, vector), k)
+
+    def ranked_from(
+        self, vector: np.ndarray, seeds: np.ndarray, mass: np.ndarray, k: int
+    ) -> list[RankedPassage]:
+        """The top ``k`` passages of the walk from ``seeds`` (dense search by ``vector``
+        when there are no seeds, and to fill a short list)."""
         s = self.settings
         graph = self.ppr.graph
-        vector = self.ppr.encode(query)
-        seeds, cosines = graph.nearest_phrases(vector, s.hipporag_seed_phrases)
         if not len(seeds):
             hits = self.ppr.store.vector_search("passage", vector, k)
             return [RankedPassage(h.id, h.score) for h in hits]
-        mass = query_node_mass(graph, seeds, cosines)
         passages, scores = hipporag_scores(
             graph, seeds, mass, s.hipporag_damping, s.method, s.tolerance
         )

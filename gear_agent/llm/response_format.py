@@ -15,7 +15,7 @@ model's replies parse. ``GEAR_LLM_RESPONSE_FORMAT`` picks how the schema is sent
   accept it too).
 
 Only the prompts that ask for JSON carry a schema (extraction, reader, reasoner, PPR
-filter); the rewriter and the QA prompt answer in plain text.
+filter, HippoRAG's query NER); the rewriter and the QA prompt answer in plain text.
 """
 
 from __future__ import annotations
@@ -72,6 +72,24 @@ EXTRACTION_REPLY = ReplySchema(
     },
 )
 """The extraction prompt's reply: ``{"entities": [...], "triples": [[s, p, o], ...]}``."""
+
+ENTITIES_REPLY = ReplySchema(
+    "named_entities",
+    {
+        "type": "object",
+        "properties": {
+            "named_entities": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1},
+                "maxItems": MAX_TRIPLES,
+            },
+        },
+        "required": ["named_entities"],
+        "additionalProperties": False,
+    },
+)
+"""The query NER reply (``hipporag+ner``): ``{"named_entities": [...]}``, at most
+:data:`MAX_TRIPLES` names for the same reason as the triples."""
 
 VERDICT_REPLY = ReplySchema(
     "verdict",

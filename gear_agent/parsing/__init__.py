@@ -1,5 +1,7 @@
-"""Parsers of model replies: JSON, triples, extraction replies, reasoner verdicts, short answers."""
+"""Parsers of model replies: JSON, triples, extraction and entity replies, reasoner verdicts,
+short answers."""
 
+from gear_agent.parsing.entities_reply import parse_entities_reply
 from gear_agent.parsing.errors import ParseError
 from gear_agent.parsing.extraction_reply import ExtractionReply, parse_extraction_reply
 from gear_agent.parsing.json_reply import extract_json
@@ -14,6 +16,7 @@ __all__ = [
     "ReasonerVerdict",
     "clean_part",
     "extract_json",
+    "parse_entities_reply",
     "parse_extraction_reply",
     "parse_reasoner_reply",
     "parse_short_reply",

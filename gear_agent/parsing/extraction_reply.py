@@ -51,7 +51,14 @@ def _find(mapping: dict[Any, Any], keys: tuple[str, ...]) -> tuple[bool, Any]:
     return False, None
 
 
-def _entities(value: Any) -> list[str]:
+def entity_names(value: Any) -> list[str]:
+    """Distinct entity names, in order, from a list, a ``{type: [...]}`` dict or one value;
+    ``{"name": ...}`` items give their name, and items with no text are left out.
+
+    Example:
+        >>> entity_names(["Bled", {"name": "Slovenia"}, "Bled", None])
+        ['Bled', 'Slovenia']
+    """
     if isinstance(value, dict):  # {"PERSON": [...], "PLACE": [...]}
         items: list[Any] = []
         for group in value.values():
@@ -104,7 +111,7 @@ def parse_extraction_reply(text: str) -> ExtractionReply:
             if has_triples and not isinstance(triples, list):
                 triples = [triples] if triples else []
             parsed = triples_from_items(triples or [])
-            names = _entities(entities) if has_entities else []
+            names = entity_names(entities) if has_entities else []
             return ExtractionReply(names, parsed.triples, parsed.dropped)
     parsed = parse_triples(text)
     if parsed.triples:

@@ -122,6 +122,15 @@ def test_a_missing_llm_is_named_before_any_model_loads(hashing_index: Path, no_m
     assert "OPENAI_API_KEY" in line
 
 
+def test_eval_of_an_llm_retriever_without_an_llm_is_one_line(tmp_path: Path, no_model, monkeypatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("GEAR_LLM_MODEL", "gpt-4o-mini")
+    line = one_line_error(run("eval", "--questions", str(tmp_path / "q.json"), "--corpus",
+                              str(tmp_path / "c.json"), "--retrievers", "hipporag,hipporag+ner"))
+    assert "OPENAI_API_KEY" in line
+
+
 def test_search_names_the_score_kind(hashing_index: Path) -> None:
     result = run("search", "Which county is Folsom in?", "--index", str(hashing_index), "--k", "2",
                  "--retriever", "hybrid+naive_ge")

@@ -96,6 +96,14 @@ def test_llm_retrievers_filter_every_search(index_dir: Path, name: str) -> None:
     assert shown and not any(f"Title: {t}\n" in shown[0] for t in b_titles)
 
 
+def test_hipporag_ner_returns_only_passing_passages(index_dir: Path) -> None:
+    chat = ScriptedChatModel.from_list(['{"named_entities": ["Kestrel Observatory"]}'] * 2)
+    with Gear(index_dir, chat_model=chat, embedding_model="hashing-128") as gear:
+        kept = gear.retrieve(QUESTION, k=6, retriever="hipporag+ner", where={"shelf": "a"})
+    assert kept and all(p.metadata["shelf"] == "a" for p in kept)
+    assert len(chat.calls) == 1 and chat.calls[0].startswith("You find the named entities")
+
+
 def test_ask_takes_a_filter(index_dir: Path) -> None:
     chat = ScriptedChatModel(respond=_reader_only)
     with Gear(index_dir, chat_model=chat, embedding_model="hashing-128") as gear:

@@ -11,6 +11,7 @@ from gear_agent.parsing import (
     ParseError,
     clean_part,
     extract_json,
+    parse_entities_reply,
     parse_extraction_reply,
     parse_reasoner_reply,
     parse_short_reply,
@@ -32,6 +33,7 @@ _SPECIAL = st.sampled_from(
         "None",
         "triples",
         "entities",
+        "named_entities",
         "answerable",
         "yes",
         "no",
@@ -81,6 +83,17 @@ def test_extraction_reply_raises_only_parse_error(text):
         return
     _check_triples(reply.triples)
     assert all(isinstance(e, str) and e for e in reply.entities)
+
+
+@FUZZ
+@given(any_text)
+def test_entities_reply_raises_only_parse_error(text):
+    try:
+        names = parse_entities_reply(text)
+    except ParseError:
+        return
+    assert all(isinstance(n, str) and n and n.strip() == n for n in names)
+    assert len(set(names)) == len(names)
 
 
 @FUZZ

@@ -24,6 +24,7 @@ EXPECTED = {
     "rewriter": {"question", "memory", "reason", "conversation"},
     "qa": {"question", "passages", "conversation"},
     "ppr_filter": {"query", "triples"},
+    "hipporag_ner": {"query"},
     "sirerag_propositions": {"title", "passage"},
     "sirerag_summary": {"texts", "max_words"},
 }

@@ -32,6 +32,8 @@ def capable(prompt: str) -> str:
         return json.dumps({"triples": [["Oskar Brenner", "founded", "Kestrel Observatory"]]})
     if prompt.startswith("You decide whether"):
         return json.dumps({"answerable": True, "answer": "Ilse Brenner", "reason": None})
+    if prompt.startswith("You find the named entities in a question"):
+        return json.dumps({"named_entities": ["Kestrel Observatory"]})
     if prompt.startswith("You check which retrieved facts"):
         return json.dumps({"triples": [["Oskar Brenner", "spouse", "Ilse Brenner"]]})
     return "Ilse Brenner"
@@ -69,6 +71,16 @@ def test_llm_rows_need_a_model_and_free_rows_do_not(gear: Gear, monkeypatch) -> 
                 make_retriever(name, gear.runtime)
         else:
             make_retriever(name, gear.runtime)
+
+
+def test_hipporag_has_an_llm_row_of_its_own(gear: Gear) -> None:
+    """`hipporag` stays LLM-free; `hipporag+ner` is the paper's NER step, a PPR score."""
+    assert not RETRIEVERS["hipporag"].needs_llm
+    spec = RETRIEVERS["hipporag+ner"]
+    assert spec.needs_llm and spec.needs_triples and spec.score == "ppr"
+    assert "entities" in spec.description
+    [top] = gear.retrieve(QUESTION, 1, retriever="hipporag+ner")
+    assert top.text == FOUNDED  # the one passage with the named entity's phrase
 
 
 def test_unknown_names_list_the_known_ones() -> None:
