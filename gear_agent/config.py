@@ -147,7 +147,8 @@ class GearSettings(BaseSettings):
         "local", description="PPR by local push from the seeds (cost follows the seeds' "
         "neighbourhood) or by power iteration over the whole graph (exact; for checking).")
     ppr_tolerance: float = Field(
-        1e-7, gt=0, description="Local push: residual per unit of weighted degree left unpushed.")
+        1e-7, gt=0, description="Local push: residual per unit of weighted degree left unpushed "
+        "(times passages / ppr_dense_passages when the corpus has more passages than that).")
     ppr_dense_passages: int = Field(
         2000, ge=1, description="Local push: the query's nearest passages that get restart mass "
         "(global gives it to every passage).")

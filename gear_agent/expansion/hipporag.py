@@ -32,7 +32,7 @@ from scipy import sparse
 
 from gear_agent.expansion.ppr import sparse_personalized_pagerank
 from gear_agent.expansion.ppr_graph import PPRGraph
-from gear_agent.expansion.ppr_push import push_personalized_pagerank
+from gear_agent.expansion.ppr_push import push_constants, push_personalized_pagerank
 from gear_agent.expansion.ppr_settings import PPRSettings
 from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
@@ -95,8 +95,10 @@ def hipporag_scores(
         vertices = np.flatnonzero(probability)
         values = probability[vertices]
     else:
+        matrix, strength = graph.adjacency(phrases_only=True)
+        constants = graph.derived("phrase push constants", lambda: push_constants(strength))
         vertices, values = push_personalized_pagerank(
-            *graph.adjacency(phrases_only=True), seeds, mass, damping, tolerance
+            matrix, strength, seeds, mass, damping, tolerance, constants
         )
     rows = graph.containment()[vertices]
     passages = rows.indices

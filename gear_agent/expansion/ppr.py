@@ -41,7 +41,7 @@ import numpy as np
 from scipy import sparse
 
 from gear_agent.expansion.ppr_graph import GraphProgress, PPRGraph, load_or_build
-from gear_agent.expansion.ppr_push import push_personalized_pagerank
+from gear_agent.expansion.ppr_push import push_constants, push_personalized_pagerank
 from gear_agent.expansion.ppr_settings import PPRSettings
 from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
@@ -216,12 +216,12 @@ def passage_mass(
 ) -> dict[int, float]:
     """Restart mass of passages by vertex: dense score min-max normalised over
     ``[low, high]``, times ``passage_weight`` (HippoRAG 2)."""
-    mass: dict[int, float] = {}
-    for hit in passage_hits:
-        vertex = graph.passage_vertex(hit.id)
-        if vertex is not None:
-            mass[vertex] = passage_weight * _normalise(hit.score, low, high)
-    return mass
+    vertex_of = graph.passage_vertex
+    if high <= low:
+        return {v: passage_weight for h in passage_hits if (v := vertex_of(h.id)) is not None}
+    span = high - low
+    return {v: passage_weight * ((h.score - low) / span) for h in passage_hits
+            if (v := vertex_of(h.id)) is not None}
 
 
 def dense_passage_weights(
@@ -379,8 +379,15 @@ def _local(
     When the dense search returned fewer passages than the graph has, every passage left
     out (the *tail*) would have had restart mass too. PPR is linear in the restart vector,
     so the tail's part is estimated as a uniform mass ``c`` on every passage (``c`` the
-    tail's estimated mean, :func:`tail_mass`) walked once per graph (:func:`_uniform_passage_ppr`), with ``c`` taken off the passages
-    that have mass so they are not counted twice.
+    tail's estimated mean, :func:`tail_mass`) walked once per graph
+    (:func:`_uniform_passage_ppr`), with ``c`` taken off the passages that have mass so
+    they are not counted twice.
+
+    The push's precision then follows the estimate's: with ``found`` of ``N`` passages
+    given their own mass, the tolerance is multiplied by ``N / found``, so the work per
+    query stays bounded as the corpus grows (ACL's bound ``1 / ((1 - d) tolerance)``
+    falls as ``1 / N``) while a corpus whose passages all fit in the dense list keeps
+    the given tolerance (docs/ppr.md has the measurements).
     """
     n_passages = graph.n_passages
     passages = {v: m for v, m in reset.items() if v not in phrases}
@@ -388,11 +395,14 @@ def _local(
     if found < n_passages and passages:
         tail = tail_mass(np.fromiter(passages.values(), dtype=np.float64), n_passages)
         reset = {**{v: m - tail for v, m in passages.items()}, **phrases}
+        tolerance = tolerance * n_passages / max(found, 1)
     vertices = np.fromiter(reset, dtype=np.int64, count=len(reset))
     mass = np.fromiter(reset.values(), dtype=np.float64, count=len(reset))
     total = mass.sum()
+    adjacency, strength = graph.adjacency()
+    constants = graph.derived("push constants", lambda: push_constants(strength))
     vertices, probability = push_personalized_pagerank(
-        *graph.adjacency(), vertices, mass, damping, tolerance
+        adjacency, strength, vertices, mass, damping, tolerance, constants
     )
     probability = probability * total
     if tail > 0:
@@ -400,7 +410,9 @@ def _local(
                                 lambda: _uniform_passage_ppr(graph, damping))
         background = tail * n_passages
         top = uniform[1][:k]  # the passages the background alone ranks first
-        vertices = np.concatenate([vertices, top[~np.isin(top, vertices)]])
+        reached = np.zeros(graph.n_vertices, dtype=bool)
+        reached[vertices] = True
+        vertices = np.concatenate([vertices, top[~reached[top]]])
         probability = np.concatenate([probability, np.zeros(len(vertices) - len(probability))])
         probability += background * uniform[0][vertices]
         total += background

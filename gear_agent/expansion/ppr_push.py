@@ -22,12 +22,21 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-__all__ = ["push_personalized_pagerank"]
+__all__ = ["push_constants", "push_personalized_pagerank"]
 
 SWEEP_SHARE = 8
 """A round whose vertices hold more than 1/SWEEP_SHARE of the edge entries is done as one
 sparse product over the whole graph instead (Wu et al., "Unifying the Global and Local
 Approaches", VLDB 2021, PowerPush); the result is the same, only the arithmetic differs."""
+
+
+def push_constants(strength: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """What every push over a graph needs, query-independent: each vertex's degree floor
+    ``max(1, weighted degree)`` (its bar is ``tolerance`` times that) and which vertices
+    have no edges. Keep it with the graph (:meth:`PPRGraph.derived`) and pass it to
+    :func:`push_personalized_pagerank`, so a query does not recompute it."""
+    strength = np.asarray(strength, dtype=np.float64)
+    return np.maximum(strength, 1.0), strength <= 0
 
 
 def push_personalized_pagerank(
@@ -37,6 +46,7 @@ def push_personalized_pagerank(
     reset_mass: np.ndarray,
     damping: float = 0.5,
     tolerance: float = 1e-6,
+    constants: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Approximate PPR from a sparse restart vector; the vertices it reached and their mass.
 
@@ -48,6 +58,7 @@ def push_personalized_pagerank(
         damping: Probability of following an edge (HippoRAG: 0.5).
         tolerance: Residual per unit of weighted degree at which a vertex is left alone;
             smaller is closer to the exact PPR and slower.
+        constants: :func:`push_constants` of ``strength``, computed here when None.
 
     Returns:
         ``(vertices, probability)``: each vertex once (the restart vertices, then every
@@ -78,8 +89,7 @@ def push_personalized_pagerank(
         raise ValueError(f"tolerance must be positive, got {tolerance}")
     n = adjacency.shape[0]
     restart = reset_mass / reset_mass.sum()
-    bar = tolerance * np.maximum(strength, 1.0)
-    dangling = strength <= 0
+    floor, dangling = push_constants(strength) if constants is None else constants
     p = np.zeros(n)
     residual = np.zeros(n)
     residual[reset_vertices] = restart
@@ -87,12 +97,12 @@ def push_personalized_pagerank(
     seen[reset_vertices] = True
     reached = [reset_vertices]
     slot = np.empty(n, dtype=np.int64)  # scratch for removing repeats (last writer wins)
-    active = reset_vertices[residual[reset_vertices] >= bar[reset_vertices]]
+    active = reset_vertices[residual[reset_vertices] >= tolerance * floor[reset_vertices]]
     indptr = adjacency.indptr
     while active.size:
         if (indptr[active + 1] - indptr[active]).sum() * SWEEP_SHARE > adjacency.nnz:
-            active = _sweep(adjacency, strength, dangling, bar, p, residual, seen, reached,
-                            reset_vertices, restart, damping)
+            active = _sweep(adjacency, strength, dangling, tolerance * floor, p, residual, seen,
+                            reached, reset_vertices, restart, damping)
             continue
         first = active[~seen[active]]
         seen[first] = True
@@ -113,7 +123,7 @@ def push_personalized_pagerank(
             np.add.at(residual, rows.indices, rows.data * share)
             candidates.append(rows.indices)
         touched = np.concatenate(candidates)
-        over = touched[residual[touched] >= bar[touched]]
+        over = touched[residual[touched] >= tolerance * floor[touched]]
         order = np.arange(len(over))
         slot[over] = order
         active = over[slot[over] == order]
