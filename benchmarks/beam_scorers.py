@@ -30,7 +30,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--index", type=Path, default=Path(".gear/eval/corpus-ba1b15c0b85f"))
     parser.add_argument("--questions", type=Path, default=SHARED / "questions.json")
-    parser.add_argument("--variants", default="sum,rerank:1,rerank:2,rerank:3,rerank:5,concat")
+    parser.add_argument("--variants", default="sum,rerank:3,rerank:5,concat,shortlist,shortlist@int8,concat@int8")
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch (and ONNX Runtime) threads; default: OMP_NUM_THREADS")
@@ -70,7 +70,10 @@ def main() -> None:
             "beam_rerank": int(n or 3) if scorer == "rerank" else 3,
             "beam_shortlist": int(n) if n and scorer == "shortlist" else None,
         })
-        timed = TimedEmbedder(make_sequence_encoder(s, embedder))
+        sequence_encoder = make_sequence_encoder(s, embedder)
+        if encoder == "int8" and sequence_encoder is embedder:  # the warning said why
+            variant += " (float model)"
+        timed = TimedEmbedder(sequence_encoder)
         runtime = Runtime(s, embedder, store, encode)
         base = BaseRetriever(store, encode, "hybrid", s.rrf_k)
         beam = TripleBeamSearch(store, timed, runtime.beam_settings())  # type: ignore[arg-type]
