@@ -1,11 +1,15 @@
 """The beam search's sequence scorers on the MuSiQue dev questions: recall, cost, and where it goes.
 
 For ``hybrid+naive_ge`` with each scorer (``sum``, ``concat``, ``rerank`` with several
-``beam_rerank`` values), in one process over the index ``gear eval`` builds: Recall@5/10/15,
-median ms per question, texts encoded per question, and the share of the time spent inside
-the encoder (the profile of the cost)::
+``beam_rerank`` values, ``shortlist`` with several ``beam_shortlist`` values), in one process
+over the index ``gear eval`` builds: Recall@5/10/15, median ms per question, texts encoded
+per question, and the share of the time spent inside the encoder (the profile of the cost).
+A variant is ``scorer[:n][@int8]``: ``n`` is ``beam_rerank`` or ``beam_shortlist``, ``@int8``
+encodes the sequence texts with the int8 ONNX Runtime model (``beam_encoder=int8``; exported
+and cached on first use, outside the timings)::
 
-    OMP_NUM_THREADS=1 python benchmarks/beam_scorers.py --index .gear/eval/corpus-ba1b15c0b85f
+    OMP_NUM_THREADS=1 python benchmarks/beam_scorers.py --index .gear/eval/corpus-ba1b15c0b85f \
+        --variants sum,rerank:3,rerank:5,concat,shortlist,shortlist@int8,rerank:5@int8,concat@int8
 """
 
 from __future__ import annotations
@@ -26,12 +30,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--index", type=Path, default=Path(".gear/eval/corpus-ba1b15c0b85f"))
     parser.add_argument("--questions", type=Path, default=SHARED / "questions.json")
-    parser.add_argument("--variants", default="sum,rerank:1,rerank:2,rerank:3,rerank:5,concat")
+    parser.add_argument("--variants", default="sum,rerank:3,rerank:5,concat,shortlist,shortlist@int8,concat@int8")
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch (and ONNX Runtime) threads; default: OMP_NUM_THREADS")
     args = parser.parse_args()
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
 
     from gear_agent.config import GearSettings
-    from gear_agent.embedding import make_embedder
+    from gear_agent.embedding import make_embedder, make_sequence_encoder
     from gear_agent.evaluation.dataset import load_questions
     from gear_agent.evaluation.metrics import recall_at_k
     from gear_agent.expansion.beam import TripleBeamSearch
@@ -48,13 +58,22 @@ def main() -> None:
     for q in questions:
         encode(q.question)
     print(f"{len(questions)} questions, hybrid+naive_ge, {embedder.name}, "
-          f"width {settings.beam_width}, length {settings.beam_length}\n")
+          f"width {settings.beam_width}, length {settings.beam_length}, "
+          f"threads {_threads()}\n")
     print("| scorer | R@5 | R@10 | R@15 | p50 ms/question | texts encoded/question | in the encoder |")
     print("|---|---|---|---|---|---|---|")
     for variant in args.variants.split(","):
-        scorer, _, rerank = variant.partition(":")
-        s = settings.model_copy(update={"beam_scorer": scorer, "beam_rerank": int(rerank or 3)})
-        timed = TimedEmbedder(embedder)
+        spec, _, encoder = variant.partition("@")
+        scorer, _, n = spec.partition(":")
+        s = settings.model_copy(update={
+            "beam_scorer": scorer, "beam_encoder": encoder or "model",
+            "beam_rerank": int(n or 3) if scorer == "rerank" else 3,
+            "beam_shortlist": int(n) if n and scorer == "shortlist" else None,
+        })
+        sequence_encoder = make_sequence_encoder(s, embedder)
+        if encoder == "int8" and sequence_encoder is embedder:  # the warning said why
+            variant += " (float model)"
+        timed = TimedEmbedder(sequence_encoder)
         runtime = Runtime(s, embedder, store, encode)
         base = BaseRetriever(store, encode, "hybrid", s.rrf_k)
         beam = TripleBeamSearch(store, timed, runtime.beam_settings())  # type: ignore[arg-type]
@@ -70,6 +89,12 @@ def main() -> None:
         print(f"| {variant} | {100 * np.mean(recalls[5]):.1f} | {100 * np.mean(recalls[10]):.1f} "
               f"| {100 * np.mean(recalls[15]):.1f} | {statistics.median(times):.1f} "
               f"| {timed.texts / len(questions):.0f} | {100 * timed.seconds / total:.1f}% |")
+
+
+def _threads() -> int:
+    import torch
+
+    return int(torch.get_num_threads())
 
 
 if __name__ == "__main__":

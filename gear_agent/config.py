@@ -101,13 +101,22 @@ class GearSettings(BaseSettings):
     beam_length: int = Field(2, ge=1, description="l: triples per beam.")
     beam_neighbours: int = Field(100, ge=1, description="Neighbours per beam, most query-similar.")
     beam_gamma: float | None = Field(None, gt=0, description="gamma; defaults to 2 x beam_width.")
-    beam_scorer: Literal["sum", "concat", "rerank"] = Field(
+    beam_scorer: Literal["sum", "concat", "rerank", "shortlist"] = Field(
         "sum", description="Sequence scorer: normalised sum of stored triple vectors, the "
-        "paper's encoding of the concatenated triples, or sum with the best beam_rerank "
-        "candidates per beam re-scored by concat.",
+        "paper's encoding of the concatenated triples, sum with the best beam_rerank "
+        "candidates per beam re-scored by concat, or sum with the best beam_shortlist "
+        "sequences of each step (over all beams, rank penalty applied) re-scored by concat.",
     )
     beam_rerank: int = Field(
         3, ge=1, description="rerank scorer: candidates per beam and step re-scored by concat.")
+    beam_shortlist: int | None = Field(
+        None, ge=1, description="shortlist scorer: sequences per step re-scored by concat; "
+        "defaults to 2 x beam_width.")
+    beam_encoder: Literal["model", "int8"] = Field(
+        "model", description="Encoder of sequence texts for concat, rerank and shortlist: the "
+        "embedding model, or its int8 ONNX Runtime copy (CPU only, about 2.5x faster; "
+        "pip install 'gear-agent[int8]'; exported once from the local model folder and cached).",
+    )
     beam_diverse: bool = Field(True, description="Rank penalty on; False is plain beam search.")
 
     # ---- grounding -----------------------------------------------------------

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gear_agent.config import GearSettings
-from gear_agent.embedding import Embedder, make_embedder
+from gear_agent.embedding import Embedder, make_embedder, make_sequence_encoder
 from gear_agent.expansion.beam import BeamSettings
 from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.store import Store, open_store
@@ -28,6 +28,7 @@ class Runtime:
     store: Store
     encode: QueryEncoder
     _ppr: PPRRetriever | None = field(default=None, repr=False)
+    _sequence_encoder: Embedder | None = field(default=None, repr=False)
 
     @classmethod
     def open(cls, settings: GearSettings, *, create: bool = False) -> Runtime:
@@ -51,5 +52,12 @@ class Runtime:
         return BeamSettings(
             width=s.beam_width, length=s.beam_length, neighbours=s.beam_neighbours,
             gamma=s.beam_gamma, scorer=s.beam_scorer, diverse=s.beam_diverse,
-            rerank=s.beam_rerank,
+            rerank=s.beam_rerank, shortlist=s.beam_shortlist,
         )
+
+    def sequence_encoder(self) -> Embedder:
+        """The beam search's encoder of sequence texts (``beam_encoder``), made once: the
+        embedder itself, or its int8 ONNX Runtime copy."""
+        if self._sequence_encoder is None:
+            self._sequence_encoder = make_sequence_encoder(self.settings, self.embedder)
+        return self._sequence_encoder

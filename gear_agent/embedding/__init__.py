@@ -3,6 +3,7 @@ endpoint, or any LangChain embeddings integration named ``provider:model``."""
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING
 
 from gear_agent.embedding.base import Embedder, normalise_rows
@@ -10,7 +11,9 @@ from gear_agent.embedding.base import Embedder, normalise_rows
 if TYPE_CHECKING:
     from gear_agent.config import GearSettings
 
-__all__ = ["Embedder", "embedder_name", "make_embedder", "normalise_rows"]
+__all__ = [
+    "Embedder", "embedder_name", "make_embedder", "make_sequence_encoder", "normalise_rows"
+]
 
 
 def embedder_name(settings: GearSettings) -> str:
@@ -63,3 +66,39 @@ def make_embedder(settings: GearSettings) -> Embedder:
         batch_size=settings.embedding_batch_size,
         device=settings.embedding_device,
     )
+
+
+def make_sequence_encoder(settings: GearSettings, embedder: Embedder) -> Embedder:
+    """The encoder of the beam search's sequence texts (``concat``, ``rerank``, ``shortlist``).
+
+    ``embedder`` itself unless ``beam_encoder`` is ``int8``, the scorer encodes sequences, and
+    the model runs on the CPU (on a GPU the model itself is fast: ``embedding_device``); then
+    the int8 ONNX Runtime copy of the local sentence-transformers model
+    (:mod:`gear_agent.embedding.onnx_int8`). Where that cannot be had (ONNX Runtime missing,
+    not a local sentence-transformers model) one warning line says why, and ``embedder`` is
+    used: the scores are the float model's, only slower.
+    """
+    if settings.beam_encoder != "int8" or settings.beam_scorer == "sum":
+        return embedder
+    if not settings.embedding_device.startswith("cpu"):
+        return embedder
+    from gear_agent.embedding.onnx_int8 import INSTALL_HINT, Int8OnnxEmbedder, int8_available
+    from gear_agent.embedding.sentence_transformer import (
+        EmbeddingModelError,
+        SentenceTransformerEmbedder,
+    )
+
+    folder = getattr(embedder, "folder", None)
+    if not isinstance(embedder, SentenceTransformerEmbedder) or folder is None:
+        reason = f"{embedder.name} is not a local sentence-transformers model"
+    elif not int8_available():
+        reason = f"ONNX Runtime is not installed ({INSTALL_HINT})"
+    else:
+        try:
+            return Int8OnnxEmbedder(folder, embedder.name)
+        except EmbeddingModelError as exc:
+            reason = str(exc)
+    warnings.warn(
+        f"beam_encoder=int8: {reason}; sequence texts use the embedding model", stacklevel=2
+    )
+    return embedder

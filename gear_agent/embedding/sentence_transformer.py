@@ -118,6 +118,8 @@ class SentenceTransformerEmbedder(Embedder):
         self.name = canonical_model_name(model)
         self.batch_size = batch_size
         path = resolve_model_path(model)
+        #: The local model folder, or None for a name sentence-transformers resolves itself.
+        self.folder = Path(path) if Path(path).is_dir() else None
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer

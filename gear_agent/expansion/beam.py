@@ -24,6 +24,8 @@ import numpy as np
 from gear_agent.embedding.base import Embedder
 from gear_agent.expansion.scorers import (
     EncodingCache,
+    best_of_step,
+    best_per_beam,
     check_scorer,
     score_concat,
     score_sum,
@@ -42,9 +44,11 @@ class BeamSettings:
         length: ``l``, triples per beam.
         neighbours: candidates per beam: the neighbours most similar to the query.
         gamma: rank-penalty constant; None means ``2 * width``.
-        scorer: ``"sum"``, ``"concat"`` or ``"rerank"``.
+        scorer: ``"sum"``, ``"concat"``, ``"rerank"`` or ``"shortlist"``.
         diverse: apply the rank penalty (False = plain beam search).
         rerank: ``rerank`` scorer: candidates per beam re-scored by ``concat`` each step.
+        shortlist: ``shortlist`` scorer: sequences per step re-scored by ``concat``;
+            None means ``2 * width``.
     """
 
     width: int = 10
@@ -54,11 +58,18 @@ class BeamSettings:
     scorer: str = "sum"
     diverse: bool = True
     rerank: int = 3
+    shortlist: int | None = None
 
     def __post_init__(self) -> None:
         check_scorer(self.scorer)
-        if self.width < 1 or self.length < 1 or self.neighbours < 1 or self.rerank < 1:
-            raise ValueError("beam width, length, neighbours and rerank must all be >= 1")
+        counts = (self.width, self.length, self.neighbours, self.rerank,
+                  1 if self.shortlist is None else self.shortlist)
+        if min(counts) < 1:
+            raise ValueError("beam width, length, neighbours, rerank and shortlist must be >= 1")
+
+    @property
+    def effective_shortlist(self) -> int:
+        return self.shortlist if self.shortlist is not None else 2 * self.width
 
     @property
     def effective_gamma(self) -> float:
@@ -101,7 +112,7 @@ class TripleBeamSearch:
         self, query: np.ndarray, prefix: tuple[str, ...], prefix_sum: np.ndarray | None,
         candidates: list[str], candidate_vectors: np.ndarray,
     ) -> np.ndarray:
-        if self.settings.scorer != "concat":  # rerank re-scores later, in one call per step
+        if self.settings.scorer != "concat":  # rerank, shortlist re-score later, one call a step
             base = 0.0 if prefix_sum is None else prefix_sum
             return score_sum(query, candidate_vectors + base)
         prefix_texts = self._text(prefix)
@@ -111,15 +122,24 @@ class TripleBeamSearch:
     def _rerank(
         self, query: np.ndarray, grown_from: list[tuple[Beam, list[str], np.ndarray, np.ndarray]]
     ) -> list[tuple[Beam, list[str], np.ndarray, np.ndarray]]:
-        """Keep each beam's best ``rerank`` candidates by ``sum``, scored by ``concat``: the
-        texts of the whole step in one encoder call (cached by text)."""
-        keep = self.settings.rerank
+        """Keep the candidates the scorer re-scores (``rerank``: each beam's best ``rerank``
+        by ``sum``; ``shortlist``: the step's best ``shortlist`` by penalised ``sum``), scored
+        by ``concat``: the texts of the whole step in one encoder call (cached by text)."""
+        settings = self.settings
+        sums = [scores for _, _, _, scores in grown_from]
+        if settings.scorer == "shortlist":
+            gamma = settings.effective_gamma
+            penalty = (lambda n: rank_penalty(n, gamma)) if settings.diverse else (lambda n: 1.0)
+            kept = best_of_step(sums, settings.effective_shortlist, penalty)
+        else:
+            kept = best_per_beam(sums, settings.rerank)
         chosen, texts = [], []
-        for beam, candidates, vectors, scores in grown_from:
-            if not candidates:
+        for (beam, candidates, vectors, _), best in zip(grown_from, kept):
+            if not candidates:  # a beam that cannot grow competes as it is
                 chosen.append((beam, [], vectors))
                 continue
-            best = np.lexsort((np.arange(len(candidates)), -scores))[:keep]
+            if not len(best):  # none of its sequences made the shortlist: they drop out
+                continue
             prefix = self._text(beam.triples)
             picked = [candidates[i] for i in best]
             texts += [sequence_text([*prefix, t]) for t in self._text(picked)]
@@ -161,7 +181,7 @@ class TripleBeamSearch:
                     query, beam.triples, sums[beam.triples], candidates, candidate_vectors
                 )
                 grown_from.append((beam, candidates, candidate_vectors, cand_scores))
-            if settings.scorer == "rerank":
+            if settings.scorer in ("rerank", "shortlist"):
                 grown_from = self._rerank(query, grown_from)
             for beam, candidates, candidate_vectors, cand_scores in grown_from:
                 if not candidates:

@@ -229,3 +229,69 @@ def test_rerank_rescores_only_the_best_few_by_sum(tmp_path):
     ).run(query, start)
     assert embedder.calls == [1]  # one beam, its best candidate by sum
     assert len(beams) == 1 and len(beams[0].triples) == 2
+
+
+class RecordingAngleEmbedder(AngleEmbedder):
+    """AngleEmbedder that records the texts of every call."""
+
+    def __init__(self, angles: dict[str, float]) -> None:
+        super().__init__(angles)
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        return super().embed(texts)
+
+
+def _sequence(*triples):
+    return sequence_text([" ".join(GRAPH[t][:3]) for t in triples])
+
+
+def test_shortlist_rescores_the_steps_best_penalised_sequences_in_one_call(graph_store):
+    store, _, ids = graph_store
+    # By sum (diverse): A+A1 = cos 5 = 0.996, B+B1 = cos 25 = 0.906, A+A2 = cos 15 x 0.7788
+    # = 0.752. A shortlist of 2 encodes A+A1 and B+B1 only; concat then puts B+B1 first.
+    angles = {" ".join(v[:3]): v[3] for v in GRAPH.values()}
+    angles |= {_sequence("A", "A1"): 40.0, _sequence("B", "B1"): 0.0}
+    embedder = RecordingAngleEmbedder(angles)
+    search = TripleBeamSearch(
+        store, embedder, BeamSettings(width=2, length=2, scorer="shortlist", shortlist=2)
+    )
+    beams = search.run(at(0.0), [ids["A"], ids["B"]])
+    assert embedder.calls == [[_sequence("A", "A1"), _sequence("B", "B1")]]
+    assert names(beams, ids) == [("B", "B1"), ("A", "A1")]
+    assert [b.score for b in beams] == pytest.approx([1.0, math.cos(math.radians(40))], abs=1e-6)
+
+
+def test_shortlist_drops_beams_none_of_whose_sequences_made_it(graph_store):
+    store, embedder, ids = graph_store
+    beams = TripleBeamSearch(
+        store, embedder, BeamSettings(width=2, length=2, scorer="shortlist", shortlist=1)
+    ).run(at(0.0), [ids["A"], ids["B"]])
+    assert [len(b.triples) for b in beams] == [2]  # B's one-triple beam does not come back
+    assert names(beams, ids) == [("A", "A1")]
+
+
+def test_shortlist_defaults_to_twice_the_width():
+    assert BeamSettings(width=7).effective_shortlist == 14
+    assert BeamSettings(width=7, shortlist=3).effective_shortlist == 3
+    with pytest.raises(ValueError, match="shortlist"):
+        BeamSettings(shortlist=0)
+
+
+def test_shortlist_of_every_sequence_is_concat(tmp_path):
+    embedder = CountingEmbedder()
+    store = _chain_store(tmp_path, embedder)
+    query = embedder.embed_one("which union is the capital of France in")
+    start = [t.id for t in store.iter_triples()][:2]
+    concat = TripleBeamSearch(
+        store, embedder, BeamSettings(width=3, length=3, scorer="concat", diverse=False)
+    ).run(query, start)
+    embedder.calls.clear()
+    shortlist = TripleBeamSearch(
+        store, embedder,
+        BeamSettings(width=3, length=3, scorer="shortlist", shortlist=1000, diverse=False),
+    ).run(query, start)
+    assert [b.triples for b in shortlist] == [b.triples for b in concat]
+    assert [b.score for b in shortlist] == pytest.approx([b.score for b in concat], abs=1e-6)
+    assert len(embedder.calls) == 2  # steps 2 and 3, one call each
