@@ -159,7 +159,7 @@ class GearSettings(BaseSettings):
         1e-7, gt=0, description="Local push: residual per unit of weighted degree left unpushed "
         "(times passages / ppr_dense_passages when the corpus has more passages than that).")
     ppr_dense_passages: int = Field(
-        2000, ge=1, description="Local push: the query's nearest passages that get restart mass "
+        1000, ge=1, description="Local push: the query's nearest passages that get restart mass "
         "(global gives it to every passage).")
     hipporag_seed_phrases: int = Field(
         3, ge=1, description="hipporag: phrase nodes nearest the query used as query nodes "

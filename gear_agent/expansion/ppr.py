@@ -293,7 +293,7 @@ def ppr_expand(
     filter_fn: FilterFn | None = None,
     method: Literal["local", "global"] = "local",
     tolerance: float = 1e-7,
-    dense_passages: int = 2000,
+    dense_passages: int = 1000,
 ) -> list[RankedPassage]:
     """Passages ranked by PPR from seed triples (HippoRAG 2), each with the seeds as its chain.
 

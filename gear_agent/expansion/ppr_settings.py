@@ -37,7 +37,7 @@ class PPRSettings:
     seed_triples: int = 5
     method: Literal["local", "global"] = "local"
     tolerance: float = 1e-7
-    dense_passages: int = 2000
+    dense_passages: int = 1000
     hipporag_seed_phrases: int = 3
     hipporag_damping: float = 0.5
 

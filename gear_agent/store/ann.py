@@ -53,6 +53,24 @@ so their graph is denser and searched wider (recall@10 at 100k passages: 0.90 at
 expansion 320, 0.962 at 640, for 0.5 ms more per query)."""
 OVERSAMPLE = 20
 """Candidates fetched per wanted result, before exact re-scoring."""
+MAX_CANDIDATES = 4096
+"""Most candidates one search fetches from the ANN parts."""
+
+
+def candidate_count(k: int, share: float = 1.0) -> int:
+    """ANN candidates to fetch for the exact top ``k`` (``share``: live rows per row that
+    passes a filter). ``OVERSAMPLE`` per result (at least 200) for the short lists a
+    question asks for, where int8 order errors matter most; long lists (a dense prior of
+    a thousand passages) are fetched with at most twice their length (at least 1,000),
+    since the search's cost grows with the candidates and an order error near the end of
+    a long list changes little. Never more than :data:`MAX_CANDIDATES`.
+
+    Example:
+        >>> candidate_count(10), candidate_count(50), candidate_count(1000)
+        (200, 1000, 2000)
+    """
+    wanted = max(k * OVERSAMPLE, 200) * share
+    return int(min(wanted, max(2 * k, 1000) * share, MAX_CANDIDATES))
 SUFFIX = ".usearch"
 
 

@@ -658,7 +658,7 @@ class EmbeddedStore(Store):
                     rows, values = top_k(matvec(matrix, q), k)
                 return self._hits(collection, rows, values)
             share = live / max(len(subset), 1) if subset is not None else 1.0
-            count = int(min(max(k * ann_mod.OVERSAMPLE, 200) * share, 4096))
+            count = ann_mod.candidate_count(k, share)
             candidates = np.unique(np.concatenate([ann.candidates(q, count), np.arange(ann.covered, n)]))
             candidates = candidates[(candidates >= 0) & (candidates < n)]
             candidates = candidates[~dead[candidates]]
