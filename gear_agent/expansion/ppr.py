@@ -314,7 +314,8 @@ def ppr_expand(
         method: ``local`` (push from a sparse restart vector) or ``global`` (power
             iteration over the whole graph, every passage with restart mass).
         tolerance: Local push tolerance (:func:`push_personalized_pagerank`).
-        dense_passages: Local: how many of the query's nearest passages get restart mass.
+        dense_passages: Local: how many of the query's nearest passages get restart mass
+            (every passage when the corpus has at most twice as many: :func:`dense_list_size`).
 
     Returns:
         The top ``k`` passages by PPR probability; every one carries the ids of the seed
@@ -337,7 +338,9 @@ def ppr_expand(
         passage_hits = store.vector_search("passage", query_vector, store.count("passage"))
         low, high = _min_max(passage_hits)
     else:
-        passage_hits = store.vector_search("passage", query_vector, max(dense_passages, k))
+        passage_hits = store.vector_search(
+            "passage", query_vector, max(dense_list_size(store.count("passage"), dense_passages), k)
+        )
         lowest = _lowest_score(store, "passage", query_vector)
         low, high = (lowest, passage_hits[0].score) if passage_hits and lowest is not None \
             else (0.0, 1.0)
@@ -363,6 +366,18 @@ def ppr_expand(
         RankedPassage(graph.vertex_name(int(vertices[i])), float(probability[i]), chain)
         for i in order
     ]
+
+
+def dense_list_size(passages: int, dense_passages: int) -> int:
+    """How many nearest passages get their own restart mass: ``dense_passages``, or every
+    passage when the corpus is at most twice that (the tail estimate is for corpora much
+    larger than the list; a small one is searched whole, and its ranking is exact).
+
+    Example:
+        >>> dense_list_size(1_890, 1_000), dense_list_size(100_000, 1_000)
+        (1890, 1000)
+    """
+    return passages if passages <= 2 * dense_passages else dense_passages
 
 
 def _local(
