@@ -101,11 +101,13 @@ class GearSettings(BaseSettings):
     beam_length: int = Field(2, ge=1, description="l: triples per beam.")
     beam_neighbours: int = Field(100, ge=1, description="Neighbours per beam, most query-similar.")
     beam_gamma: float | None = Field(None, gt=0, description="gamma; defaults to 2 x beam_width.")
-    beam_scorer: Literal["sum", "concat", "rerank", "shortlist"] = Field(
-        "sum", description="Sequence scorer: normalised sum of stored triple vectors, the "
+    beam_scorer: Literal["auto", "sum", "concat", "rerank", "shortlist"] = Field(
+        "auto", description="Sequence scorer: normalised sum of stored triple vectors, the "
         "paper's encoding of the concatenated triples, sum with the best beam_rerank "
         "candidates per beam re-scored by concat, or sum with the best beam_shortlist "
-        "sequences of each step (over all beams, rank penalty applied) re-scored by concat.",
+        "sequences of each step (over all beams, rank penalty applied) re-scored by concat; "
+        "auto: shortlist where an LLM is in the loop (syncge, gear), sum for the LLM-free "
+        "naive_ge.",
     )
     beam_rerank: int = Field(
         3, ge=1, description="rerank scorer: candidates per beam and step re-scored by concat.")

@@ -86,7 +86,9 @@ def _naive_ge(mode: str) -> Builder:
 
         s = runtime.settings
         base = BaseRetriever(runtime.store, runtime.encode, mode, s.rrf_k)
-        beam = TripleBeamSearch(runtime.store, runtime.sequence_encoder(), runtime.beam_settings())
+        beam = TripleBeamSearch(
+            runtime.store, runtime.sequence_encoder(), runtime.beam_settings(with_llm=False)
+        )
         return NaiveGERetriever(base, beam, runtime.encode, s.base_k, s.rrf_k)
 
     return build

@@ -46,12 +46,20 @@ class Runtime:
             self._ppr = PPRRetriever(self.store, self.encode, PPRSettings.from_gear(self.settings))
         return self._ppr
 
-    def beam_settings(self) -> BeamSettings:
-        """The beam search's knobs from the settings."""
+    def beam_settings(self, *, with_llm: bool) -> BeamSettings:
+        """The beam search's knobs from the settings.
+
+        ``beam_scorer=auto`` is ``shortlist`` where an LLM is in the loop (SyncGE and the
+        agent: the paper's ``concat`` quality for tens of ms beside seconds of LLM calls)
+        and ``sum`` for the LLM-free NaiveGE, whose whole query takes a few ms.
+        """
         s = self.settings
+        scorer = s.beam_scorer
+        if scorer == "auto":
+            scorer = "shortlist" if with_llm else "sum"
         return BeamSettings(
             width=s.beam_width, length=s.beam_length, neighbours=s.beam_neighbours,
-            gamma=s.beam_gamma, scorer=s.beam_scorer, diverse=s.beam_diverse,
+            gamma=s.beam_gamma, scorer=scorer, diverse=s.beam_diverse,
             rerank=s.beam_rerank, shortlist=s.beam_shortlist,
         )
 

@@ -108,7 +108,9 @@ def beam_expand(runtime: Runtime, query: str, start: Sequence[str]) -> list[Rank
     """Diverse triple beam search from ``start`` triples; their passages with chains."""
     if not start:
         return []
-    beam = TripleBeamSearch(runtime.store, runtime.sequence_encoder(), runtime.beam_settings())
+    beam = TripleBeamSearch(
+        runtime.store, runtime.sequence_encoder(), runtime.beam_settings(with_llm=True)
+    )
     return beams_to_passages(runtime.store, beam.run(runtime.encode(query), list(start)))
 
 

@@ -32,7 +32,7 @@ def eval_(
         help=retriever_help("Comma-separated retriever names:")
         + " Default: the six LLM-free base and NaiveGE rows.")] = DEFAULT_RETRIEVERS,
     json_out: Annotated[Path | None, typer.Option("--json", metavar="FILE", help="Write the rows to this JSON file.")] = None,
-    scorer: Annotated[str | None, typer.Option(metavar="sum|concat|rerank|shortlist", help="Beam sequence scorer (GEAR_BEAM_SCORER); GEAR_BEAM_ENCODER=int8 encodes its sequences with the int8 ONNX model.")] = None,
+    scorer: Annotated[str | None, typer.Option(metavar="auto|sum|concat|rerank|shortlist", help="Beam sequence scorer (GEAR_BEAM_SCORER; auto: shortlist with an LLM, sum without); GEAR_BEAM_ENCODER=int8 encodes its sequences with the int8 ONNX model.")] = None,
     no_diversity: Annotated[bool, typer.Option("--no-diversity", help="Plain beam search.")] = False,
     base_k: Annotated[int | None, typer.Option(min=1, metavar="N", help="Passages the base retriever hands to expansion (15).")] = None,
     limit: Annotated[int | None, typer.Option(min=1, metavar="N", help="Only the first N questions.")] = None,

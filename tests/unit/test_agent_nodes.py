@@ -104,7 +104,7 @@ def test_expand_fuses_base_and_beam_passages(runtime) -> None:
     state = {"query": "county of Folsom", "linked": [start], "base": base}
     update = nodes.make_expand(runtime, "beam")(state)
     (fused,) = update["retrieved"]
-    beam = TripleBeamSearch(runtime.store, runtime.embedder, runtime.beam_settings())
+    beam = TripleBeamSearch(runtime.store, runtime.embedder, runtime.beam_settings(with_llm=True))
     expanded = beams_to_passages(
         runtime.store, beam.run(runtime.encode("county of Folsom"), [start])
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from pathlib import Path
 
@@ -35,7 +36,7 @@ def test_syncge_is_base_plus_beam_from_linked_triples(runtime) -> None:
     ranked = syncge.retrieve(QUESTION, k=6)
     base = BaseRetriever(runtime.store, runtime.encode).retrieve(QUESTION, runtime.settings.base_k)
     start = triple_id(pid("Rainbow Bridge (Folsom)"), "Rainbow Bridge", "located in", "Folsom")
-    beam = TripleBeamSearch(runtime.store, runtime.embedder, runtime.beam_settings())
+    beam = TripleBeamSearch(runtime.store, runtime.embedder, runtime.beam_settings(with_llm=True))
     expanded = beams_to_passages(runtime.store, beam.run(runtime.encode(QUESTION), [start]))
     expected = rrf([[p.id for p in base], [p.id for p in expanded]])[:6]
     assert [p.id for p in ranked] == [i for i, _ in expected]
@@ -142,3 +143,11 @@ def test_gear_eval_gets_answers_tokens_and_iterations(runtime) -> None:
     assert row.recall[5] == 1.0
     assert row.iterations_per_question == 1
     assert row.tokens_per_question == 3 * (INPUT_TOKENS + OUTPUT_TOKENS)
+
+
+def test_auto_scorer_is_shortlist_with_an_llm_and_sum_without(runtime) -> None:
+    assert runtime.settings.beam_scorer == "auto"
+    assert runtime.beam_settings(with_llm=True).scorer == "shortlist"
+    assert runtime.beam_settings(with_llm=False).scorer == "sum"
+    chosen = dataclasses.replace(runtime, settings=runtime.settings.model_copy(update={"beam_scorer": "concat"}))
+    assert chosen.beam_settings(with_llm=True).scorer == chosen.beam_settings(with_llm=False).scorer == "concat"
