@@ -18,7 +18,7 @@ def check(
     index_dir: IndexOpt = None,
     repair: Annotated[bool, typer.Option("--repair", help="Rebuild damaged derived parts; re-embed damaged vectors.")] = False,
 ) -> None:
-    """Check every part of the index (records, vectors, BM25, ANN); exit 1 when damaged."""
+    """Check every part of the index (records, vectors, BM25, ANN, PPR graph cache); exit 1 when damaged."""
     from gear_agent.store.check import check_index
 
     settings = load_settings(index_dir)
@@ -33,6 +33,12 @@ def check(
                                    tokenizer=settings.bm25_tokenizer, verify=False)
         for line in repair_index(store, report):
             console.print(f"repaired: {line}")
+        if any(item.name == "PPR graph cache" and not item.ok for item in report.items):
+            from gear_agent.expansion.ppr_graph import load_or_build
+
+            load_or_build(store, store.embedder, settings.ppr_synonym_threshold,
+                          settings.index_dir / "ppr-graph.npz")
+            console.print("repaired: rebuilt the PPR graph cache from the store")
         report = check_index(settings.index_dir)
         _print(report)
     if not report.ok:

@@ -10,6 +10,7 @@ postings, ANN parts) and, given an embedder, re-embeds vector chunks that fail.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ import numpy as np
 
 from gear_agent.store import ann as ann_mod
 from gear_agent.store import embedded_db as edb
+from gear_agent.store.derived_files import verify
 from gear_agent.store.postings import Segment
 from gear_agent.store.vectors import VectorFile
 
@@ -144,12 +146,37 @@ def _check_tables(db: sqlite3.Connection, root: Path, report: CheckReport) -> No
                    "; ".join(index.problems) + " (rebuilt by --repair or the next indexing run)" if index.problems
                    else f"{len(parts)} part(s), rows 0..{index.covered:,}" if parts else "none (exact search)",
                    derived=True)
+    _check_graph_cache(root, report)
     leftovers = [p.name for p in root.glob(".tmp-*")]
     if leftovers:
         report.add("temporary files", True, f"{len(leftovers)} left by an interrupted write (the next write removes them)")
     if (root / "CURRENT").exists():
         report.add("previous format", True, f"migrated from {meta.get('migrated_from', '?')}; the old "
                    "CURRENT and gen-* files are no longer read and may be deleted")
+
+
+GRAPH_MANIFEST = "ppr-graph.json"
+"""The PPR graph's manifest (``gear_agent.expansion.ppr_graph_files`` writes it beside the
+index): each file of the graph cache with its xxh3 checksum."""
+
+
+def _check_graph_cache(root: Path, report: CheckReport) -> None:
+    """The PPR graph cache's files against its manifest (derived: a bad file makes the next
+    ``ppr``/``hipporag`` query rebuild the graph from the store)."""
+    manifest_file = root / GRAPH_MANIFEST
+    if not manifest_file.exists():
+        return
+    try:
+        manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
+        entries = [*manifest.get("segments", []), *([manifest["ann"]] if manifest.get("ann") else [])]
+        bad = [e["file"] for e in entries if not verify(root / e["file"], e["checksum"])]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        report.add("PPR graph cache", False, f"{GRAPH_MANIFEST} cannot be read ({exc}); the next PPR "
+                   "query rebuilds the graph", derived=True)
+        return
+    report.add("PPR graph cache", not bad,
+               f"{', '.join(bad)} missing or failing its checksum; the next PPR query rebuilds the graph"
+               if bad else f"{len(entries)} file(s), every checksum matches", derived=True)
 
 
 def repair(store, report: CheckReport) -> list[str]:  # noqa: ANN001 - EmbeddedStore

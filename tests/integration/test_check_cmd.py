@@ -68,3 +68,19 @@ def test_info_reads_the_manifest_without_a_model(index):
     result = CliRunner().invoke(app, ["info", "--index", str(index)])
     assert result.exit_code == 0, result.output
     assert "hashing-384" in result.output and "34" in result.output
+
+
+def test_a_damaged_ppr_graph_cache_is_reported_and_rebuilt(index):
+    search = CliRunner().invoke(app, ["search", "Kestrel Observatory", "--index", str(index), "--retriever", "ppr"])
+    assert search.exit_code == 0, search.output  # builds and saves the graph cache
+    assert "PPR graph cache" in _check(index).output
+    graph = index / "ppr-graph.npz"
+    data = bytearray(graph.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    graph.write_bytes(bytes(data))
+    result = _check(index)
+    assert result.exit_code == 1
+    assert "PPR graph cache" in result.output and "rebuildable" in result.output
+    repaired = _check(index, "--repair")
+    assert repaired.exit_code == 0, repaired.output
+    assert "rebuilt the PPR graph cache" in repaired.output
