@@ -252,6 +252,10 @@ class EmbeddedStore(Store):
             sql = ("SELECT row, title, text FROM passages ORDER BY row" if c == "passage" else
                    "SELECT row, subject, predicate, object FROM triples ORDER BY row")
             rows = self._db.execute(sql).fetchall()
+            if not all(isinstance(r[0], int) and all(isinstance(v, str) for v in r[1:]) for r in rows):
+                raise edb.IndexCorruptError(  # a damaged page can hand back values of another column
+                    f"{self.root}: the {c} table cannot be read to rebuild BM25 (damaged records); "
+                    "run `gear check`")
             texts = ((r[0], (f"{r[1]}\n{r[2]}" if r[1] else r[2]) if c == "passage" else f"{r[1]} {r[2]} {r[3]}")
                      for r in rows)
             self._postings_of(c, tokenizer).rebuild(texts)

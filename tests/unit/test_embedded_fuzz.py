@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from support.fakes import CountingEmbedder
 
@@ -70,6 +70,7 @@ def _read_everything(root: Path) -> None:
     flips=st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.integers(1, 255)), min_size=1, max_size=8),
     truncate=st.one_of(st.none(), st.floats(0, 1)),
 )
+@example(name="index.sqlite", flips=[(0.9375, 1), (0.02224146338606392, 1)], truncate=None)
 def test_damaged_files_give_one_line_errors(built, tmp_path, name, flips, truncate):
     root = tmp_path / "copy"
     shutil.rmtree(root, ignore_errors=True)
