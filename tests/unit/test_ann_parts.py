@@ -23,7 +23,10 @@ def test_mean_row_is_the_mean_of_the_range_in_chunks():
     assert np.allclose(ann.mean_row(vectors, 100, 900, step=64), vectors[100:900].mean(axis=0), atol=1e-6)
 
 
-def test_a_part_over_crowded_rows_finds_each_row_for_itself(tmp_path):
+def test_a_part_over_crowded_rows_finds_each_row_for_itself(tmp_path, monkeypatch):
+    # one insertion thread: usearch then builds the same graph every time (with several,
+    # the graph differs between builds and about one build in sixty misses one probe)
+    monkeypatch.setattr(ann, "threads", lambda: 1)
     vectors = crowded_vectors(1000)
     part = ann.build_part(tmp_path, "passage", vectors, 0, 1000)
     assert (part.file, part.start, part.stop) == ("passage-0-1000.usearch", 0, 1000)
