@@ -35,9 +35,10 @@ def check(
             console.print(f"repaired: {line}")
         if any(item.name == "PPR graph cache" and not item.ok for item in report.items):
             from gear_agent.expansion.ppr_graph import load_or_build
+            from gear_agent.store.derived_files import PPR_GRAPH_FILE
 
             load_or_build(store, store.embedder, settings.ppr_synonym_threshold,
-                          settings.index_dir / "ppr-graph.npz")
+                          settings.index_dir / PPR_GRAPH_FILE)
             console.print("repaired: rebuilt the PPR graph cache from the store")
         report = check_index(settings.index_dir)
         _print(report)

@@ -339,7 +339,7 @@ def ppr_expand(
         low, high = _min_max(passage_hits)
     else:
         passage_hits = store.vector_search(
-            "passage", query_vector, max(dense_list_size(store.count("passage"), dense_passages), k)
+            "passage", query_vector, max(dense_list_size(graph.n_passages, dense_passages), k)
         )
         lowest = _lowest_score(store, "passage", query_vector)
         low, high = (lowest, passage_hits[0].score) if passage_hits and lowest is not None \
@@ -563,6 +563,7 @@ class PPRRetriever(Retriever):
 
 def _graph_path(store: Store) -> Path | None:
     """``ppr-graph.npz`` in an embedded index's folder; None for other backends."""
+    from gear_agent.store.derived_files import PPR_GRAPH_FILE
     from gear_agent.store.embedded import EmbeddedStore
 
-    return store.root / "ppr-graph.npz" if isinstance(store, EmbeddedStore) else None
+    return store.root / PPR_GRAPH_FILE if isinstance(store, EmbeddedStore) else None

@@ -19,7 +19,7 @@ import numpy as np
 
 from gear_agent.store import ann as ann_mod
 from gear_agent.store import embedded_db as edb
-from gear_agent.store.derived_files import verify
+from gear_agent.store.derived_files import PPR_GRAPH_FILE, verify
 from gear_agent.store.postings import Segment
 from gear_agent.store.vectors import VectorFile
 
@@ -155,7 +155,7 @@ def _check_tables(db: sqlite3.Connection, root: Path, report: CheckReport) -> No
                    "CURRENT and gen-* files are no longer read and may be deleted")
 
 
-GRAPH_MANIFEST = "ppr-graph.json"
+GRAPH_MANIFEST = Path(PPR_GRAPH_FILE).with_suffix(".json").name
 """The PPR graph's manifest (``gear_agent.expansion.ppr_graph_files`` writes it beside the
 index): each file of the graph cache with its xxh3 checksum."""
 

@@ -23,6 +23,10 @@ import xxhash
 
 _CHUNK = 1 << 22
 
+PPR_GRAPH_FILE = "ppr-graph.npz"
+"""The PPR graph cache's base file in an embedded index's folder (its manifest is the same
+name with ``.json``); named here, below both the graph code and ``gear check``."""
+
 
 def file_checksum(path: Path) -> str:
     """xxh3-64 of the file's bytes, as 16 hex digits."""
