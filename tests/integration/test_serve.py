@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -85,8 +86,26 @@ def http(server) -> Iterator[httpx.Client]:
 
 
 @pytest.fixture
-def remote(server) -> RemoteRunnable:
-    return RemoteRunnable(server["url"] + "/gear/", timeout=30)
+def remote(server) -> Iterator[RemoteRunnable]:
+    client = RemoteRunnable(server["url"] + "/gear/", timeout=30)
+    yield client
+    close_now(client)
+
+
+def close_now(client: RemoteRunnable) -> None:
+    """Run langserve's client finalizer now, on this thread, outside any event loop.
+
+    Left to the garbage collector, it runs wherever a later collection happens. Inside an
+    event loop it closes the async client through a new ``ThreadPoolExecutor``. If that
+    collection happens inside another ``ThreadPoolExecutor.submit`` (a server thread's
+    ``run_in_executor``), the nested submit waits for the executor module's global lock,
+    which the outer submit holds. The whole test run then hangs (seen once in
+    test_serve_playground).
+    """
+    for finalizer in list(weakref.finalize._registry):  # type: ignore[attr-defined]
+        info = finalizer.peek()
+        if info is not None and info[0] is client:
+            finalizer()
 
 
 def test_health(http: httpx.Client) -> None:
