@@ -18,3 +18,8 @@ class UnknownNameError(GearError, ValueError):
 
 class SettingsError(GearError, ValueError):
     """A setting (``GEAR_*`` variable or keyword) has a value that cannot be used."""
+
+
+class GearWarning(UserWarning):
+    """Something the caller asked for did not happen as asked (ids that are not stored, a
+    source that matches nothing); issued with :func:`warnings.warn`."""

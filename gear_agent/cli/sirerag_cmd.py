@@ -129,8 +129,9 @@ def info(
     """Nodes per tree, kind and level (loads no model)."""
     from gear_agent.cli.checks import open_store_without_model
     from gear_agent.sirerag import BuildReport
+    from gear_agent.store.nodes import node_store_of
 
     store = open_store_without_model(load_settings(index_dir))
-    nodes = store.node_store()
+    nodes = node_store_of(store)
     report = BuildReport(nodes.get_meta("mode") or "none", levels=nodes.levels())
     print_report(report, counts=False)

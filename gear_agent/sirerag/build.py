@@ -23,7 +23,7 @@ from gear_agent.sirerag.report import BuildReport
 from gear_agent.sirerag.settings import SiReRAGSettings
 from gear_agent.sirerag.tree import Leaf, build_levels
 from gear_agent.store.base import Store
-from gear_agent.store.nodes import NodeStore
+from gear_agent.store.nodes import NodeStore, node_store_of
 from gear_agent.types import Node, TreeName
 
 NODE_BATCH = 1024
@@ -69,7 +69,7 @@ def build_ablation(store: Store, settings: SiReRAGSettings | None = None) -> Bui
         [('relatedness', 'aggregate', 0, 3650)]
     """
     settings = settings or SiReRAGSettings()
-    nodes = store.node_store()
+    nodes = node_store_of(store)
     report = BuildReport("ablation")
     start_mode(nodes, "ablation", report)
     propositions = from_triples(store.iter_triples())
@@ -115,7 +115,7 @@ def build_full(
 async def _build_full(
     store: Store, llm: LLMClient, settings: SiReRAGSettings, prompts_dir: Path | str | None
 ) -> BuildReport:
-    nodes = store.node_store()
+    nodes = node_store_of(store)
     report = BuildReport("full")
     start_mode(nodes, "full", report)
     passages = list(store.iter_passages())

@@ -7,17 +7,17 @@ Retrieval, expansion and the agent talk only to :class:`Store`, so a backend
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 
 from gear_agent.errors import GearError
+from gear_agent.store.changes import Changes, Listeners
 from gear_agent.types import AddResult, Collection, Hit, Passage, Triple
-
-if TYPE_CHECKING:
-    from gear_agent.store.nodes import NodeStore
 
 WhereSpec = Any
 """A filter in any form :func:`gear_agent.filters.parse_where` reads (a ``Where``, a dict
@@ -32,18 +32,35 @@ class ModelMismatchError(StoreError):
     """The index was built with another embedding model than the one configured."""
 
 
+class IndexCorruptError(StoreError):
+    """An index cannot be read as it is; the message names what is wrong and what to do
+    (``gear check``, ``gear check --repair``)."""
+
+
 class Store(ABC):
     """Passages and triples, with BM25 and vector search over each and an entity graph.
 
     Every triple belongs to exactly one passage; deleting a passage deletes its
     triples and their graph edges. Ids are content hashes, so adding something
-    already stored is a no-op. Vectors are L2-normalised float32 rows.
+    already stored is a no-op. Vectors are L2-normalised float32 rows. Every commit has
+    a generation, and :meth:`changes_since` says what changed after one.
+
+    Optional capabilities are protocols a backend may implement: SiReRAG nodes
+    (:class:`gear_agent.store.nodes.HasNodes`).
     """
 
+    #: The backend's name in :data:`gear_agent.store.backends.BACKENDS`.
+    backend: ClassVar[str] = ""
     #: Name of the embedding model the index was built with.
     embedding_model: str
     #: Dimension of its vectors.
     dimension: int
+
+    @property
+    def derived_dir(self) -> Path | None:
+        """The folder where caches derived from this index live (the PPR graph), or None
+        when the backend keeps no local folder (they are then kept in memory only)."""
+        return None
 
     # ---- writes -----------------------------------------------------------
     @abstractmethod
@@ -64,7 +81,18 @@ class Store(ABC):
 
     @abstractmethod
     def delete_source(self, source: str) -> list[str]:
-        """Delete every passage ingested from ``source``; returns the ids deleted."""
+        """Delete every passage whose source is ``source``, or lies in the folder ``source``
+        (``source/...``); returns the ids deleted. Nothing else matches: ``a/corpus.json``
+        never matches ``b/corpus.json``."""
+
+    @abstractmethod
+    def passage_ids_of_source(self, source: str) -> list[str]:
+        """Ids of the passages :meth:`delete_source` would delete, in stored order."""
+
+    def sources_like(self, source: str) -> list[str]:
+        """A few stored sources with the same file name as ``source`` (to suggest one when
+        ``source`` matches nothing); backends that cannot list them cheaply give none."""
+        return []
 
     # ---- reads ------------------------------------------------------------
     @abstractmethod
@@ -153,18 +181,39 @@ class Store(ABC):
     def iter_triples(self) -> Iterator[Triple]:
         """Every stored triple."""
 
-    def node_store(self) -> NodeStore:
-        """The SiReRAG node collection of this index (:mod:`gear_agent.store.nodes`).
+    # ---- commits ------------------------------------------------------------
+    @abstractmethod
+    def generation(self) -> int:
+        """The generation of the last commit this store sees: every commit gets the next
+        number, 0 is a store nothing was ever written to (:mod:`gear_agent.store.changes`).
+        Cheap enough to ask once per query."""
 
-        Raises:
-            NodesNotSupportedError: this backend keeps no SiReRAG nodes.
+    @abstractmethod
+    def changes_since(self, generation: int) -> Changes:
+        """What the commits after ``generation`` added and removed (up to :meth:`generation`).
+
+        Example:
+            >>> changes = store.changes_since(graph.generation)  # doctest: +SKIP
+            >>> changes.passages_added, changes.passages_removed  # doctest: +SKIP
         """
-        from gear_agent.store.nodes import NodesNotSupportedError
 
-        raise NodesNotSupportedError(
-            f"the {type(self).__name__} backend does not store SiReRAG nodes; build SiReRAG "
-            "indexes in the embedded backend (GEAR_BACKEND=embedded)"
-        )
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads inside see one commit, however many land meanwhile (a query's reads
+        never mix two commits). Backends that cannot pin a commit read the latest."""
+        yield
+
+    def subscribe(self, listener: Callable[[int], None]) -> Callable[[], None]:
+        """Call ``listener(generation)`` after each commit this store object makes (the
+        write path of derived state kept in this process); returns the unsubscribe call."""
+        listeners = self.__dict__.setdefault("_commit_listeners", Listeners())
+        return listeners.add(listener)
+
+    def _committed(self, generation: int) -> None:
+        """Tell the listeners about a commit (backends call it after each one)."""
+        listeners = self.__dict__.get("_commit_listeners")
+        if listeners is not None:
+            listeners.notify(generation)
 
     def maintain(self) -> None:  # noqa: B027 - optional hook
         """Bring derived caches up to date (the embedded store's ANN); called at the end of

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -29,7 +29,9 @@ from gear_agent.embedding.base import Embedder
 from gear_agent.filters import Where, parse_where
 from gear_agent.store import es_queries as q
 from gear_agent.store.base import Store, StoreError
+from gear_agent.store.changes import Changes
 from gear_agent.store.es_bulk import BulkFailure, BulkOutcome, BulkWriteError, BulkWriter
+from gear_agent.store.es_changes import ChangeLog
 from gear_agent.store.es_client import (
     ElasticsearchSettings,
     check_server,
@@ -126,6 +128,8 @@ class ElasticsearchStore(Store):
         ModelMismatchError: an index was built with another embedding model.
     """
 
+    backend: ClassVar[str] = "elasticsearch"
+
     def __init__(
         self,
         settings: ElasticsearchSettings | GearSettings,
@@ -148,10 +152,12 @@ class ElasticsearchStore(Store):
         self._client = client if client is not None else make_client(settings)
         self._where = settings.url or "the given client"
         self._last_ns = 0
+        self._changes = ChangeLog(self._client, f"{settings.index_prefix}-changes")
         try:
             self.server_version = check_server(self._client, self._where)
             for collection in ("passage", "triple"):
                 self._open_index(collection, create)
+            self._changes.ensure(create)
         except BaseException:
             self.close()
             raise
@@ -341,6 +347,7 @@ class ElasticsearchStore(Store):
 
         outcome = self._write(actions(), [index], refused)
         result = AddResult(added=outcome.done, existing=[*existing, *outcome.conflicts])
+        self._record(passages_added=outcome.done)
         if not outcome.ok:
             raise BulkWriteError(f"adding passages to {index!r}", outcome, result)
         return result
@@ -378,6 +385,7 @@ class ElasticsearchStore(Store):
 
         outcome = self._write(actions(), [index], refused)
         result = AddResult(added=outcome.done, existing=[*existing, *outcome.conflicts])
+        self._record(triples_added=outcome.done)
         if not outcome.ok:
             raise BulkWriteError(f"adding triples to {index!r}", outcome, result)
         return result
@@ -416,16 +424,33 @@ class ElasticsearchStore(Store):
                 )
         index = self.indices.passages
         outcome = self._write((q.delete_action(index, pid) for pid in ids), [index], [])
+        self._record(passages_removed=outcome.done)
         if not outcome.ok:
             raise BulkWriteError(f"deleting passages from {index!r}", outcome, outcome.done)
         done = set(outcome.done)
         return [pid for pid in ids if pid in done]
 
     def delete_source(self, source: str) -> list[str]:
-        """Delete every passage whose ``source`` is exactly ``source`` (and its triples)."""
+        """Delete every passage whose ``source`` is ``source`` or lies under the folder
+        ``source`` (and their triples)."""
+        return self.delete_passages(self.passage_ids_of_source(source))
+
+    def passage_ids_of_source(self, source: str) -> list[str]:
         index = self.indices.passages
-        hits = self._walk(index, q.term("source", source), q.BY_ID, snapshot=True)
-        return self.delete_passages([hit["_id"] for hit in hits])
+        hits = self._walk(index, q.where_filter(parse_where({"source": source})), q.BY_ID, snapshot=True)
+        return [hit["_id"] for hit in hits]
+
+    # ---- commits -----------------------------------------------------------
+    def _record(self, **ids: Sequence[str]) -> None:
+        if any(ids.values()):
+            self._committed(self._changes.record(**ids))
+
+    def generation(self) -> int:
+        """The number of writes recorded in ``{prefix}-changes`` (one ``_count``)."""
+        return self._changes.generation()
+
+    def changes_since(self, generation: int) -> Changes:
+        return self._changes.since(generation)
 
     # ---- reads -------------------------------------------------------------
     def _filter(self, collection: Collection, where: Where | None) -> dict[str, Any] | None:

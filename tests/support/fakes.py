@@ -169,6 +169,17 @@ class FakeStore(Store):
     def delete_source(self, source: str) -> list[str]:
         raise NotImplementedError
 
+    def passage_ids_of_source(self, source: str) -> list[str]:
+        return [p.id for p in self.passages.values() if p.source == source]
+
+    def generation(self) -> int:
+        return len(self.writes)
+
+    def changes_since(self, generation: int):  # noqa: ANN201 - no feed: readers rebuild
+        from gear_agent.store.changes import Changes
+
+        return Changes(generation, self.generation(), complete=False)
+
     def count(self, collection: Collection) -> int:
         return len(self.passages) if collection == "passage" else len(self.triples)
 

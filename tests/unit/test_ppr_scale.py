@@ -294,7 +294,7 @@ def test_local_tail_is_a_uniform_mass_on_every_passage(tmp_path: Path) -> None:
     # tail's estimated mean), which by linearity is the global walk of that restart vector
     from gear_agent.expansion.ppr import (
         _lowest_score,
-        _seeds,
+        choose_seeds,
         passage_mass,
         seed_phrase_mass,
         sparse_personalized_pagerank,
@@ -311,7 +311,7 @@ def test_local_tail_is_a_uniform_mass_on_every_passage(tmp_path: Path) -> None:
     q = embedder.embed_one("alpha meets gamma")
     got = ppr_expand(store, graph, "x", q, None, k=2, dense_passages=2, tolerance=1e-13)
 
-    triples, scores = _seeds(store, "x", q, None, 5, None)
+    triples, scores = choose_seeds(store, "x", q, None, 5, None)
     phrases = seed_phrase_mass(graph, triples, scores)
     hits = store.vector_search("passage", q, 2)
     top = passage_mass(graph, hits, _lowest_score(store, "passage", q), hits[0].score, 0.05)

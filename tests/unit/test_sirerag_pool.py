@@ -148,8 +148,10 @@ def test_node_search_matches_an_exact_cosine(store: EmbeddedStore) -> None:
 def test_backends_without_nodes_say_so() -> None:
     from support.fakes import FakeStore
 
+    from gear_agent.store.nodes import node_store_of
+
     with pytest.raises(NodesNotSupportedError, match="does not store SiReRAG nodes.*GEAR_BACKEND=embedded"):
-        FakeStore().node_store()
+        node_store_of(FakeStore())
 
 
 def test_settings_are_typed_defaults() -> None:
