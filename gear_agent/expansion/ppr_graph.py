@@ -471,15 +471,24 @@ class PPRGraph:
         self.generation = changes.generation
 
     def rebuild(self, store: Store, generation: int) -> None:
-        """Build the graph again from everything in ``store`` (at ``generation``), reusing
-        the vectors of the phrases held."""
+        """Bring the graph to ``generation`` by comparing it with everything in ``store``: the
+        passages and triples it lacks are added when it holds none the store has lost (a
+        store that keeps no change feed), else it is built again, reusing the vectors of the
+        phrases held."""
         report = self._report
-        rebuilt = self.n_vertices > 0 or self.generation >= 0
-        known = dict(zip(self._phrases, self._vectors)) if self._phrases else None
-        self._reset()
         report("read", 0, 2)
         passage_ids = store.passage_ids()
         report("read", 1, 2)
+        if self.generation >= 0 and self.n_vertices and set(self._passage_vertex) <= set(passage_ids):
+            batches = list(store.triple_batches(READ_BATCH))
+            if self._triple_ids <= {t[0] for batch in batches for t in batch}:
+                self._stats = self._add(passage_ids, batches, report)
+                report("read", 2, 2)
+                self.generation = generation
+                return
+        rebuilt = self.n_vertices > 0 or self.generation >= 0
+        known = dict(zip(self._phrases, self._vectors)) if self._phrases else None
+        self._reset()
         stats = self._add(passage_ids, store.triple_batches(READ_BATCH), report, known)
         report("read", 2, 2)
         self._stats = replace(stats, rebuilt=rebuilt)

@@ -81,9 +81,8 @@ class Store(ABC):
 
     @abstractmethod
     def delete_source(self, source: str) -> list[str]:
-        """Delete every passage whose source is ``source``, or lies in the folder ``source``
-        (``source/...``); returns the ids deleted. Nothing else matches: ``a/corpus.json``
-        never matches ``b/corpus.json``."""
+        """Delete every passage whose source is exactly ``source``; returns the ids deleted
+        (``a/corpus.json`` never matches ``b/corpus.json``)."""
 
     @abstractmethod
     def passage_ids_of_source(self, source: str) -> list[str]:
@@ -180,6 +179,22 @@ class Store(ABC):
     @abstractmethod
     def iter_triples(self) -> Iterator[Triple]:
         """Every stored triple."""
+
+    def passage_ids(self) -> list[str]:
+        """Ids of every stored passage (backends answer without reading the texts)."""
+        return [p.id for p in self.iter_passages()]
+
+    def triple_batches(self, size: int = 65_536) -> Iterator[list[tuple[str, str, str, str]]]:
+        """Every triple as ``(id, subject, object, passage id)``, ``size`` at a time (what a
+        graph over the store reads; backends stream it without holding every triple)."""
+        batch: list[tuple[str, str, str, str]] = []
+        for t in self.iter_triples():
+            batch.append((t.id, t.subject, t.object, t.passage_id))
+            if len(batch) >= size:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
 
     # ---- commits ------------------------------------------------------------
     @abstractmethod

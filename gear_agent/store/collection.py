@@ -356,11 +356,8 @@ class PassageCollection(RecordCollection):
             self.db.add_meta("extracted", changed)
 
     def ids_of_source(self, source: str) -> list[str]:
-        """Passages whose source is ``source`` or lies under the folder ``source``."""
-        base = source.rstrip("/") or source
-        return [pid for (pid,) in self.db.rows(
-            "SELECT id FROM passages WHERE source = ? OR (source >= ? AND source < ?) ORDER BY row",
-            (base, base + "/", base + "0"))]
+        """Passages whose source is exactly ``source``."""
+        return [pid for (pid,) in self.db.rows("SELECT id FROM passages WHERE source = ? ORDER BY row", (source,))]
 
     def sources_like(self, source: str) -> list[str]:
         """Stored sources that end with ``source``'s base name (for a "did you mean")."""

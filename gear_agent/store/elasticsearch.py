@@ -31,7 +31,6 @@ from gear_agent.store import es_queries as q
 from gear_agent.store.base import Store, StoreError
 from gear_agent.store.changes import Changes
 from gear_agent.store.es_bulk import BulkFailure, BulkOutcome, BulkWriteError, BulkWriter
-from gear_agent.store.es_changes import ChangeLog
 from gear_agent.store.es_client import (
     ElasticsearchSettings,
     check_server,
@@ -152,12 +151,10 @@ class ElasticsearchStore(Store):
         self._client = client if client is not None else make_client(settings)
         self._where = settings.url or "the given client"
         self._last_ns = 0
-        self._changes = ChangeLog(self._client, f"{settings.index_prefix}-changes")
         try:
             self.server_version = check_server(self._client, self._where)
             for collection in ("passage", "triple"):
                 self._open_index(collection, create)
-            self._changes.ensure(create)
         except BaseException:
             self.close()
             raise
@@ -347,7 +344,6 @@ class ElasticsearchStore(Store):
 
         outcome = self._write(actions(), [index], refused)
         result = AddResult(added=outcome.done, existing=[*existing, *outcome.conflicts])
-        self._record(passages_added=outcome.done)
         if not outcome.ok:
             raise BulkWriteError(f"adding passages to {index!r}", outcome, result)
         return result
@@ -385,7 +381,6 @@ class ElasticsearchStore(Store):
 
         outcome = self._write(actions(), [index], refused)
         result = AddResult(added=outcome.done, existing=[*existing, *outcome.conflicts])
-        self._record(triples_added=outcome.done)
         if not outcome.ok:
             raise BulkWriteError(f"adding triples to {index!r}", outcome, result)
         return result
@@ -424,33 +419,34 @@ class ElasticsearchStore(Store):
                 )
         index = self.indices.passages
         outcome = self._write((q.delete_action(index, pid) for pid in ids), [index], [])
-        self._record(passages_removed=outcome.done)
         if not outcome.ok:
             raise BulkWriteError(f"deleting passages from {index!r}", outcome, outcome.done)
         done = set(outcome.done)
         return [pid for pid in ids if pid in done]
 
     def delete_source(self, source: str) -> list[str]:
-        """Delete every passage whose ``source`` is ``source`` or lies under the folder
-        ``source`` (and their triples)."""
+        """Delete every passage whose ``source`` is exactly ``source`` (and its triples)."""
         return self.delete_passages(self.passage_ids_of_source(source))
 
     def passage_ids_of_source(self, source: str) -> list[str]:
-        index = self.indices.passages
-        hits = self._walk(index, q.where_filter(parse_where({"source": source})), q.BY_ID, snapshot=True)
+        hits = self._walk(self.indices.passages, q.term("source", source), q.BY_ID, snapshot=True)
         return [hit["_id"] for hit in hits]
 
     # ---- commits -----------------------------------------------------------
-    def _record(self, **ids: Sequence[str]) -> None:
-        if any(ids.values()):
-            self._committed(self._changes.record(**ids))
-
     def generation(self) -> int:
-        """The number of writes recorded in ``{prefix}-changes`` (one ``_count``)."""
-        return self._changes.generation()
+        """The indexing operations (creates, updates, deletes) the two indices' primaries
+        have taken: it moves with every write, a delete followed by as many adds included
+        (one ``_stats`` request; the counters restart with the cluster, which a reader takes
+        as "rebuild"). Needs the ``monitor`` privilege on the indices."""
+        with translate_errors("reading the indexing statistics"):
+            stats = _body(self._client.indices.stats(index=",".join(self.indices), metric="indexing"))
+        indexing = stats["_all"]["primaries"].get("indexing", {})
+        return int(indexing.get("index_total", 0)) + int(indexing.get("delete_total", 0))
 
     def changes_since(self, generation: int) -> Changes:
-        return self._changes.since(generation)
+        """Elasticsearch keeps no list of the changes: always incomplete, so derived state
+        compares itself with the store (:class:`~gear_agent.store.changes.Changes`)."""
+        return Changes(generation, self.generation(), complete=False)
 
     # ---- reads -------------------------------------------------------------
     def _filter(self, collection: Collection, where: Where | None) -> dict[str, Any] | None:

@@ -494,7 +494,7 @@ class EmbeddedStore(Store):
                 done.append("rebuilt the BM25 postings")
         if ann:
             with self.transaction():
-                for name, coll in self._collections.items():
+                for name in self._collections:
                     self.db.set_meta(f"ann:{name}", ann_mod.dump_parts(self._writer_state().views[name].ann.parts))
             with self.transaction():
                 state = self._writer_state()

@@ -10,7 +10,6 @@ not UTF-8; each would reach the user as a traceback. :func:`load_json` turns all
 from __future__ import annotations
 
 import json
-import math
 import re
 from typing import Any
 
@@ -25,23 +24,7 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 class JSONInputError(GearError, ValueError):
-    """Input that is not UTF-8 JSON, or nested too deep, or with a number too long to read,
-    or NaN / infinity (which Python's reader takes but JSON does not have)."""
-
-
-class _NotFinite(Exception):
-    """A NaN, Infinity or a number too large for a float, found while parsing."""
-
-
-def _not_a_number(name: str) -> float:
-    raise _NotFinite(name)
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if math.isinf(value):
-        raise _NotFinite(text[:40])
-    return value
+    """Input that is not UTF-8 JSON, or nested too deep, or with a number too long to read."""
 
 
 def depth_exceeds(text: str, limit: int = MAX_DEPTH) -> bool:
@@ -104,10 +87,7 @@ def load_json(data: str | bytes, where: str, *, max_depth: int = MAX_DEPTH) -> A
     if depth_exceeds(data, max_depth):
         raise JSONInputError(f"{where}: JSON nested deeper than {max_depth} levels")
     try:
-        value = json.loads(data, parse_constant=_not_a_number, parse_float=_finite_float)
-    except _NotFinite as exc:
-        raise JSONInputError(f"{where}: {exc} is not a JSON number (NaN and infinity cannot be "
-                             "stored or compared)") from None
+        value = json.loads(data)
     except json.JSONDecodeError as exc:
         raise JSONInputError(f"{where} is not valid JSON: {exc.msg} (line {exc.lineno}, "
                              f"column {exc.colno})") from None
