@@ -323,9 +323,10 @@ class Gear:
         """
         question = check_question(question, self.settings.max_question_chars)
         k = self.settings.top_k if k is None else _positive(k, "k")
-        parsed = checked_where(self.store, where)
-        ranked = self.retriever(retriever).retrieve(question, k, parsed)
-        return passage_records(self.store, ranked)
+        with self.store.snapshot():  # one query, one commit: the ranking and the records
+            parsed = checked_where(self.store, where)
+            ranked = self.retriever(retriever).retrieve(question, k, parsed)
+            return passage_records(self.store, ranked)
 
     def ask(
         self,

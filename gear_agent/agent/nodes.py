@@ -230,10 +230,11 @@ def make_retrieve(runtime: Runtime, base: Retriever | None = None) -> Node:
 
     def retrieve(state: GearState) -> Update:
         k, where = runtime.settings.base_k, parse_where(state.get("where"))
-        if base is not None:
-            ranked = base.retrieve(state["query"], k, where)
-        else:
-            ranked = steps.base_retrieve(runtime, state["query"], k, where)
+        with runtime.store.snapshot():  # the node's reads see one commit
+            if base is not None:
+                ranked = base.retrieve(state["query"], k, where)
+            else:
+                ranked = steps.base_retrieve(runtime, state["query"], k, where)
         return {"base": steps.to_dicts(ranked)}
 
     return retrieve
@@ -279,7 +280,8 @@ def make_link(runtime: Runtime) -> Node:
 
     def link(state: GearState) -> Update:
         proximal = state.get("proximal", [])
-        linked = steps.link_triples(runtime, proximal, parse_where(state.get("where")))
+        with runtime.store.snapshot():
+            linked = steps.link_triples(runtime, proximal, parse_where(state.get("where")))
         return {"linked": linked, "gist_memory": proximal}
 
     return link
@@ -292,7 +294,8 @@ def make_expand(runtime: Runtime, expansion: steps.Expansion) -> Node:
     def expand(state: GearState) -> Update:
         base = steps.from_dicts(state.get("base", []))
         where = parse_where(state.get("where"))
-        expanded = steps.expand(runtime, state["query"], state.get("linked", []), expansion, where)
+        with runtime.store.snapshot():
+            expanded = steps.expand(runtime, state["query"], state.get("linked", []), expansion, where)
         size = max(len({p.id for p in base} | {p.id for p in expanded}), 1)
         fused = fuse_passages([base, expanded], k=size, rrf_k=runtime.settings.rrf_k)
         return {"retrieved": [steps.to_dicts(fused)]}
@@ -377,9 +380,11 @@ def make_finalize(runtime: Runtime) -> Node:
         k = state.get("top_k", settings.top_k)
         retrieved = [steps.from_dicts(r) for r in state.get("retrieved", [])]
         where = parse_where(state.get("where"))
-        ranked = steps.final_ranking(runtime, state.get("gist_memory", []), retrieved, k, where)
+        with runtime.store.snapshot():
+            ranked = steps.final_ranking(runtime, state.get("gist_memory", []), retrieved, k, where)
+            records = passage_records(runtime.store, ranked)
         update: Update = {
-            "passages": [r.to_dict() for r in passage_records(runtime.store, ranked)],
+            "passages": [r.to_dict() for r in records],
             "stop_reason": stop_reason_of(state, settings.max_iterations),
             "iterations": state.get("iteration", 1),
         }

@@ -77,7 +77,9 @@ class SiReRAGRetriever(Retriever):
     def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
         check_request(query, k)
         ranked: dict[str, RankedPassage] = {}
-        for item in self.pool(query, k, where):
+        with self.store.snapshot():
+            pool = self.pool(query, k, where)
+        for item in pool:
             for pid in item.passages:
                 if pid not in ranked:
                     ranked[pid] = RankedPassage(pid, item.score)

@@ -224,11 +224,12 @@ class Store(ABC):
         listeners = self.__dict__.setdefault("_commit_listeners", Listeners())
         return listeners.add(listener)
 
-    def _committed(self, generation: int) -> None:
-        """Tell the listeners about a commit (backends call it after each one)."""
+    def _committed(self, generation: int | Callable[[], int]) -> None:
+        """Tell the listeners about a commit (backends call it after each one); a callable
+        ``generation`` is asked only when someone listens."""
         listeners = self.__dict__.get("_commit_listeners")
-        if listeners is not None:
-            listeners.notify(generation)
+        if listeners is not None and listeners:
+            listeners.notify(generation() if callable(generation) else generation)
 
     def maintain(self) -> None:  # noqa: B027 - optional hook
         """Bring derived caches up to date (the embedded store's ANN); called at the end of

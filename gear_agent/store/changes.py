@@ -138,6 +138,9 @@ class Listeners:
 
         return remove
 
+    def __bool__(self) -> bool:
+        return bool(self._listeners)
+
     def notify(self, generation: int) -> None:
         with self._lock:
             listeners = list(self._listeners)

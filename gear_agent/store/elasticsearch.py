@@ -344,6 +344,7 @@ class ElasticsearchStore(Store):
 
         outcome = self._write(actions(), [index], refused)
         result = AddResult(added=outcome.done, existing=[*existing, *outcome.conflicts])
+        self._committed(self.generation)
         if not outcome.ok:
             raise BulkWriteError(f"adding passages to {index!r}", outcome, result)
         return result
@@ -381,6 +382,7 @@ class ElasticsearchStore(Store):
 
         outcome = self._write(actions(), [index], refused)
         result = AddResult(added=outcome.done, existing=[*existing, *outcome.conflicts])
+        self._committed(self.generation)
         if not outcome.ok:
             raise BulkWriteError(f"adding triples to {index!r}", outcome, result)
         return result
@@ -419,6 +421,7 @@ class ElasticsearchStore(Store):
                 )
         index = self.indices.passages
         outcome = self._write((q.delete_action(index, pid) for pid in ids), [index], [])
+        self._committed(self.generation)
         if not outcome.ok:
             raise BulkWriteError(f"deleting passages from {index!r}", outcome, outcome.done)
         done = set(outcome.done)

@@ -299,8 +299,8 @@ class Database:
     def writing(self, count: bool = True) -> Iterator[None]:
         """One atomic write under SQLite's write lock; nested calls join the outer one.
 
-        On success the commit gets the next generation (recorded in ``meta`` and
-        ``commits`` inside the transaction, then in the counter file). On an exception
+        On success a transaction that changed something gets the next generation (recorded
+        in ``meta`` and ``commits`` inside it, then in the counter file). On an exception
         nothing of it is kept.
 
         Raises:
@@ -318,10 +318,10 @@ class Database:
             with translated(self.path):
                 self._writer.execute("BEGIN IMMEDIATE")
             self._tx_thread, self._tx_depth = threading.get_ident(), 1
-            generation = None
+            generation, changes_before = None, self._writer.total_changes
             try:
                 yield
-                if count:
+                if count and self._writer.total_changes != changes_before:  # nothing written: no commit
                     generation = self._record_commit()
                 with translated(self.path):
                     self._writer.execute("COMMIT")
