@@ -73,6 +73,13 @@ def seconds_left(state: GearState) -> float | None:
     return None if at is None else at - time.time()
 
 
+def out_of_time(state: GearState) -> bool:
+    """Whether the run's time budget is spent: the nodes that are not needed for the
+    answer (link, expand) then do no work, so the run ends at its deadline."""
+    left = seconds_left(state)
+    return state.get("stop_reason") == DEADLINE or (left is not None and left <= 0)
+
+
 def run_deadline_s(state: GearState, config: RunnableConfig | None, default: float) -> float | None:
     """The run's time budget in seconds: the input's ``deadline_s``, else the context's
     (or ``configurable``'s), else ``default`` (``GEAR_DEADLINE_S``); 0 or infinity: none.
@@ -280,6 +287,8 @@ def make_link(runtime: Runtime) -> Node:
 
     def link(state: GearState) -> Update:
         proximal = state.get("proximal", [])
+        if out_of_time(state):
+            return {"linked": [], "gist_memory": proximal}
         with runtime.store.snapshot():
             linked = steps.link_triples(runtime, proximal, parse_where(state.get("where")))
         return {"linked": linked, "gist_memory": proximal}
@@ -293,6 +302,8 @@ def make_expand(runtime: Runtime, expansion: steps.Expansion) -> Node:
 
     def expand(state: GearState) -> Update:
         base = steps.from_dicts(state.get("base", []))
+        if out_of_time(state):  # this iteration's list is its base list
+            return {"retrieved": [steps.to_dicts(base)]}
         where = parse_where(state.get("where"))
         with runtime.store.snapshot():
             expanded = steps.expand(runtime, state["query"], state.get("linked", []), expansion, where)
