@@ -132,6 +132,11 @@ def _check_commits(db: Database, report: CheckReport) -> None:
 
 def _check_tables(db: Database, root: Path, report: CheckReport) -> None:
     meta = dict(db.rows("SELECT key, value FROM meta"))
+    if "embedding_model" not in meta:  # a first run killed before its first commit
+        leftovers = [p.name for p in root.glob("*.vec") if p.stat().st_size]
+        report.add("manifest", True, "no commit yet: the first indexing run did not finish; run `gear index` "
+                   "again" + (f" (it trims {', '.join(leftovers)})" if leftovers else ""))
+        return
     dimension = int(meta.get("dimension", 0) or 0)
     for collection, table in (("passage", "passages"), ("triple", "triples")):
         stored = db.one(f"SELECT COUNT(*) FROM {table}")[0]  # type: ignore[index]

@@ -51,10 +51,13 @@ def translate(exc: BaseException, path: Path) -> GearError | None:
         if "locked" in text or "busy" in text:
             return StoreError(f"index at {path.parent} is locked by another writer ({text}); "
                               "wait for it to finish, or raise the lock timeout")
-        if "readonly" in text or "read-only" in text or not _writable(path):
-            return StoreError(f"index at {path.parent} is read-only ({text}): searching needs "
-                              f"write access to its folder (SQLite's WAL), writing needs it too; "
-                              f"check the permissions of {path.parent}")
+        if "readonly" in text or "read-only" in text:
+            return StoreError(f"index at {path.parent} is read-only ({text}): it can be searched but "
+                              f"not written to; check the permissions of {path}")
+        if not _writable(path):
+            return StoreError(f"index at {path.parent} cannot be opened: its folder is read-only ({text}), "
+                              "and SQLite needs to write index.sqlite-shm beside the database even to "
+                              f"read it; check the permissions of {path.parent}")
         if "full" in text or _disk_full(path):
             return StoreError(f"the disk holding {path.parent} is full ({text}); nothing of this "
                               "write was stored: free some space and run it again")

@@ -121,11 +121,13 @@ class VectorFile:
         return bytes_checksum(payload)
 
     def stored_rows(self) -> float:
-        """Rows the file holds now (fractional when a write was cut short)."""
+        """Rows the file holds now (fractional when a write was cut short; 0 for a file of
+        no dimension, which holds no rows)."""
         try:
-            return self.path.stat().st_size / self.row_bytes
+            size = self.path.stat().st_size
         except FileNotFoundError:
             return 0.0
+        return size / self.row_bytes if self.row_bytes > 0 else 0.0
 
     def mark(self) -> str | None:
         """``size mtime_ns inode`` of the file now (None when it is missing)."""
