@@ -17,7 +17,7 @@ The store composes three collections that each own their parts
 (:class:`~gear_agent.store.collection.PassageCollection`,
 :class:`~gear_agent.store.collection.TripleCollection`,
 :class:`~gear_agent.store.embedded_nodes.EmbeddedNodeStore`); it keeps what the
-collections look like at the latest commit (a :class:`State`), pins a commit for a
+collections look like at each commit (:mod:`gear_agent.store.embedded_state`), pins a commit for a
 query's reads (:meth:`snapshot`), and runs writes as transactions. Nothing is rebuilt at
 open. Writers take SQLite's write lock (``BEGIN IMMEDIATE``), so two writers never
 interleave.
@@ -27,18 +27,15 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
 from gear_agent.embedding.base import Embedder
-from gear_agent.filters import Where, parse_where
+from gear_agent.filters import parse_where
 from gear_agent.store import ann as ann_mod
 from gear_agent.store.base import IndexCorruptError, ModelMismatchError, Store, StoreError
 from gear_agent.store.bm25 import top_k
@@ -46,6 +43,7 @@ from gear_agent.store.changes import Changes
 from gear_agent.store.collection import PassageCollection, RecordCollection, TripleCollection, View
 from gear_agent.store.embedded_db import FORMAT_VERSION, Database, chunked, marks
 from gear_agent.store.embedded_nodes import EmbeddedNodeStore
+from gear_agent.store.embedded_state import States
 from gear_agent.store.manifest import has_previous_format, read_manifest, size_on_disk
 from gear_agent.store.postings import SegmentCorruptError
 from gear_agent.store.records import (
@@ -56,28 +54,12 @@ from gear_agent.store.records import (
     triple_from_row,
 )
 from gear_agent.store.threads import matvec
-from gear_agent.store.where_sql import where_sql
 from gear_agent.text.tokenizer import get_tokenizer
 from gear_agent.types import AddResult, Collection, Hit, Passage, Triple
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["EmbeddedStore", "read_manifest", "size_on_disk"]
-
-SYNC_INTERVAL_S = 0.005
-"""How stale a reader outside a snapshot may be: it looks for other processes' commits at
-most this often (one query makes dozens of store calls)."""
-COLLECTIONS: tuple[Collection, ...] = ("passage", "triple")
-
-
-@dataclass(frozen=True)
-class State:
-    """The store as of one commit: its generation, each collection's view, the tokenizers."""
-
-    generation: int
-    views: dict[str, View]
-    tokenizers: tuple[str, ...]
-
 
 class EmbeddedStore(Store):
     """A :class:`Store` in one local directory.
@@ -114,11 +96,7 @@ class EmbeddedStore(Store):
         self.triples = TripleCollection(self.db, self.root, self.dimension, self._tokenizer_of)
         self.nodes = EmbeddedNodeStore(self)
         self._collections: dict[str, RecordCollection] = {"passage": self.passages, "triple": self.triples}
-        self._state: State | None = None
-        self._lock = threading.RLock()
-        self._local = threading.local()
-        self._checked_at = 0.0
-        self._where_cache: dict[tuple[int, str, str], np.ndarray] = {}
+        self.states = States(self.db, self._collections, verify)
         self.db.after_commit.append(self._after_commit)
 
     @classmethod
@@ -163,7 +141,7 @@ class EmbeddedStore(Store):
                         f"index.sqlite holds {lost[1]} (its WAL was damaged or removed before a "
                         "checkpoint); run `gear check --repair` to go on from the commits it holds, "
                         "then index what the lost commits added again")
-            store._sync(force=True)
+            store.states.sync(force=True)
             store._record_verified()
             store._ensure_tokenizer()
         except BaseException:
@@ -195,53 +173,10 @@ class EmbeddedStore(Store):
                 "index, or build a new index in another directory."
             )
 
-    def _load_state(self, generation: int, previous: State | None) -> State:
-        """The store as this thread's connection sees it (at ``generation``)."""
-        meta = self.db.meta_like("rows:%", "count:%", "ann:%", "tokenizers")
-        views = {c: coll.load_view(generation, meta, previous.views[c] if previous else None, self.verify)
-                 for c, coll in self._collections.items()}
-        return State(generation, views, tuple(json.loads(meta.get("tokenizers") or "[]")))
-
-    def _sync(self, force: bool = False) -> State:
-        """The latest state, reloaded when another connection committed since (checked at
-        most every :data:`SYNC_INTERVAL_S`, or now with ``force``)."""
-        state = self._state
-        now = time.monotonic()
-        if state is not None and not force and now - self._checked_at < SYNC_INTERVAL_S:
-            return state
-        self._checked_at = now
-        generation = self.db.generation()
-        if state is not None and generation == state.generation:
-            return state
-        with self._lock:
-            state = self._state
-            if state is None or generation != state.generation:
-                loaded = self._load_state(generation, state)
-                if state is None or loaded.generation > state.generation:
-                    self._state = state = loaded
-                else:
-                    state = loaded
-        return state
-
-    def _current(self) -> State:
-        """The state this thread reads: its pinned commit, the writer's, or the latest."""
-        pinned = getattr(self._local, "state", None)
-        if pinned is not None:
-            return pinned
-        if self.db.writing_here():
-            return self._writer_state()
-        return self._sync()
-
-    def _writer_state(self) -> State:
-        state = getattr(self._local, "writer_state", None)
-        if state is None:
-            state = self._local.writer_state = self._load_state(self.db.generation(), self._state)
-        return state
-
     def view(self, collection: Collection) -> View:
         """What ``collection`` looks like at the commit this thread reads: rows, live count,
         dead rows, the opened ANN parts."""
-        return self._current().views[self._coll(collection).name]
+        return self.states.current().views[self._coll(collection).name]
 
     def _coll(self, collection: Collection) -> RecordCollection:
         try:
@@ -263,7 +198,7 @@ class EmbeddedStore(Store):
             logger.info("could not record the verified vector files (%s)", exc)
 
     def _ensure_tokenizer(self) -> None:
-        if self.tokenizer in self._current().tokenizers or self.db.meta("embedding_model") is None:
+        if self.tokenizer in self.states.current().tokenizers or self.db.meta("embedding_model") is None:
             return
         with self.transaction():
             if self.tokenizer not in self._tokenizers():
@@ -296,11 +231,11 @@ class EmbeddedStore(Store):
             return
         try:
             with self.db.writing():
-                self._local.writer_state = None
+                self.states.forget_writer()
                 self._initialise()
                 yield
         finally:
-            self._local.writer_state = None
+            self.states.forget_writer()
 
     def _initialise(self) -> None:
         if self.db.meta("embedding_model") is None:
@@ -312,7 +247,7 @@ class EmbeddedStore(Store):
             self._check_model()
 
     def _after_commit(self, generation: int) -> None:
-        self._sync(force=True)
+        self.states.sync(force=True)
         self._committed(generation)
 
     @contextmanager
@@ -325,55 +260,19 @@ class EmbeddedStore(Store):
             >>> with store.snapshot():  # doctest: +SKIP
             ...     passages, triples = list(store.iter_passages()), list(store.iter_triples())
         """
-        if getattr(self._local, "state", None) is not None or self.db.writing_here():
+        with self.states.pinned():
             yield
-            return
-        with self.db.reading() as generation:
-            latest = self._state
-            if latest is not None and latest.generation == generation:
-                state = latest
-            else:
-                with self._lock:
-                    state = self._load_state(generation, latest)
-            self._local.state = state
-            try:
-                yield
-            finally:
-                self._local.state = None
 
     def refresh(self) -> bool:
         """Pick up another process's commits now; returns whether there were any."""
-        before = self._state.generation if self._state else None
-        return self._sync(force=True).generation != before
+        before = self.states.current().generation
+        return self.states.sync(force=True).generation != before
 
     def generation(self) -> int:
-        return self._current().generation
+        return self.states.current().generation
 
     def changes_since(self, generation: int) -> Changes:
-        """What the commits after ``generation`` added and removed, from the commit log
-        (rows are never reused, so the records added are the live rows past the row counts
-        ``generation`` left, and the removed ones are the dead rows it did not count dead)."""
-        state = self._current()
-        now = state.generation
-        if generation >= now:
-            return Changes(generation, now, complete=generation == now)
-        with self._lock:
-            if generation == 0:
-                before: tuple[int, int] | None = (0, 0)
-            else:
-                found = self.db.one("SELECT passage_rows, triple_rows FROM commits WHERE generation=?", (generation,))
-                before = None if found is None else (int(found[0]), int(found[1]))
-            if before is None or generation < 0:
-                return Changes(generation, now, complete=False)
-            added, removed = {}, {}
-            for (name, coll), start in zip(self._collections.items(), before):
-                view = state.views[name]
-                rows = np.arange(start, view.rows)
-                added[name] = tuple(coll.ids_of_rows(rows[~view.dead[start:]]))
-                removed[name] = tuple(i for (i,) in self.db.rows(
-                    "SELECT id FROM dead WHERE collection=? AND generation > ? AND row < ? AND id IS NOT NULL "
-                    "ORDER BY row", (name, generation, start)))
-        return Changes(generation, now, added["passage"], removed["passage"], added["triple"], removed["triple"])
+        return self.states.changes_since(generation)
 
     # ---- writes ---------------------------------------------------------------------
     def embed_checked(self, texts: list[str], what: list[str]) -> np.ndarray:
@@ -387,7 +286,7 @@ class EmbeddedStore(Store):
         return vectors
 
     def _dead_rows(self, collection: str) -> Any:
-        return lambda: np.flatnonzero(self._writer_state().views[collection].dead)
+        return lambda: np.flatnonzero(self.states.writer().views[collection].dead)
 
     def add_passages(self, passages: Sequence[Passage]) -> AddResult:
         with self.transaction():
@@ -459,7 +358,7 @@ class EmbeddedStore(Store):
         """Bring the ANN parts up to date and fold the WAL into the database file (called at
         the end of an indexing run)."""
         with self.transaction():
-            state = self._writer_state()
+            state = self.states.writer()
             for name, coll in self._collections.items():
                 coll.update_ann(state.views[name])
         self.remove_superseded()
@@ -495,51 +394,27 @@ class EmbeddedStore(Store):
         if ann:
             with self.transaction():
                 for name in self._collections:
-                    self.db.set_meta(f"ann:{name}", ann_mod.dump_parts(self._writer_state().views[name].ann.parts))
+                    self.db.set_meta(f"ann:{name}", ann_mod.dump_parts(self.states.writer().views[name].ann.parts))
             with self.transaction():
-                state = self._writer_state()
+                state = self.states.writer()
                 for name, coll in self._collections.items():
                     done.extend(f"rebuilt ANN part {f}" for f in coll.update_ann(state.views[name]))
         self.remove_superseded()
         return done
 
     # ---- filters --------------------------------------------------------------------
-    def _where_rows(self, collection: Collection, where: Where, state: State) -> np.ndarray:
-        """Rows of ``collection`` passing ``where`` (for triples: whose passage passes)."""
-        key = (state.generation, collection, repr(where))
-        rows = self._where_cache.get(key)
-        if rows is None:
-            sql, params = where_sql(where)
-            if collection == "triple":
-                sql = f"SELECT row FROM triples WHERE passage_row IN ({sql.replace(' ORDER BY row', '')}) ORDER BY row"
-            rows = np.fromiter((r for (r,) in self.db.rows(sql, params)), dtype=np.int64)
-            rows = rows[rows < state.views[collection].rows]
-            if not self.db.writing_here():
-                with self._lock:
-                    if len(self._where_cache) > 64:
-                        self._where_cache.clear()
-                    self._where_cache[key] = rows
-        return rows
-
-    def _allowed(self, collection: Collection, where: Where | None, state: State) -> np.ndarray | None:
-        if where is None:
-            return None
-        mask = np.zeros(state.views[collection].rows, dtype=bool)
-        mask[self._where_rows(collection, where, state)] = True
-        return mask
-
     def count(self, collection: Collection, where: Any = None) -> int:
         self._coll(collection)
         parsed = parse_where(where)
-        state = self._current()
-        return state.views[collection].count if parsed is None else len(self._where_rows(collection, parsed, state))
+        state = self.states.current()
+        return state.views[collection].count if parsed is None else len(self.states.where_rows(collection, parsed, state))
 
     def filter_passage_ids(self, ids: Sequence[str], where: Any) -> list[str]:
         parsed = parse_where(where)
         if parsed is None:
             return list(ids)
-        state = self._current()
-        allowed = set(self._where_rows("passage", parsed, state).tolist())
+        state = self.states.current()
+        allowed = set(self.states.where_rows("passage", parsed, state).tolist())
         rows = self.passages.rows_of_ids(state.views["passage"], ids)
         return [i for i in ids if rows.get(i) in allowed]
 
@@ -551,21 +426,21 @@ class EmbeddedStore(Store):
     def bm25_search(self, collection: Collection, query: str, k: int, where: Any = None) -> list[Hit]:
         coll = self._coll(collection)
         parsed = parse_where(where)
-        state = self._current()
+        state = self.states.current()
         view = state.views[collection]
         try:
-            scores = coll.bm25_scores(view, query, self.tokenizer, self._allowed(collection, parsed, state))
+            scores = coll.bm25_scores(view, query, self.tokenizer, self.states.allowed(collection, parsed, state))
         except SegmentCorruptError as exc:
             logger.warning("%s; rebuilding the BM25 postings from the stored text", exc)
-            pinned = getattr(self._local, "state", None) is not None
+            pinned = self.states.is_pinned()
             with self.transaction():
                 self._rebuild_postings(self.tokenizer)
             if pinned:  # this query's commit still holds the damaged segment
                 raise IndexCorruptError(f"{exc}; the BM25 postings were rebuilt from the stored text: "
                                         "ask again") from exc
-            state = self._current()
+            state = self.states.current()
             view = state.views[collection]
-            scores = coll.bm25_scores(view, query, self.tokenizer, self._allowed(collection, parsed, state))
+            scores = coll.bm25_scores(view, query, self.tokenizer, self.states.allowed(collection, parsed, state))
         rows, values = top_k(scores, k, positive_only=True)
         return self._hits(coll, rows, values)
 
@@ -583,8 +458,8 @@ class EmbeddedStore(Store):
         coll = self._coll(collection)
         q = self.query_vector(vector)
         parsed = parse_where(where)
-        state = self._current()
-        subset = self._where_rows(collection, parsed, state) if parsed is not None else None
+        state = self.states.current()
+        subset = self.states.where_rows(collection, parsed, state) if parsed is not None else None
         rows, values = coll.vector_search(state.views[collection], q, k, subset)
         return self._hits(coll, rows, values)
 
@@ -619,11 +494,11 @@ class EmbeddedStore(Store):
         return self._vectors_of(self.passages, ids)
 
     def _vectors_of(self, coll: RecordCollection, ids: Sequence[str]) -> np.ndarray:
-        view = self._current().views[coll.name]
+        view = self.states.current().views[coll.name]
         rows = coll.rows_of_ids(view, ids)
         positions = [rows[i] for i in ids]  # KeyError for an unknown id, as documented
         if any(p >= view.rows for p in positions):  # committed after this reader's view
-            view = self._sync(force=True).views[coll.name]
+            view = self.states.sync(force=True).views[coll.name]
         return np.asarray(coll.matrix(view)[positions], dtype=np.float32)
 
     def passage_rows(self, ids: Sequence[str]) -> dict[str, int]:
