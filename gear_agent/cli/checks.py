@@ -56,8 +56,9 @@ def require_index(settings: GearSettings, *, missing_ok: bool = False) -> dict[s
 
 
 def refuse_damaged_index(settings: GearSettings) -> None:
-    """Refuse to write into an index whose database fails SQLite's ``integrity_check``
-    (new records would be added to pages that cannot be trusted).
+    """Refuse to write into an index whose database fails SQLite's check (``quick_check``;
+    ``gear check`` runs the full one): new records would land in pages that cannot be
+    trusted.
 
     Raises:
         IndexCorruptError: the check found damage (the message names ``gear check``).

@@ -272,9 +272,10 @@ def repair_index(root: Path, report: CheckReport, embedder, tokenizer: str = "st
 
 
 def integrity_errors(root: Path) -> list[str]:
-    """SQLite's ``integrity_check`` findings for the index at ``root`` (empty: sound)."""
+    """SQLite's ``quick_check`` findings for the index at ``root`` (empty: sound): what
+    ``gear index`` runs before it writes (``gear check`` runs the full ``integrity_check``)."""
     db = Database(root, 10.0, readonly=True)
     try:
-        return db.integrity_errors(limit=3)
+        return db.integrity_errors(limit=3, quick=True)
     finally:
         db.close()

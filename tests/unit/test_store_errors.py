@@ -198,3 +198,21 @@ def test_an_llm_body_that_is_not_json() -> None:
     with pytest.raises(LLMCallError, match="a body that is not JSON") as caught:
         client.invoke("hi", node="read")
     assert "utf-16" not in str(caught.value)
+
+
+def test_gear_index_refuses_a_database_that_fails_sqlites_check(tmp_path: Path, corpus: Path) -> None:
+    """Was: passages added to an index.sqlite failing integrity_check, exit 0."""
+    assert run("index", str(corpus), "--index", str(tmp_path / "ix")).exit_code == 0
+    database = tmp_path / "ix" / "index.sqlite"
+    db = sqlite3.connect(database)
+    (page,) = db.execute("SELECT pageno FROM dbstat WHERE name='passages_source'").fetchone()
+    size = db.execute("PRAGMA page_size").fetchone()[0]
+    db.close()
+    data = bytearray(database.read_bytes())
+    start = (page - 1) * size  # the source index page's header: the records stay readable
+    data[start : start + 8] = bytes(b ^ 0xFF for b in data[start : start + 8])
+    database.write_bytes(bytes(data))
+    more = tmp_path / "more.json"
+    more.write_text(json.dumps([{"title": "Bohinj", "text": "Lake Bohinj lies in the Julian Alps."}]))
+    line = one_line_error(run("index", str(more), "--index", str(tmp_path / "ix")))
+    assert "fails SQLite's integrity check" in line and "nothing was added" in line
