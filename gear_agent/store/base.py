@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -35,6 +35,29 @@ class ModelMismatchError(StoreError):
 class IndexCorruptError(StoreError):
     """An index cannot be read as it is; the message names what is wrong and what to do
     (``gear check``, ``gear check --repair``)."""
+
+
+def split_new(records: Sequence[Any], stored: Container[str]) -> tuple[list[Any], list[str]]:
+    """Records to write (the first of each id that is not stored) and the ids that are
+    no-ops, in order: a repeat of an id within the same call counts as existing.
+
+    Example:
+        >>> from gear_agent.types import Passage
+        >>> a, b = Passage("p-1", "A", "a"), Passage("p-2", "B", "b")
+        >>> new, existing = split_new([a, b, a], {"p-2"})
+        >>> [p.id for p in new], existing
+        (['p-1'], ['p-2', 'p-1'])
+    """
+    new: list[Any] = []
+    existing: list[str] = []
+    seen: set[str] = set()
+    for record in records:
+        if record.id in stored or record.id in seen:
+            existing.append(record.id)
+        else:
+            seen.add(record.id)
+            new.append(record)
+    return new, existing
 
 
 class Store(ABC):

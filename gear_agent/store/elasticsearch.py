@@ -19,7 +19,7 @@ Example:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Container, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -29,6 +29,7 @@ from gear_agent.embedding.base import Embedder
 from gear_agent.filters import Where, parse_where
 from gear_agent.store import es_queries as q
 from gear_agent.store.base import Store, StoreError
+from gear_agent.store.base import split_new as _split_new
 from gear_agent.store.changes import Changes
 from gear_agent.store.es_bulk import BulkFailure, BulkOutcome, BulkWriteError, BulkWriter
 from gear_agent.store.es_client import (
@@ -67,23 +68,6 @@ _NO_VECTOR = {"excludes": [VECTOR_FIELD]}
 
 def _unique(ids: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(ids))
-
-
-def _split_new(records: Sequence[Any], stored: Container[str]) -> tuple[list[Any], list[str]]:
-    """Records to write (first of each id, not stored) and the ids that are no-ops, in order.
-
-    As in the embedded store, a repeat of an id within the same call counts as existing.
-    """
-    new: list[Any] = []
-    existing: list[str] = []
-    seen: set[str] = set()
-    for record in records:
-        if record.id in stored or record.id in seen:
-            existing.append(record.id)
-        else:
-            seen.add(record.id)
-            new.append(record)
-    return new, existing
 
 
 def _body(response: Any) -> dict[str, Any]:

@@ -37,7 +37,13 @@ import numpy as np
 from gear_agent.embedding.base import Embedder
 from gear_agent.filters import parse_where
 from gear_agent.store import ann as ann_mod
-from gear_agent.store.base import IndexCorruptError, ModelMismatchError, Store, StoreError
+from gear_agent.store.base import (
+    IndexCorruptError,
+    ModelMismatchError,
+    Store,
+    StoreError,
+    split_new,
+)
 from gear_agent.store.bm25 import top_k
 from gear_agent.store.changes import Changes
 from gear_agent.store.collection import PassageCollection, RecordCollection, TripleCollection, View
@@ -291,7 +297,7 @@ class EmbeddedStore(Store):
     def add_passages(self, passages: Sequence[Passage]) -> AddResult:
         with self.transaction():
             stored = self.passages.rows_of_ids(None, [p.id for p in passages])
-            new, existing = _split_new(passages, stored)
+            new, existing = split_new(passages, stored)
             if new:
                 vectors = self.embed_checked([p.content for p in new], [f"passage {p.id}" for p in new])
                 self.passages.add(new, vectors, self._tokenizers(), self._dead_rows("passage"))
@@ -304,7 +310,7 @@ class EmbeddedStore(Store):
                 if triple.passage_id not in parents:
                     raise StoreError(f"triple {triple.id} names passage {triple.passage_id}, which is not stored")
             stored = self.triples.rows_of_ids(None, [t.id for t in triples])
-            new, existing = _split_new(triples, stored)
+            new, existing = split_new(triples, stored)
             if new:
                 vectors = self.embed_checked([t.text for t in new], [f"triple {t.id}" for t in new])
                 self.triples.add(new, vectors, parents, self._tokenizers(), self._dead_rows("triple"))
@@ -562,18 +568,6 @@ class EmbeddedStore(Store):
     def size_on_disk(self) -> int:
         """Bytes of the index's files."""
         return size_on_disk(self.root)
-
-
-def _split_new(records: Sequence[Any], stored: dict[str, int]) -> tuple[list[Any], list[str]]:
-    """Records to write (first of each id, not stored) and the ids that are no-ops, in order."""
-    new, existing, seen = [], [], set()
-    for record in records:
-        if record.id in stored or record.id in seen:
-            existing.append(record.id)
-        else:
-            seen.add(record.id)
-            new.append(record)
-    return new, existing
 
 
 def _as_matrix(raw: Any, count: int, dimension: int, model: str) -> np.ndarray:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gear_agent.store.base import IndexCorruptError, StoreError
+from gear_agent.store.base import IndexCorruptError, StoreError, split_new
 from gear_agent.store.bm25 import top_k
 from gear_agent.store.embedded_db import chunked, marks
 from gear_agent.store.nodes import NodeStore
@@ -126,14 +126,7 @@ class EmbeddedNodeStore(NodeStore):
                 for statement in NODE_SCHEMA.split(";"):  # executescript would commit first
                     if statement.strip():
                         self.db.run(statement)
-            stored = self._stored_ids([n.id for n in nodes])
-            new, existing, seen = [], [], set()
-            for node in nodes:
-                if node.id in stored or node.id in seen:
-                    existing.append(node.id)
-                else:
-                    seen.add(node.id)
-                    new.append(node)
+            new, existing = split_new(nodes, self._stored_ids([n.id for n in nodes]))
             if not new:
                 return AddResult(existing=existing)
             passage_rows = self.store.passage_rows([p for n in new for p in n.passage_ids])

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.fakes import make_passage, make_triple
 
 from gear_agent.config import GearSettings
 from gear_agent.embedding.hashing import HashingEmbedder
-from gear_agent.ids import passage_id, triple_id
 from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.retrievers import make_retriever
 from gear_agent.runtime import Runtime
@@ -28,25 +28,17 @@ from gear_agent.types import Passage, Triple
 QUESTION = "What lies near Kestrel Lake?"
 
 
-def _passage(title: str, text: str) -> Passage:
-    return Passage(passage_id(title, text), title, text, "lake.json")
-
-
-def _triple(p: Passage, s: str, r: str, o: str) -> Triple:
-    return Triple(triple_id(p.id, s, r, o), s, r, o, p.id)
-
-
-ALPHA = _passage("Alpha", "Alpha Base lies near Kestrel Lake.")
-BRAVO = _passage("Bravo", "Bravo Station lies near Kestrel Lake.")
-CHARLIE = _passage("Charlie", "Charlie Camp lies near Osprey Ridge.")
-DELTA = _passage("Delta", "Delta Post lies near Kestrel Lake.")
+ALPHA = make_passage("Alpha", "Alpha Base lies near Kestrel Lake.")
+BRAVO = make_passage("Bravo", "Bravo Station lies near Kestrel Lake.")
+CHARLIE = make_passage("Charlie", "Charlie Camp lies near Osprey Ridge.")
+DELTA = make_passage("Delta", "Delta Post lies near Kestrel Lake.")
 OLD = {ALPHA.id, BRAVO.id, CHARLIE.id}
 NEW = {ALPHA.id, CHARLIE.id, DELTA.id}
 
 
 def _triples(p: Passage) -> list[Triple]:
     subject = p.text.split(" lies")[0]
-    return [_triple(p, subject, "lies near", p.text.split("near ")[1].rstrip("."))]
+    return [make_triple(p, subject, "lies near", p.text.split("near ")[1].rstrip("."))]
 
 
 def _write(path: str) -> None:

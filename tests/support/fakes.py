@@ -250,3 +250,15 @@ class CountingEmbedder(HashingEmbedder):
     @property
     def texts_embedded(self) -> int:
         return sum(self.calls)
+
+
+def make_passage(title: str, text: str, source: str = "test") -> Passage:
+    """A passage with its content-hash id."""
+    return Passage(passage_id(title, text), title, text, source)
+
+
+def make_triple(passage: Passage, subject: str, predicate: str, obj: str) -> Triple:
+    """A triple of ``passage`` with its content-hash id."""
+    from gear_agent.ids import triple_id
+
+    return Triple(triple_id(passage.id, subject, predicate, obj), subject, predicate, obj, passage.id)

@@ -9,17 +9,14 @@ import warnings
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from support.cli import run_cli
 
-from gear_agent.cli import app
 from gear_agent.errors import GearWarning
 from gear_agent.ingest.corpus import source_name
 
-ENV = {"COLUMNS": "200", "GEAR_EMBEDDING_MODEL": "hashing-64"}
-
 
 def run(*args: str):
-    return CliRunner().invoke(app, list(args), env=ENV)
+    return run_cli(*args, env={"GEAR_EMBEDDING_MODEL": "hashing-64"})
 
 
 @pytest.fixture

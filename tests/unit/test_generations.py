@@ -10,32 +10,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from support.fakes import CountingEmbedder
+from support.cli import run_cli
+from support.fakes import CountingEmbedder, make_passage, make_triple
 
 from gear_agent.config import GearSettings
 from gear_agent.expansion.ppr import PPRRetriever
-from gear_agent.ids import passage_id, triple_id
 from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.store.base import IndexCorruptError, StoreError
 from gear_agent.store.embedded import EmbeddedStore
 from gear_agent.store.embedded_db import COUNTER_FILE, read_counter, write_counter
-from gear_agent.types import Passage, Triple
 
-
-def run_cli(*args: str, env: dict[str, str] | None = None):
-    from typer.testing import CliRunner
-
-    from gear_agent.cli import app
-
-    return CliRunner().invoke(app, list(args), env={"COLUMNS": "200", **(env or {})})
-
-
-def passage(title: str, text: str) -> Passage:
-    return Passage(passage_id(title, text), title, text, "test")
-
-
-def triple(p: Passage, s: str, r: str, o: str) -> Triple:
-    return Triple(triple_id(p.id, s, r, o), s, r, o, p.id)
+passage, triple = make_passage, make_triple
 
 
 ALPHA = passage("Alpha", "Alpha Base lies near Kestrel Lake.")

@@ -17,29 +17,20 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
+from support.cli import one_line_error, run_cli
 from support.fakes import CountingEmbedder
-from typer.testing import CliRunner
 
-from gear_agent.cli import app
 from gear_agent.embedding.base import EmbeddingServiceError
 from gear_agent.store.base import StoreError
 from gear_agent.store.embedded import EmbeddedStore
 from gear_agent.store.embedded_errors import translate
 from gear_agent.types import Passage
 
-ENV = {"COLUMNS": "200", "GEAR_EMBEDDING_MODEL": "hashing-64"}
+ENV = {"GEAR_EMBEDDING_MODEL": "hashing-64"}
 
 
 def run(*args: str, env: dict[str, str] | None = None):
-    return CliRunner().invoke(app, list(args), env={**ENV, **(env or {})})
-
-
-def one_line_error(result) -> str:
-    assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error:"), result.output
-    return lines[0]
+    return run_cli(*args, env={**ENV, **(env or {})})
 
 
 @pytest.fixture
