@@ -49,6 +49,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+NEUTRAL = "/"
+"""The child processes' working folder: one without a ``gear_agent`` package in it."""
 MODEL = "hashing-384"
 RETRIEVERS = ("hybrid", "hybrid+naive_ge", "ppr", "sirerag")
 MODES = ("delete", "truncate", "flip bytes", "zero", "read-only")
@@ -69,6 +71,8 @@ EXTRA_KINDS = {"index.generation": "index.generation"}
 # ---- the driver: one child process runs the code under test's CLI -----------------------
 DRIVER = r'''
 import json, sys, traceback
+import gear_agent
+print(gear_agent.__file__, file=sys.stderr)
 from typer.testing import CliRunner
 from gear_agent.cli import app
 steps = json.loads(sys.argv[1])
@@ -117,7 +121,8 @@ def cli(code: Path, steps: list[list[str]], read_only: Path | None = None, timeo
         command = ["unshare", "-m", "sh", "-c",
                    f"mount --bind {_quote(str(read_only))} {_quote(str(read_only))} && "
                    f"mount -o remount,ro,bind {_quote(str(read_only))} && {quoted}"]
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout, check=False,
+                          cwd=NEUTRAL)  # `python -c` puts its folder first on sys.path
     try:
         return json.loads(done.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
@@ -164,7 +169,7 @@ def build(code: Path, work: Path, passages: int, with_triples: bool = True) -> t
             raise SystemExit(f"building the index failed at {step['args'][:2]}:\n{step['output']}")
     if with_triples:
         env = {**os.environ, "PYTHONPATH": str(code)}
-        subprocess.run([sys.executable, "-c", WRITE_AND_DIE, str(index), MODEL], env=env, check=True)
+        subprocess.run([sys.executable, "-c", WRITE_AND_DIE, str(index), MODEL], env=env, check=True, cwd=NEUTRAL)
     return index, questions
 
 
