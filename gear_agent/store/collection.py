@@ -453,11 +453,11 @@ class TripleCollection(RecordCollection):
             self._remember([(tid, row) for row, tid, _, _ in found])
             self._remember_ends((row, head, tail) for row, _, head, tail in found)
             with self._lock:
-                if self._by_passage[0] != view.generation or len(self._by_passage[1]) > 100_000:
-                    if view.generation >= self._by_passage[0]:
-                        self._by_passage = (view.generation, {})
-                if self._by_passage[0] == view.generation:
-                    self._by_passage[1][passage_id] = [(row, tid) for row, tid, _, _ in found]
+                generation, cache = self._by_passage
+                if generation < view.generation or len(cache) > 100_000:
+                    self._by_passage = generation, cache = view.generation, {}
+                if generation == view.generation:
+                    cache[passage_id] = [(row, tid) for row, tid, _, _ in found]
         return [tid for _, tid, _, _ in found]
 
     def ends_of(self, view: View, triple_id: str) -> tuple[int, tuple[int, int]] | None:
