@@ -14,7 +14,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -305,6 +305,7 @@ class Gear:
         top_k: int | None = None,
         model: str | None = None,
         where: WhereInput | None = None,
+        stream: Callable[[str], object] | None = None,
     ) -> Answer:
         """Run the GEAR agent: retrieve, read into the gist memory, reason, rewrite, answer
         with numbered citations of the passages the answer rests on.
@@ -316,11 +317,15 @@ class Gear:
             model: Another chat model for this question (``"provider:model"``); it must be
                 listed in ``GEAR_LLM_MODELS`` (``llm_models=``). None: the configured one.
             where: Only passages that pass this filter are retrieved (as in :meth:`retrieve`).
+            stream: Called with each piece of the answer's text as the chat model writes
+                it (a model that streams: ``ChatOpenAI``, Ollama, ...); the pieces joined
+                are the answer. A model that does not stream calls it never.
 
         Example:
             >>> answer = gear.ask("Who was the spouse of the founder of the Kestrel Observatory?")  # doctest: +SKIP
             >>> answer.answer, [(c.number, c.passage.title) for c in answer.citations]  # doctest: +SKIP
             ('Ilse Brenner', [(1, 'Oskar Brenner')])
+            >>> gear.ask("Who founded it?", stream=lambda text: print(text, end="", flush=True))  # doctest: +SKIP
         """
         state: dict[str, Any] = {"question": check_question(question, self.settings.max_question_chars)}
         if max_iterations is not None:
@@ -331,7 +336,17 @@ class Gear:
         if parsed is not None:
             state["where"] = parsed.to_dict()
         context = {"model": model} if model else None
-        result = self.agent.invoke(state, context=context)
+        if stream is None:
+            result = self.agent.invoke(state, context=context)
+        else:
+            from gear_agent.agent.streaming import run_events
+
+            result = {}
+            for event in run_events(self.agent, state, context=context):
+                if event.kind == "token":
+                    stream(event.data["text"])
+                elif event.kind == "final":
+                    result = event.data
         passages = passage_records(self.store, ranked_from_dicts(result.get("passages", [])))
         return Answer(
             question=state["question"],
