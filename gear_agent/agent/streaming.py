@@ -49,8 +49,9 @@ class RunEvent:
     data: dict[str, Any] = field(default_factory=dict)
 
 
-class _Merger:
-    """Turns LangGraph's ``(mode, chunk)`` pairs into :class:`RunEvent` objects."""
+class RunEventMerger:
+    """Turns LangGraph's ``(mode, chunk)`` pairs (``stream_mode`` a list) into
+    :class:`RunEvent` objects; one per run, since it follows the answer's text."""
 
     def __init__(self) -> None:
         self.answer = AnswerTextStream()
@@ -100,7 +101,7 @@ def run_events(agent: Any, inputs: dict[str, Any], **kwargs: Any) -> Iterator[Ru
         >>> for event in run_events(agent, {"question": "Who founded Kestrel?"}):  # doctest: +SKIP
         ...     print(event.data["text"] if event.kind == "token" else event.node, end="")
     """
-    merger = _Merger()
+    merger = RunEventMerger()
     for mode, chunk in agent.stream(inputs, stream_mode=STREAM_MODES, **kwargs):
         yield from merger.events(mode, chunk)
     yield merger.final(getattr(agent, "output_channels", None))
@@ -108,7 +109,7 @@ def run_events(agent: Any, inputs: dict[str, Any], **kwargs: Any) -> Iterator[Ru
 
 async def arun_events(agent: Any, inputs: dict[str, Any], **kwargs: Any) -> AsyncIterator[RunEvent]:
     """Async :func:`run_events` (``agent.astream``)."""
-    merger = _Merger()
+    merger = RunEventMerger()
     async for mode, chunk in agent.astream(inputs, stream_mode=STREAM_MODES, **kwargs):
         for event in merger.events(mode, chunk):
             yield event

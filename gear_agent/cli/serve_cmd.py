@@ -29,7 +29,7 @@ def serve(
     require_index(settings)  # no index, or another model's: say so before loading the model
     runtime = Runtime.open(settings)
     agent = build_agent(settings, runtime=runtime)
-    app = create_app(agent, settings, playground=playground)
+    app = create_app(agent, settings, playground=playground, runtime=runtime)
     console.print(f"GEAR agent on http://{host}:{port}/gear  (index: {settings.index_dir})")
     if playground:
         console.print(f"playground: http://{host}:{port}/gear/playground/")
