@@ -48,13 +48,17 @@ def _short(text: str) -> str:
     return text if len(text) <= LABEL_CHARS else text[: LABEL_CHARS - 1] + "…"
 
 
-def _fit(coords: Sequence[Sequence[float]], width: float, height: float, margin: float) -> list[tuple[float, float]]:
-    """Layout coordinates scaled into the box, aspect kept, centred."""
+def _fit(coords: Sequence[Sequence[float]], width: float, height: float,
+         margin_x: float, margin_y: float) -> list[tuple[float, float]]:
+    """Layout coordinates scaled into the box (aspect kept; a flat side takes no part),
+    centred."""
     xs, ys = [c[0] for c in coords], [c[1] for c in coords]
-    span_x, span_y = (max(xs) - min(xs)) or 1.0, (max(ys) - min(ys)) or 1.0
-    scale = min((width - 2 * margin) / span_x, (height - 2 * margin) / span_y)
-    off_x = (width - scale * (max(xs) - min(xs))) / 2
-    off_y = (height - scale * (max(ys) - min(ys))) / 2
+    span_x, span_y = max(xs) - min(xs), max(ys) - min(ys)
+    scales = [(width - 2 * margin_x) / span_x if span_x > 1e-9 else math.inf,
+              (height - 2 * margin_y) / span_y if span_y > 1e-9 else math.inf]
+    scale = min(scales) if min(scales) < math.inf else 1.0
+    off_x = (width - scale * span_x) / 2
+    off_y = (height - scale * span_y) / 2
     return [(off_x + scale * (x - min(xs)), off_y + scale * (y - min(ys))) for x, y in coords]
 
 
@@ -84,14 +88,15 @@ def draw(nodes: Sequence[Node], edges: Sequence[Edge], *, kind: str = "neighbour
     """
     if not nodes:
         return ""
-    margin = 70.0 if kind != "chain" else 60.0
-    points = _fit(_layout(nodes, edges, kind), width, height, margin)
+    margin_x, margin_y = (75.0, 30.0) if kind == "chain" else (80.0, 40.0)
+    points = _fit(_layout(nodes, edges, kind), width, height, margin_x, margin_y)
     at = {node.key: points[i] for i, node in enumerate(nodes)}
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="graph {kind}" viewBox="0 0 {width} {height}" '
-        f'role="img" aria-label={quoteattr(title or "graph")}>',
-        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
-        'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/></marker></defs>',
+        + (f'width="{width}" height="{height}" ' if kind == "chain" else "")
+        + f'role="img" aria-label={quoteattr(title or "graph")}>',
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="9" '
+        'markerHeight="9" markerUnits="userSpaceOnUse" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/></marker></defs>',
     ]
     for edge in edges:
         (x1, y1), (x2, y2) = at[edge.source], at[edge.target]

@@ -99,7 +99,7 @@ function svgBox(svg, className) {
 }
 
 function passageCard(p, runId) {
-  const card = el("article", {class: "passage" + (p.cited.length ? " cited" : ""), id: `${runId}-p${p.rank}`});
+  const card = el("article", {class: "card" + (p.cited.length ? " cited" : ""), id: `${runId}-p${p.rank}`});
   const marks = p.cited.map((n) => `[${n}]`).join("");
   const score = typeof p.score === "number" ? p.score.toFixed(4) : "";
   card.append(
@@ -170,8 +170,10 @@ $("ask-form").addEventListener("submit", async (event) => {
           showResult(data, answerBox, runId);
         }
       });
-    if (agent) thread.push({role: "user", content: question}, {role: "assistant", content: answer});
-    $("question").value = "";
+    if (agent) {  // the chat goes on; a ranking keeps its question for another try
+      thread.push({role: "user", content: question}, {role: "assistant", content: answer});
+      $("question").value = "";
+    }
   } catch (error) {
     (answerBox || $("passages")).append(el("p", {class: "error", role: "alert", text: error.message}));
   } finally {
@@ -233,7 +235,7 @@ async function openPassage(id) {
     const p = await api(`/ui/api/passage/${encodeURIComponent(id)}`);
     const body = el("tbody");
     p.triples.forEach((row) => body.append(tripleRow(row, false)));
-    view.replaceChildren(el("article", {class: "passage"},
+    view.replaceChildren(el("article", {class: "card"},
       el("h3", {text: p.title}), el("div", {class: "meta", text: `${p.source || "no source"} · `}, el("span", {class: "id", text: p.id})),
       el("p", {text: p.text}),
       Object.keys(p.metadata).length ? el("div", {class: "meta", text: JSON.stringify(p.metadata)}) : null,
