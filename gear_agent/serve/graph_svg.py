@@ -11,6 +11,7 @@ keyboard.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -91,11 +92,14 @@ def draw(nodes: Sequence[Node], edges: Sequence[Edge], *, kind: str = "neighbour
     margin_x, margin_y = (75.0, 30.0) if kind == "chain" else (80.0, 40.0)
     points = _fit(_layout(nodes, edges, kind), width, height, margin_x, margin_y)
     at = {node.key: points[i] for i, node in enumerate(nodes)}
+    # The marker's id is the drawing's own: a page holds many SVGs, and an id shared with
+    # one in a hidden section would draw no arrowheads.
+    arrow = "arrow-" + hashlib.sha1("\n".join(n.key for n in nodes).encode()).hexdigest()[:10]
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="graph {kind}" viewBox="0 0 {width} {height}" '
         + (f'width="{width}" height="{height}" ' if kind == "chain" else "")
         + f'role="img" aria-label={quoteattr(title or "graph")}>',
-        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="9" '
+        f'<defs><marker id="{arrow}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="9" '
         'markerHeight="9" markerUnits="userSpaceOnUse" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/></marker></defs>',
     ]
     for edge in edges:
@@ -107,7 +111,7 @@ def draw(nodes: Sequence[Node], edges: Sequence[Edge], *, kind: str = "neighbour
         x2, y2 = x2 - dx / length * pad, y2 - dy / length * pad
         data = f' data-triple={quoteattr(edge.triple_id)}' if edge.triple_id else ""
         parts.append(f'<g class="edge {edge.kind}"{data}><title>{escape(edge.label)}</title>'
-                     f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" marker-end="url(#arrow)"/>')
+                     f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" marker-end="url(#{arrow})"/>')
         if edge.label:
             parts.append(f'<text x="{(x1 + x2) / 2:.1f}" y="{(y1 + y2) / 2 - 4:.1f}" '
                          f'text-anchor="middle">{escape(_short(edge.label))}</text>')

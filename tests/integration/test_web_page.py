@@ -68,7 +68,7 @@ def test_ask_streams_the_answer_with_citations_quotes_and_a_chain(page: Any) -> 
     seen = page.evaluate("window.seen")
     assert "Ilse" in seen and ANSWER in seen  # the answer arrived word by word
     steps = page.locator("#steps li").all_inner_texts()
-    assert steps[0].startswith("1. start") and any("reason: answerable" in s for s in steps)
+    assert steps[0].startswith("start (iteration 1)") and any("reason: answerable" in s for s in steps)
     assert "Oskar Brenner" in page.locator("#memory").inner_text()  # the gist memory grew
     cited = page.locator("#passages .card.cited").first
     assert cited.locator("mark").inner_text() == QUOTE  # the cited quote, highlighted

@@ -161,7 +161,7 @@ $("ask-form").addEventListener("submit", async (event) => {
     await streamEvents("/ui/api/ask/stream",
       {question, thread, retriever, k: Number($("k").value) || 5, where}, (name, data) => {
         if (name === "step") {
-          $("steps").append(el("li", {class: data.node, text: `${data.iteration}. ${data.node}: ${data.text}`}));
+          $("steps").append(el("li", {class: data.node, text: `${data.node} (iteration ${data.iteration}): ${data.text}`}));
           if (data.memory) showMemory(data.memory);
         } else if (name === "token") {
           answerBox.querySelector(".answer").append(data.text);
@@ -391,6 +391,10 @@ $("delete-form").addEventListener("submit", (event) => { event.preventDefault();
   } catch (error) {
     $("thread").append(el("p", {class: "error", role: "alert", text: `the server did not answer: ${error.message}`}));
   }
-  const start = tabs.find((t) => "#" + t.getAttribute("aria-controls") === location.hash);
-  if (start) showTab(start);
+  tabFromHash();
 })();
+function tabFromHash() {  // #ask, #explore, #documents open that page (links, back button)
+  const tab = tabs.find((t) => "#" + t.getAttribute("aria-controls") === location.hash);
+  if (tab && tab.getAttribute("aria-selected") !== "true") showTab(tab);
+}
+window.addEventListener("hashchange", tabFromHash);
