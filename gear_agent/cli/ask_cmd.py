@@ -68,15 +68,11 @@ def ask(
 def _cheap_checks(settings: Any, where: Any) -> None:
     """What can be told without the embedding model: the index is there (and was built
     with the configured model), an LLM is configured, and some passage passes ``where``."""
-    from gear_agent.cli.checks import open_store_without_model, require_index, require_llm
+    from gear_agent.cli.checks import require_index, require_llm, require_passing_filter
 
     require_index(settings)
     require_llm(settings)
-    if where is not None and settings.backend == "embedded":
-        from gear_agent.retrieval.filtering import checked_where
-
-        with open_store_without_model(settings) as store:
-            checked_where(store, where)  # NothingMatchesError names the filter
+    require_passing_filter(settings, where)  # NothingMatchesError names the filter
 
 
 class _Run:

@@ -29,6 +29,10 @@ class SafeConsole(Console):
 
 
 console = SafeConsole(stderr=True)
+"""Progress, warnings, hints and errors: standard error."""
+results = SafeConsole()
+"""What a command was asked for (tables, counts, answers): standard output, so
+``gear info | grep passages`` finds it."""
 F = TypeVar("F", bound=Callable[..., Any])
 
 

@@ -70,7 +70,12 @@ def search(
     the random walk, in percent).
     """
 
-    from gear_agent.cli.checks import require_index, require_llm, warn_without_triples
+    from gear_agent.cli.checks import (
+        require_index,
+        require_llm,
+        require_passing_filter,
+        warn_without_triples,
+    )
     from gear_agent.cli.progress import ProgressBoard, report_graph_build
     from gear_agent.filters import parse_where
     from gear_agent.questions import check_question
@@ -79,10 +84,11 @@ def search(
     settings = load_settings(index_dir)
     question = check_question(question, settings.max_question_chars)
     spec = check_name(retriever)
-    parse_where(where)  # a malformed filter fails before anything loads
+    parsed = parse_where(where)  # a malformed filter fails before anything loads
     require_index(settings)
     if spec.needs_llm:
         require_llm(settings)
+    require_passing_filter(settings, parsed)  # and so does one that no passage passes
     # Every check passed: only now load the embedding model and the index.
     from gear_agent.retrieval.filtering import checked_where
     from gear_agent.retrieval.records import passage_records

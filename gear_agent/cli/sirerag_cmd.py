@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from gear_agent.cli.common import console, load_settings, reports_errors
+from gear_agent.cli.common import console, load_settings, reports_errors, results
 from gear_agent.cli.usage import CONTEXT, GearCommand, GearGroup
 
 if TYPE_CHECKING:
@@ -55,17 +55,16 @@ def run_build(runtime: Runtime, mode: str, settings: SiReRAGSettings) -> BuildRe
 
 def print_report(report: BuildReport, counts: bool = True) -> None:
     """Nodes per level, and (``counts``) what was reused or rebuilt and the tokens spent."""
-    from rich.console import Console
 
     table = Table(title=f"SiReRAG pool ({report.mode})")
     for column in ("tree", "kind", "level", "nodes"):
         table.add_column(column, justify="right" if column in ("level", "nodes") else "left")
     for tree, kind, level, n in report.level_rows():
         table.add_row(tree, kind, str(level), f"{n:,}")
-    Console().print(table)
+    results.print(table)
     if not counts:
         return
-    console.print(
+    results.print(
         f"propositions {report.propositions:,}; nodes added {report.nodes_added:,}, kept "
         f"{report.nodes_kept:,}, deleted {report.nodes_deleted:,}"
         + (f"; clusters summarised {report.clusters_summarised:,}, reused {report.clusters_reused:,}"
@@ -109,7 +108,7 @@ def build(
 
         store = open_store_without_model(settings)
         estimate = estimate_build_cost(store, settings, options)
-        console.print(estimate.describe(), highlight=False)
+        results.print(estimate.describe(), highlight=False)
         return
     if dry_run:
         console.print("ablation mode calls no LLM: nothing to estimate (it embeds the aggregates only)")

@@ -21,13 +21,13 @@ from typing import Any
 
 import httpx
 import uvicorn
-from support.demo_chat import demo_reply
-from support.fakes import StreamingChatModel
 
 from gear_agent.agent.graph import build_agent
 from gear_agent.config import GearSettings
 from gear_agent.runtime import Runtime
 from gear_agent.serve.app import create_app
+from support.demo_chat import demo_reply
+from support.fakes import StreamingChatModel
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "examples" / "demo"
