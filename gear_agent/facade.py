@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gear_agent.config import GearSettings, settings_from
-from gear_agent.errors import GearWarning
 from gear_agent.embedding import Embedder, make_embedder
+from gear_agent.errors import GearWarning
 from gear_agent.filters import WhereInput, parse_where
 from gear_agent.indexing import IndexReport, Progress, add_passages, extract_with_llm, import_openie
 from gear_agent.ingest.items import Item, passages_from_items

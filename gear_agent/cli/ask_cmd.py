@@ -4,12 +4,11 @@ and the triple chains that reached the cited passages (``--json`` for scripts)."
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from gear_agent.cli.common import SafeConsole, console, load_settings, reports_errors
+from gear_agent.cli.common import IndexOpt, SafeConsole, console, load_settings, reports_errors
 
 _PREVIEW_CHARS = 300
 
@@ -17,8 +16,8 @@ _PREVIEW_CHARS = 300
 @reports_errors
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
-    index_dir: Annotated[Path | None, typer.Option("--index", "-i", help="Index directory.")] = None,
-    model: Annotated[str | None, typer.Option(help="Chat model for this question (provider:model); default GEAR_LLM_MODEL.")] = None,
+    index_dir: IndexOpt = None,
+    model: Annotated[str | None, typer.Option(metavar="NAME", help="Chat model for this question, provider:model (GEAR_LLM_MODEL).")] = None,
     max_iterations: Annotated[int | None, typer.Option(min=1, help="Iterations at most (GEAR_MAX_ITERATIONS).")] = None,
     top_k: Annotated[int | None, typer.Option(min=1, help="Passages in the final ranking (GEAR_TOP_K).")] = None,
     passages: Annotated[bool, typer.Option("--passages", help="Also print every ranked passage.")] = False,

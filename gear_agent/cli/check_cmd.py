@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from gear_agent.cli.common import load_settings, reports_errors, results
-
-IndexOpt = Annotated[Path | None, typer.Option("--index", "-i", help="Index directory (GEAR_INDEX_DIR).")]
+from gear_agent.cli.common import IndexOpt, load_settings, reports_errors, results
 
 
 @reports_errors

@@ -10,16 +10,13 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from gear_agent.cli.common import console, load_settings, reports_errors, results
-
-IndexOpt = Annotated[Path | None, typer.Option(
-    "--index", "-i", metavar="DIR", help="Index directory (GEAR_INDEX_DIR; default .gear/index).")]
+from gear_agent.cli.common import IndexOpt, console, load_settings, reports_errors, results
 
 
 @reports_errors
 def index(
     corpus: Annotated[Path, typer.Argument(
-        metavar="CORPUS", help="HippoRAG corpus .json ([{title, text}]), .jsonl, or a folder of .txt/.md")],
+        metavar="CORPUS", help="HippoRAG corpus .json ([{title, text}]), .jsonl, or a folder of .txt/.md.")],
     openie: Annotated[Path | None, typer.Option(
         metavar="FILE", help="Import HippoRAG OpenIE triples from this file.")] = None,
     extract: Annotated[bool, typer.Option(

@@ -4,13 +4,12 @@ and scores a reader can interpret."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.markup import escape
 
-from gear_agent.cli.common import SafeConsole, console, load_settings, reports_errors
+from gear_agent.cli.common import IndexOpt, SafeConsole, console, load_settings, reports_errors
 from gear_agent.retrievers import DEFAULT_RETRIEVER, RETRIEVERS, ScoreKind
 
 
@@ -51,8 +50,7 @@ def search(
     retriever: Annotated[str, typer.Option(
         metavar="NAME", help=retriever_help("Retriever:"))] = DEFAULT_RETRIEVER,
     k: Annotated[int, typer.Option(min=1, metavar="N", help="Passages to show (at least 1).")] = 5,
-    index_dir: Annotated[Path | None, typer.Option(
-        "--index", "-i", metavar="DIR", help="Index directory (GEAR_INDEX_DIR).")] = None,
+    index_dir: IndexOpt = None,
     where: Annotated[list[str] | None, typer.Option(
         "--where", "-w", metavar="KEY OP VALUE",
         help="Only passages passing this filter, applied before ranking; repeat to AND. "

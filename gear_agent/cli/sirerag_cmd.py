@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
-from gear_agent.cli.common import console, load_settings, reports_errors, results
+from gear_agent.cli.common import IndexOpt, console, load_settings, reports_errors, results
 from gear_agent.cli.usage import CONTEXT, GearCommand, GearGroup
 
 if TYPE_CHECKING:
@@ -91,8 +90,7 @@ def build(
     min_passages: Annotated[int, typer.Option(min=1, metavar="N", help="Distinct passages an aggregate must span.")] = 1,
     seed: Annotated[int, typer.Option(metavar="N", help="Seed of the clustering (full mode).")] = 0,
     concurrency: Annotated[int, typer.Option(min=1, metavar="N", help="LLM calls in flight (full mode).")] = 4,
-    index_dir: Annotated[Path | None, typer.Option(
-        "--index", "-i", metavar="DIR", help="Index directory (GEAR_INDEX_DIR).")] = None,
+    index_dir: IndexOpt = None,
 ) -> None:
     """Build (or bring up to date) the SiReRAG pool of the index; prints nodes per level."""
     from gear_agent.cli.checks import require_index, require_llm
@@ -122,8 +120,7 @@ def build(
 @app.command("info", cls=GearCommand)
 @reports_errors
 def info(
-    index_dir: Annotated[Path | None, typer.Option(
-        "--index", "-i", metavar="DIR", help="Index directory (GEAR_INDEX_DIR).")] = None,
+    index_dir: IndexOpt = None,
 ) -> None:
     """Nodes per tree, kind and level (loads no model)."""
     from gear_agent.cli.checks import open_store_without_model

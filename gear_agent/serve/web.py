@@ -171,6 +171,8 @@ class WebPage:
     # ---- documents ------------------------------------------------------------------------
     def add(self, body: AddBody) -> StreamingResponse:
         passages = self.documents.read(body.name, body.text, title=body.title, source=body.source)
+        if body.extract:
+            self.documents.chat_client()  # no chat model: a 400 now, before anything is written
 
         async def events() -> AsyncIterator[tuple[str, Any]]:
             loop = asyncio.get_running_loop()

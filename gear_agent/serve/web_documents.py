@@ -23,6 +23,7 @@ from gear_agent.config import GearSettings
 from gear_agent.errors import GearError
 from gear_agent.indexing import IndexReport, add_passages, extract_with_llm
 from gear_agent.ingest.corpus import read_corpus, read_text_file
+from gear_agent.llm.errors import LLMConfigError
 from gear_agent.runtime import Runtime
 from gear_agent.types import Passage
 
@@ -55,6 +56,17 @@ class Documents:
     @property
     def settings(self) -> GearSettings:
         return self.runtime.settings
+
+    def chat_client(self) -> Any:
+        """The chat client extraction calls.
+
+        Raises:
+            DocumentError: No chat model is configured (the message says how to set one).
+        """
+        try:
+            return self._llm()
+        except LLMConfigError as exc:
+            raise DocumentError(f"cannot extract triples: {exc}") from None
 
     # ---- reading documents -------------------------------------------------------------
     def read(self, name: str, text: str, *, title: str | None = None, source: str | None = None) -> list[Passage]:
@@ -94,7 +106,7 @@ class Documents:
         Raises:
             LLMConfigError: ``extract`` and no chat model is configured (before any write).
         """
-        llm = self._llm() if extract else None
+        llm = self.chat_client() if extract else None
         report = IndexReport()
         with self._lock:
             add_passages(self.runtime.store, list(passages), report, progress)
