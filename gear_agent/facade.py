@@ -38,6 +38,7 @@ from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.retrievers import DEFAULT_RETRIEVER, check_name, make_retriever
 from gear_agent.runtime import Runtime
 from gear_agent.store import open_store
+from gear_agent.store.embedded_db import DB_FILE
 from gear_agent.store.manifest import read_manifest
 
 if TYPE_CHECKING:
@@ -148,7 +149,7 @@ class Gear:
         else:
             self.settings = settings_from(**{**settings.model_dump(exclude_unset=True), **values})
         embedder = _embedder(embedding_model, self.settings)
-        new = self.settings.backend == "embedded" and read_manifest(self.settings.index_dir) is None
+        new = self.settings.backend == "embedded" and not _index_at(self.settings.index_dir)
         store = open_store(self.settings, embedder, create=create)
         if new and create:
             warnings.warn(f"no index at {self.settings.index_dir}: created a new, empty one "
@@ -232,6 +233,8 @@ class Gear:
                 ground=settings.ground_triples,
             )
             report.warnings.extend(summary.warnings())
+        for warning in report.warnings:  # in the report, and where a person sees them
+            warnings.warn(warning, GearWarning, stacklevel=2)
         return report
 
     def estimate_cost(self, items: Item | Iterable[Item]) -> CostEstimate:
@@ -410,6 +413,11 @@ class Gear:
             f"Gear({str(where)!r}, passages={self.store.count('passage')}, "
             f"triples={self.store.count('triple')}, embedding_model={self.runtime.embedder.name!r})"
         )
+
+
+def _index_at(folder: Path) -> bool:
+    """Whether an embedded index (empty or not, this format or the previous) is at ``folder``."""
+    return (folder / DB_FILE).exists() or read_manifest(folder) is not None
 
 
 def _embedder(embedding_model: Any, settings: GearSettings) -> Embedder:

@@ -27,8 +27,8 @@ def export(
         metavar="[FILE]", help="File to write (graph.graphml, graph.json, ...); default: stdout.")] = None,
     fmt: Annotated[str | None, typer.Option(
         "--format", "-f", metavar="graphml|json|cytoscape",
-        help="graphml: Gephi, Cytoscape, yEd, networkx.read_graphml; json: node-link "
-             "(networkx.node_link_graph, d3); cytoscape: Cytoscape.js elements. Default: "
+        help="Format: graphml (Gephi, Cytoscape, yEd, networkx.read_graphml), json (node-link: "
+             "networkx.node_link_graph, d3) or cytoscape (Cytoscape.js elements); default: "
              "from FILE's extension (.json, .cyjs), else graphml.")] = None,
     entity: Annotated[str | None, typer.Option(
         metavar="NAME", help="Only the neighbourhood of this entity (see --hops).")] = None,

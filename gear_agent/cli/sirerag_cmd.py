@@ -82,8 +82,8 @@ def print_report(report: BuildReport, counts: bool = True) -> None:
 @reports_errors
 def build(
     mode: Annotated[str, typer.Option(metavar="ablation|full", help=(
-        "ablation: the stored triples as propositions, aggregates by shared entity, no LLM, "
-        "no summaries; full: LLM propositions and both trees' recursive summaries."))] = "ablation",
+        "Mode: ablation (the stored triples as propositions, aggregates by shared entity, no LLM, "
+        "no summaries) or full (LLM propositions and both trees' recursive summaries)."))] = "ablation",
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Full mode: print the token and cost estimate and stop (calls no model).")] = False,
     min_propositions: Annotated[int, typer.Option(min=1, metavar="N", help="Propositions an entity needs to make an aggregate.")] = 2,
