@@ -58,13 +58,15 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(index_dir: Path, embedding_model: str, token_delay_s: float = 0.03) -> Iterator[str]:
-    """The app over ``index_dir`` (page included) on a free loopback port; yields its URL."""
+def serving(index_dir: Path, embedding_model: str, token_delay_s: float = 0.03,
+            model: Any | None = None) -> Iterator[str]:
+    """The app over ``index_dir`` (page included) on a free loopback port; yields its URL.
+    The chat model is ``model``, or the demo replies streamed ``token_delay_s`` apart."""
     settings = GearSettings(index_dir=index_dir, embedding_model=embedding_model,
                             max_iterations=2, llm_max_retries=0, top_k=5)
     runtime = Runtime.open(settings)
-    model = StreamingChatModel(respond=demo_reply, token_delay_s=token_delay_s,
-                               usage=(300, 12))
+    if model is None:
+        model = StreamingChatModel(respond=demo_reply, token_delay_s=token_delay_s, usage=(300, 12))
     agent = build_agent(settings, runtime=runtime, chat_model=model)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(agent, settings, runtime=runtime),
