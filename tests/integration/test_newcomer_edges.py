@@ -19,6 +19,7 @@ import typer.main
 from support.agent_faults import QUESTION, capable_reply, node_of
 from support.fakes import FakeStore, ScriptedChatModel, client, make_passages
 from support.tiny_corpus import make_runtime, make_settings
+from support.web_page import build_demo_index
 from typer.testing import CliRunner
 
 from gear_agent import Gear
@@ -29,19 +30,14 @@ from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMCallError, ReplyFormatError
 from gear_agent.store import StoreError
 
-DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo"
-
 
 @pytest.fixture
 def demo_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GEAR_LLM_MODEL", "GEAR_INDEX_DIR"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("GEAR_EMBEDDING_MODEL", "hashing-384")
-    index = tmp_path / "index"
-    result = CliRunner().invoke(app, ["index", str(DEMO / "corpus.json"), "--openie",
-                                      str(DEMO / "openie.json"), "--index", str(index)])
-    assert result.exit_code == 0, result.output
-    return index
+    build_demo_index(tmp_path / "index", "hashing-384")
+    return tmp_path / "index"
 
 
 # ---- gear serve ---------------------------------------------------------------------------
