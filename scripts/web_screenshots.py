@@ -30,7 +30,7 @@ WAIT_MS = 60_000
 
 def ask(page, url: str, path: Path) -> None:
     page.goto(url + "/")
-    page.wait_for_function("document.querySelectorAll('#retriever option').length > 1")
+    page.locator("#retriever option").nth(1).wait_for(state="attached")
     page.locator("#question").fill(QUESTION)
     page.locator("#ask-button").click()
     page.locator("#thread .assistant a.cite").first.wait_for(timeout=WAIT_MS)
