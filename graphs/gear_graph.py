@@ -16,11 +16,11 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-# Both at run time: langgraph-api reads the factory's annotations to pass it the runtime.
-from langgraph.graph.state import CompiledStateGraph
-from langgraph_sdk.runtime import ServerRuntime
+if TYPE_CHECKING:
+    from langgraph.graph.state import CompiledStateGraph
+    from langgraph_sdk.runtime import ServerRuntime
 
 
 class _BuildOnce:
@@ -61,9 +61,14 @@ def describe() -> CompiledStateGraph:
 _description = _BuildOnce(describe)
 
 
-async def graph(runtime: ServerRuntime) -> CompiledStateGraph:
+async def graph(runtime: ServerRuntime) -> Any:
     """For a run, the compiled GEAR agent, built on the first call (off the event loop),
-    then reused; for anything else (schemas, drawing), the graph described."""
+    then reused; for anything else (schemas, drawing), the graph described.
+
+    langgraph-api passes ``runtime`` because of the annotation, which it resolves itself
+    (``ServerRuntime`` by name); the return annotation stays ``Any`` so that resolving the
+    annotations needs nothing imported here.
+    """
     if runtime.access_context != "threads.create_run":
         return _description()
     return await asyncio.to_thread(_agent)
