@@ -18,3 +18,9 @@ class UnknownNameError(GearError, ValueError):
 
 class SettingsError(GearError, ValueError):
     """A setting (``GEAR_*`` variable or keyword) has a value that cannot be used."""
+
+
+class GearWarning(UserWarning):
+    """Something a caller should know that does not stop the call (an index created where
+    none was, a run that stored text but no triples); ``warnings.simplefilter("error",
+    GearWarning)`` turns them into errors."""

@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from langgraph.graph import END, START, StateGraph
 
@@ -18,6 +18,7 @@ from gear_agent.agent.models import ChatModels
 from gear_agent.agent.state import GearContext, GearState, InputState, OutputState
 from gear_agent.agent.steps import Expansion
 from gear_agent.config import GearSettings
+from gear_agent.errors import GearError
 from gear_agent.llm.client import LLMClient
 from gear_agent.llm.settings import LLMSettings
 from gear_agent.retrieval.base import Retriever
@@ -135,3 +136,30 @@ def build_agent(
     if runtime is None:
         runtime = Runtime.open(settings)
     return build_graph(runtime, models, settings).compile(checkpointer=checkpointer, name="gear")
+
+
+class _NotLoaded:
+    """Stands in for the index and the chat model of a graph built only to be described:
+    any use says so in one line."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise GearError(
+            "this GEAR graph describes the agent (schemas, drawing) and has no index or chat "
+            "model behind it; run the one build_agent returns"
+        )
+
+
+def describe_agent(settings: GearSettings | None = None) -> CompiledStateGraph:
+    """The agent's graph, its nodes, edges and input, output and context schemas, with no
+    index, embedding model or chat model loaded: what a schema or drawing request needs
+    (``langgraph dev`` and Studio ask for them before any run), so answering one needs no
+    LLM configured and takes milliseconds. Running it fails with a one-line error.
+
+    Example:
+        >>> sorted(describe_agent().get_input_jsonschema()["properties"])[:2]
+        ['deadline_s', 'max_iterations']
+    """
+    settings = settings or GearSettings()
+    absent = cast(Any, _NotLoaded())
+    runtime = Runtime(settings, absent, absent, absent)
+    return build_graph(runtime, absent, settings).compile(name="gear")

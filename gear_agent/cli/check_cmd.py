@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from gear_agent.cli.common import console, load_settings, reports_errors
-
-IndexOpt = Annotated[Path | None, typer.Option("--index", "-i", help="Index directory (GEAR_INDEX_DIR).")]
+from gear_agent.cli.common import IndexOpt, load_settings, reports_errors, results
 
 
 @reports_errors
@@ -32,21 +29,21 @@ def check(
         store = EmbeddedStore.open(settings.index_dir, make_embedder(settings), create=False,
                                    tokenizer=settings.bm25_tokenizer, verify=False)
         for line in repair_index(store, report):
-            console.print(f"repaired: {line}")
+            results.print(f"repaired: {line}")
         if any(item.name == "PPR graph cache" and not item.ok for item in report.items):
             from gear_agent.expansion.ppr_graph import load_or_build
             from gear_agent.store.derived_files import PPR_GRAPH_FILE
 
             load_or_build(store, store.embedder, settings.ppr_synonym_threshold,
                           settings.index_dir / PPR_GRAPH_FILE)
-            console.print("repaired: rebuilt the PPR graph cache from the store")
+            results.print("repaired: rebuilt the PPR graph cache from the store")
         report = check_index(settings.index_dir)
         _print(report)
     if not report.ok:
-        console.print("[bold red]damaged:[/] " + "; ".join(f"{i.name}: {i.detail}" for i in report.items if not i.ok),
+        results.print("[bold red]damaged:[/] " + "; ".join(f"{i.name}: {i.detail}" for i in report.items if not i.ok),
                       highlight=False, soft_wrap=True)
         raise typer.Exit(1)
-    console.print("ok")
+    results.print("ok")
 
 
 def _print(report) -> None:
@@ -57,4 +54,4 @@ def _print(report) -> None:
     for item in report.items:
         state = "[green]ok[/]" if item.ok else ("[yellow]rebuildable[/]" if item.derived else "[bold red]DAMAGED[/]")
         table.add_row(item.name, state, item.detail)
-    console.print(table)
+    results.print(table)

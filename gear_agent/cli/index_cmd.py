@@ -10,16 +10,13 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from gear_agent.cli.common import console, load_settings, reports_errors
-
-IndexOpt = Annotated[Path | None, typer.Option(
-    "--index", "-i", metavar="DIR", help="Index directory (GEAR_INDEX_DIR; default .gear/index).")]
+from gear_agent.cli.common import IndexOpt, console, load_settings, reports_errors, results
 
 
 @reports_errors
 def index(
     corpus: Annotated[Path, typer.Argument(
-        metavar="CORPUS", help="HippoRAG corpus .json ([{title, text}]), .jsonl, or a folder of .txt/.md")],
+        metavar="CORPUS", help="HippoRAG corpus .json ([{title, text}]), .jsonl, or a folder of .txt/.md.")],
     openie: Annotated[Path | None, typer.Option(
         metavar="FILE", help="Import HippoRAG OpenIE triples from this file.")] = None,
     extract: Annotated[bool, typer.Option(
@@ -79,7 +76,7 @@ def _dry_run(settings, passages) -> None:
 
     estimate = estimate_cost(passages, settings)
     cost = f"${estimate.usd:.4f}" if estimate.usd is not None else "unknown for this model"
-    console.print(
+    results.print(
         f"dry run: {len(passages)} passages read; extraction would send about "
         f"{estimate.prompt_tokens:,} prompt tokens and receive about "
         f"{estimate.expected_output_tokens:,} output tokens with {settings.llm_model} ({cost}); "
@@ -103,7 +100,7 @@ def _print_report(report, total: float) -> None:
     for stage, seconds in report.seconds.items():
         table.add_row(f"time: {stage}", f"{seconds:.1f} s")
     table.add_row("time: total", f"{total:.1f} s")
-    console.print(table)
+    results.print(table)
     if report.malformed_examples:
         console.print("malformed examples: " + "; ".join(report.malformed_examples[:3]))
 
@@ -121,7 +118,7 @@ def _print_info(store, settings) -> None:
     size = getattr(store, "size_on_disk", None)
     if size is not None:
         table.add_row("size on disk", f"{size() / 1e6:.1f} MB")
-    console.print(table)
+    results.print(table)
     _next_step(settings, passages)
 
 
@@ -164,7 +161,7 @@ def info(index_dir: IndexOpt = None) -> None:
         table.add_row("last commit", str(manifest.get("committed_at", "?")))
         table.add_row("BM25 tokenizers", ", ".join(manifest.get("tokenizers", [])))
         table.add_row("size on disk", f"{size_on_disk(settings.index_dir) / 1e6:.1f} MB")
-    console.print(table)
+    results.print(table)
     _print_hints(settings, manifest)  # what to do next
 
 
@@ -208,5 +205,5 @@ def delete(
     deleted = store.delete_passages(ids) if ids else []
     if source:
         deleted += store.delete_source(source)
-    console.print(f"deleted {len(deleted)} passages; {store.count('passage'):,} passages and "
+    results.print(f"deleted {len(deleted)} passages; {store.count('passage'):,} passages and "
                   f"{store.count('triple'):,} triples remain")

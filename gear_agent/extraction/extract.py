@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from gear_agent.extraction.summary import ExtractionSummary, PassageFailure
 from gear_agent.ids import triple_id
 from gear_agent.llm.client import LLMClient, LLMReply
-from gear_agent.llm.errors import LLMCallError
+from gear_agent.llm.errors import LLMCallError, ReplyFormatError
 from gear_agent.llm.response_format import EXTRACTION_REPLY
 from gear_agent.llm.retry import is_fatal
 from gear_agent.parsing.errors import ParseError
@@ -40,6 +40,10 @@ COMMIT_SECONDS = 10.0
 """Called as ``progress(done, total)`` after each passage, succeeded or failed."""
 
 _SAMPLE_CHARS = 200
+FORMAT_PROBE = 3
+"""Unreadable replies, before any readable one, that stop a run asking for JSON by the
+prompt alone (one could be a capable model's slip; three in a row are a model that
+ignores it): the error names ``GEAR_LLM_RESPONSE_FORMAT``."""
 
 
 @dataclass
@@ -73,6 +77,10 @@ class _Run:
     pending_triples: list[Triple] = field(default_factory=list)
     pending_ids: list[str] = field(default_factory=list)
     last_write: float = field(default_factory=time.monotonic)
+    text_mode: bool = False
+    """JSON is asked for by the prompt alone: if the first :data:`FORMAT_PROBE` replies are
+    all not JSON, the run stops (the model ignores the prompt's JSON)."""
+    unreadable: int = 0
 
     def take(self, outcome: _Outcome) -> None:
         reply = outcome.reply
@@ -83,6 +91,10 @@ class _Run:
         if outcome.parsed is None:
             self.failed += 1
             self.failures.append(PassageFailure(outcome.passage.id, outcome.error or "unknown"))
+            if reply is not None and self.succeeded == 0 and self.text_mode:
+                self.unreadable += 1
+                if self.unreadable >= FORMAT_PROBE:
+                    raise _format_error(outcome.error)
             return
         passage = outcome.passage
         triples = {}
@@ -135,6 +147,16 @@ class _Run:
             failures=tuple(self.failures),
             empty_reply_sample=self.empty_sample,
         )
+
+
+def _format_error(error: str | None) -> ReplyFormatError:
+    return ReplyFormatError(
+        f"the model's first {FORMAT_PROBE} extraction replies are not the JSON the prompt asks "
+        f"for (the last: {error}), so every passage would fail: a model that ignores JSON in the "
+        "prompt needs its server to constrain the reply. Set GEAR_LLM_RESPONSE_FORMAT="
+        "json_object_schema (llama-cpp-python) or json_schema (vLLM, llama.cpp's llama-server, "
+        "Ollama, OpenAI) and index again; passages already extracted are kept"
+    )
 
 
 async def _extract_one(
@@ -210,7 +232,8 @@ async def extract_triples(
     template = prompt or load_prompt("extraction")
     passages = store.unextracted_passages()
     skipped = max(0, store.count("passage") - len(passages))
-    run = _Run(store, commit_every, commit_seconds, ground)
+    run = _Run(store, commit_every, commit_seconds, ground,
+               text_mode=getattr(llm, "response_format_mode", None) == "text")
     slots = asyncio.Semaphore(concurrency)
     pending: set[asyncio.Task[_Outcome]] = set()
     total, done = len(passages), 0
