@@ -208,6 +208,7 @@ class LLMClient:
         config: RunnableConfig | None = None,
         schema: ReplySchema | None = None,
         deadline_s: float | None = None,
+        response_format_mode: ResponseFormatMode | None = None,
     ) -> LLMReply:
         """Send ``prompt`` and return the reply, retrying transient failures.
 
@@ -220,6 +221,9 @@ class LLMClient:
             deadline_s: Seconds this call may take in all: every attempt, backoff and
                 ``Retry-After`` wait; an attempt still running when it ends is abandoned.
                 None: only the retry policy bounds it.
+            response_format_mode: This call's way of asking for ``schema`` instead of the
+                client's own mode (extraction switches to a constrained mode this way when a
+                model ignores the prompt's JSON).
 
         Returns:
             The reply with its token counts.
@@ -229,7 +233,7 @@ class LLMClient:
             LLMCallError: The call failed for good (message names model, node, attempts).
         """
         messages = to_messages(prompt)
-        extra = self._extra(schema)
+        extra = self._extra(schema, response_format_mode)
         key = self._key(messages, extra)
         hit = self._from_cache(key, node)
         if hit is not None:
@@ -260,11 +264,12 @@ class LLMClient:
         config: RunnableConfig | None = None,
         schema: ReplySchema | None = None,
         deadline_s: float | None = None,
+        response_format_mode: ResponseFormatMode | None = None,
     ) -> LLMReply:
         """Async :meth:`invoke`: awaits the model's own ``ainvoke`` (no thread per call);
         an attempt that outlives ``deadline_s`` is cancelled (``asyncio.wait_for``)."""
         messages = to_messages(prompt)
-        extra = self._extra(schema)
+        extra = self._extra(schema, response_format_mode)
         key = self._key(messages, extra)
         hit = self._from_cache(key, node)
         if hit is not None:
@@ -291,9 +296,11 @@ class LLMClient:
             return self._record(key, node, reply)
 
     # ---- steps shared by invoke and ainvoke ------------------------------------
-    def _extra(self, schema: ReplySchema | None) -> dict[str, Any]:
+    def _extra(
+        self, schema: ReplySchema | None, mode: ResponseFormatMode | None = None
+    ) -> dict[str, Any]:
         """Keyword arguments for the model call: ``response_format`` when one applies."""
-        fmt = response_format(self.response_format_mode, schema)
+        fmt = response_format(check_mode(mode) if mode else self.response_format_mode, schema)
         return {} if fmt is None else {"response_format": fmt}
 
     def _key(self, messages: list[BaseMessage], extra: dict[str, Any]) -> str | None:

@@ -16,6 +16,8 @@ from pathlib import Path
 import click
 import pytest
 import typer.main
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from support.agent_faults import QUESTION, capable_reply, node_of
 from support.fakes import FakeStore, ScriptedChatModel, client, make_passages
 from support.tiny_corpus import make_runtime, make_settings
@@ -25,7 +27,7 @@ from typer.testing import CliRunner
 from gear_agent import Gear
 from gear_agent.cli import app
 from gear_agent.errors import GearWarning
-from gear_agent.extraction.extract import FORMAT_PROBE, extract_triples
+from gear_agent.extraction.extract import CONSTRAINED_MODES, extract_triples
 from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMCallError, ReplyFormatError
 from gear_agent.store import StoreError
@@ -116,12 +118,61 @@ def echo(prompt: str) -> str:
     return prompt[:200]  # a small base model repeating its prompt
 
 
+class JsonWhenConstrained(ScriptedChatModel):
+    """A local model that ignores JSON in the prompt but whose server constrains replies to
+    the schema when a ``response_format`` is sent (only the form named ``accepts``)."""
+
+    accepts: str = "json_object"
+    formats: list = []
+
+    def _result_for(self, messages, kwargs):
+        fmt = kwargs.get("response_format")
+        self.formats.append(None if fmt is None else fmt["type"])
+        if fmt is not None and fmt["type"] == self.accepts:
+            self.calls.append("constrained")
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(
+                content='{"triples": [["Oskar Brenner", "founded", "Kestrel Observatory"]]}'
+            ))])
+        return self._result(messages)
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        return self._result_for(messages, kwargs)
+
+    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
+        return self._result_for(messages, kwargs)
+
+
 def test_extraction_stops_at_once_naming_the_setting_when_replies_are_not_json() -> None:
     store = FakeStore(make_passages(12))
     model = ScriptedChatModel(respond=echo)
-    with pytest.raises(ReplyFormatError, match="GEAR_LLM_RESPONSE_FORMAT=json_object_schema"):
+    with pytest.raises(ReplyFormatError, match="GEAR_LLM_RESPONSE_FORMAT") as raised:
         asyncio.run(extract_triples(store, client(model), concurrency=1))
-    assert len(model.calls) == FORMAT_PROBE  # not all 12 passages
+    assert "\n" not in str(raised.value) and "json_object_schema" in str(raised.value)
+    assert len(model.calls) == 1 + len(CONSTRAINED_MODES)  # the first passage only, not all 12
+
+
+@pytest.mark.parametrize(("accepts", "mode"), [
+    ("json_schema", "json_schema"), ("json_object", "json_object_schema"),
+])
+def test_extraction_switches_to_a_format_the_server_constrains_on_the_first_unreadable_reply(
+    accepts: str, mode: str
+) -> None:
+    store = FakeStore(make_passages(6))
+    model = JsonWhenConstrained(respond=echo, accepts=accepts, formats=[])
+    with pytest.warns(GearWarning, match=f"GEAR_LLM_RESPONSE_FORMAT={mode}"):
+        summary = asyncio.run(extract_triples(store, client(model), concurrency=1))
+    assert summary.passages_failed == 0 and summary.passages_succeeded == 6
+    assert model.formats[0] is None  # asked as configured first
+    assert model.formats[-5:] == [accepts] * 5  # the rest of the run in the mode that read
+
+
+def test_an_unreadable_reply_after_a_readable_one_is_a_slip_not_a_format() -> None:
+    replies = iter(['{"triples": [["Oskar Brenner", "founded", "Kestrel Observatory"]]}',
+                    "Sure! Here are the triples:"] + ['{"triples": []}'] * 4)
+    store = FakeStore(make_passages(6))
+    model = ScriptedChatModel(respond=lambda _: next(replies))
+    summary = asyncio.run(extract_triples(store, client(model), concurrency=1))
+    assert summary.passages_failed == 1 and len(model.calls) == 6  # no probe, no stop
 
 
 def test_with_a_response_format_unreadable_replies_are_recorded_not_fatal() -> None:
