@@ -168,6 +168,21 @@ class GearSettings(BaseSettings):
         "(HippoRAG 1's query_to_node linking, link_top_k 3).")
     hipporag_damping: float = Field(
         0.5, gt=0, lt=1, description="hipporag: probability of following an edge in its PPR.")
+    ppr_title_weight: float = Field(
+        2.0, ge=0, description="ppr (seeds from the query): weight of the edge joining a "
+        "passage to the phrase node its title names; 0: HippoRAG 2's graph (docs/ppr.md).")
+    ppr_passage_sharpness: float = Field(
+        3.0, ge=1, description="ppr (seeds from the query): power of the normalised dense "
+        "score in a passage's restart mass; 1: HippoRAG 2's linear weights.")
+    ppr_query_entities: float = Field(
+        0.25, ge=0, description="ppr (seeds from the query): restart mass, over specificity, "
+        "of each phrase node the query names (capitalised spans, longest match); 0: none.")
+    ppr_expand_title_weight: float = Field(
+        0.0, ge=0, description="PPR expansion of the agent and SyncGE (seeds: linked "
+        "triples): title edge weight; 0 keeps the walk the LLM replay recorded.")
+    ppr_expand_passage_sharpness: float = Field(
+        1.0, ge=1, description="PPR expansion of the agent and SyncGE: passage sharpness; "
+        "1 keeps the walk the LLM replay recorded.")
 
     # ---- Elasticsearch -----------------------------------------------------
     es_url: str | None = Field(None, description="Cluster URL, e.g. http://localhost:9200.")

@@ -44,7 +44,7 @@ def eval_(
         "Build (or bring up to date) the SiReRAG pool in this mode before the rows run "
         "(as `gear sirerag build --mode`); default: use the pool the index holds."))] = None,
 ) -> None:
-    """Recall@5/10/15 and ms/query (EM/F1, tokens, iterations for LLM rows) per retriever."""
+    """Recall@2/5/10/15 and ms/query (EM/F1, tokens, iterations for LLM rows) per retriever."""
     from gear_agent.cli.checks import require_index, require_llm, warn_without_triples
     from gear_agent.cli.progress import ProgressBoard, report_graph_build
     from gear_agent.errors import UnknownNameError
@@ -117,7 +117,8 @@ def _print_rows(rows, settings) -> None:
     table = Table(title=f"scorer={settings.beam_scorer} diverse={settings.beam_diverse} "
                         f"base_k={settings.base_k} tokenizer={settings.bm25_tokenizer}")
     extra = any(r.em is not None or r.tokens_per_question is not None for r in rows)
-    for column in ("retriever", "R@5", "R@10", "R@15", "ms/query"):
+    ks = sorted(rows[0].recall) if rows else []
+    for column in ("retriever", *(f"R@{k}" for k in ks), "ms/query"):
         table.add_column(column, justify="left" if column == "retriever" else "right")
     if extra:
         for column in ("EM", "F1", "tokens/q", "iter/q"):

@@ -11,7 +11,7 @@ from gear_agent.evaluation.dataset import Question
 from gear_agent.evaluation.metrics import exact_match, f1_score, recall_at_k
 from gear_agent.retrieval.base import Outcome, Retriever
 
-KS = (5, 10, 15)
+KS = (2, 5, 10, 15)
 
 
 @dataclass
