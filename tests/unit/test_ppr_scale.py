@@ -357,3 +357,47 @@ def test_tail_mass_recovers_the_mean_below_the_cut_for_normal_cosines() -> None:
     masses = np.sort(0.05 * (cosines - cosines.min()) / np.ptp(cosines))[::-1]
     assert tail_mass(masses[:2000], 20_000) == pytest.approx(masses[2000:].mean(), rel=0.02)
     assert tail_mass(masses[:1], 20_000) == pytest.approx(masses[0] / 2)  # too few to fit
+
+
+def test_local_tail_with_sharpened_passage_weights(tmp_path: Path) -> None:
+    # sharpness 3: the tail's mean is fitted on the affine scale (cube root of mass / w) and
+    # cubed back; the walk equals the global walk of that restart vector, title edges too
+    from gear_agent.expansion.ppr import (
+        _lowest_score,
+        _seeds,
+        passage_mass,
+        seed_phrase_mass,
+        sparse_personalized_pagerank,
+        tail_mass,
+    )
+    from gear_agent.expansion.ppr_walk import walk_of
+
+    passages, (first, second) = _batches()
+    passages = passages[:5]
+    embedder = TableEmbedder(SYNONYMS)
+    store = _store(tmp_path, embedder)
+    store.add_passages(passages)
+    store.add_triples(first + second)
+    graph = PPRGraph.build(store, embedder)
+    walk = walk_of(graph, store, 2.0)
+    q = embedder.embed_one("alpha meets gamma")
+    got = ppr_expand(store, graph, "x", q, None, k=2, dense_passages=2, tolerance=1e-13,
+                     passage_sharpness=3.0, walk=walk)
+
+    triples, scores = _seeds(store, "x", q, None, 5, None)
+    phrases = seed_phrase_mass(graph, triples, scores)
+    hits = store.vector_search("passage", q, 2)
+    low = _lowest_score(store, "passage", q)
+    top = passage_mass(graph, hits, low, hits[0].score, 0.05, sharpness=3.0)
+    linear = passage_mass(graph, hits, low, hits[0].score, 0.05)
+    c = 0.05 * (tail_mass(np.fromiter(linear.values(), dtype=np.float64),
+                          graph.n_passages) / 0.05) ** 3
+    assert 0 < c < min(top.values())
+    reset = np.zeros(graph.n_vertices)
+    reset[graph.passage_mask()] = c
+    for vertex, mass in {**top, **phrases}.items():
+        reset[vertex] = mass
+    expected = sparse_personalized_pagerank(walk.transition, walk.dangling, reset, 0.5,
+                                            tol=1e-14)
+    for passage in got:
+        assert passage.score == pytest.approx(expected[graph.passage_vertex(passage.id)], abs=1e-9)
