@@ -90,7 +90,13 @@ class GearSettings(BaseSettings):
     rrf_k: int = Field(60, ge=1, description="Reciprocal Rank Fusion constant (ranks are 1-based).")
     base_k: int = Field(15, ge=1, description="Passages the base retriever hands to expansion.")
     top_k: int = Field(15, ge=1, description="Passages returned to the caller.")
-    base_retriever: Literal["bm25", "dense", "hybrid"] = Field("hybrid")
+    base_retriever: str = Field(
+        "hybrid", description="The agent's and SyncGE's base retriever (their retrieve "
+        "step): any retriever of `gear retrievers` that needs no LLM (bm25, dense, hybrid, "
+        "ppr, hybrid+naive_ge, ...); checked when the agent is built.")
+    link_mode: Literal["bm25", "dense", "hybrid"] | None = Field(
+        None, description="The search of tripleLink and passageLink; default: "
+        "base_retriever when it is bm25, dense or hybrid, else hybrid.")
     bm25_tokenizer: Literal["standard", "word"] = Field(
         "standard", description="'standard' approximates Elasticsearch's standard analyzer; "
         "'word' is lower-cased \\w+ runs (HippoRAG-style scripts).",
