@@ -4,7 +4,6 @@ default stays hybrid, and tripleLink/passageLink keep a plain search."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from support.fakes import client, scripted

@@ -30,6 +30,7 @@ from gear_agent.expansion.ppr_push import push_personalized_pagerank
 from gear_agent.expansion.ppr_synonyms import PhraseANN, exact_pairs
 from gear_agent.questions import RunOptionError
 from gear_agent.retrieval.search import QueryEncoder
+from gear_agent.store.embedded import EmbeddedStore
 
 HAND_EDGES = [(0, 1, 1.0), (1, 2, 2.0), (2, 0, 0.5), (2, 3, 3.0), (3, 4, 1.0), (4, 1, 0.25)]
 
@@ -289,6 +290,16 @@ def test_build_reports_progress_by_stage(tmp_path: Path) -> None:
         assert done == total
 
 
+def _five_passages(tmp_path: Path) -> tuple[EmbeddedStore, PPRGraph, np.ndarray]:
+    """Five passages, each with triples (no dangling vertex), their graph and a query."""
+    passages, (first, second) = _batches()
+    embedder = TableEmbedder(SYNONYMS)
+    store = _store(tmp_path, embedder)
+    store.add_passages(passages[:5])
+    store.add_triples(first + second)
+    return store, PPRGraph.build(store, embedder), embedder.embed_one("alpha meets gamma")
+
+
 def test_local_tail_is_a_uniform_mass_on_every_passage(tmp_path: Path) -> None:
     # dense_passages below the passage count: the passages left out get mass c each (the
     # tail's estimated mean), which by linearity is the global walk of that restart vector
@@ -301,14 +312,7 @@ def test_local_tail_is_a_uniform_mass_on_every_passage(tmp_path: Path) -> None:
         tail_mass,
     )
 
-    passages, (first, second) = _batches()
-    passages = passages[:5]  # every passage has triples: no dangling vertex
-    embedder = TableEmbedder(SYNONYMS)
-    store = _store(tmp_path, embedder)
-    store.add_passages(passages)
-    store.add_triples(first + second)
-    graph = PPRGraph.build(store, embedder)
-    q = embedder.embed_one("alpha meets gamma")
+    store, graph, q = _five_passages(tmp_path)
     got = ppr_expand(store, graph, "x", q, None, k=2, dense_passages=2, tolerance=1e-13)
 
     triples, scores = _seeds(store, "x", q, None, 5, None)
@@ -372,15 +376,8 @@ def test_local_tail_with_sharpened_passage_weights(tmp_path: Path) -> None:
     )
     from gear_agent.expansion.ppr_walk import walk_of
 
-    passages, (first, second) = _batches()
-    passages = passages[:5]
-    embedder = TableEmbedder(SYNONYMS)
-    store = _store(tmp_path, embedder)
-    store.add_passages(passages)
-    store.add_triples(first + second)
-    graph = PPRGraph.build(store, embedder)
+    store, graph, q = _five_passages(tmp_path)
     walk = walk_of(graph, store, 2.0)
-    q = embedder.embed_one("alpha meets gamma")
     got = ppr_expand(store, graph, "x", q, None, k=2, dense_passages=2, tolerance=1e-13,
                      passage_sharpness=3.0, walk=walk)
 
