@@ -178,8 +178,9 @@ class GearSettings(BaseSettings):
         2.0, ge=0, description="ppr (seeds from the query): weight of the edge joining a "
         "passage to the phrase node its title names; 0: HippoRAG 2's graph (docs/ppr.md).")
     ppr_passage_sharpness: float = Field(
-        3.0, ge=1, description="ppr (seeds from the query): power of the normalised dense "
-        "score in a passage's restart mass; 1: HippoRAG 2's linear weights.")
+        1.0, ge=1, description="ppr (seeds from the query): power of the normalised dense "
+        "score in a passage's restart mass; 1: HippoRAG 2's linear weights (3 was measured: "
+        "docs/ppr.md).")
     ppr_query_entities: float = Field(
         0.25, ge=0, description="ppr (seeds from the query): restart mass, over specificity, "
         "of each phrase node the query names (capitalised spans, longest match); 0: none.")

@@ -243,7 +243,7 @@ def passage_mass(
     HippoRAG 2 spreads ``0.05 x score`` over every passage; on a corpus of thousands that
     sum outweighs the seed phrases many times, so the walk is mostly the dense ranking
     smoothed over the graph. A sharpness above 1 keeps the mass on the passages nearest the
-    query (``ppr``'s default is 3: docs/ppr.md has the measurements).
+    query (``GEAR_PPR_PASSAGE_SHARPNESS``; 1 by default: docs/ppr.md has the measurements).
     """
     vertex_of = graph.passage_vertex
     if high <= low:

@@ -30,7 +30,7 @@ class PPRSettings:
             (:mod:`~gear_agent.expansion.ppr_walk`; 0: HippoRAG 2's graph).
         passage_sharpness: Seeds from the query: power of the normalised dense score in a
             passage's restart mass (:func:`~gear_agent.expansion.ppr.passage_mass`;
-            HippoRAG 2: 1).
+            HippoRAG 2 and the default: 1).
         query_entity_weight: Seeds from the query: restart mass (over specificity) of each
             phrase node the query names (:mod:`~gear_agent.expansion.query_entities`;
             0: none, HippoRAG 2).
@@ -53,7 +53,7 @@ class PPRSettings:
     hipporag_seed_phrases: int = 3
     hipporag_damping: float = 0.5
     title_weight: float = 2.0
-    passage_sharpness: float = 3.0
+    passage_sharpness: float = 1.0
     query_entity_weight: float = 0.25
     expand_title_weight: float = 0.0
     expand_passage_sharpness: float = 1.0
@@ -71,7 +71,7 @@ class PPRSettings:
 
         Example:
             >>> PPRSettings().knobs(False), PPRSettings().knobs(True)
-            ((2.0, 3.0, 0.25), (0.0, 1.0, 0.0))
+            ((2.0, 1.0, 0.25), (0.0, 1.0, 0.0))
         """
         if seeds_given:
             return self.expand_title_weight, self.expand_passage_sharpness, 0.0

@@ -205,7 +205,12 @@ def test_the_agents_expansion_keeps_hipporag2s_walk_and_ppr_gets_the_new_one(
     seeds = store.triples_of_passage(passages["Transfiguration of Vincent"].id)[:1]
     recorded = ppr_expand(store, graph, QUERY, q, seeds, k=4)
     assert retriever.expand(QUERY, seeds, 4) == recorded
-    new = ppr_expand(store, graph, QUERY, q, None, k=4, passage_sharpness=3.0,
-                     query_entity_weight=0.25, walk=walk_of(graph, store, 2.0))
+    new = ppr_expand(store, graph, QUERY, q, None, k=4, query_entity_weight=0.25,
+                     walk=walk_of(graph, store, 2.0))
     assert retriever.retrieve(QUERY, 4) == new
+    sharp = PPRRetriever(store, QueryEncoder(embedder), PPRSettings(passage_sharpness=3.0),
+                         graph=graph, graph_path=None)
+    assert sharp.retrieve(QUERY, 4) == ppr_expand(
+        store, graph, QUERY, q, None, k=4, passage_sharpness=3.0, query_entity_weight=0.25,
+        walk=walk_of(graph, store, 2.0))
     assert PPRSettings.hipporag2().knobs(seeds_given=False) == (0.0, 1.0, 0.0)
