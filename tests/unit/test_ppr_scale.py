@@ -23,11 +23,21 @@ from test_ppr import (
 from gear_agent.config import GearSettings
 from gear_agent.expansion import ppr_synonyms
 from gear_agent.expansion.hipporag import HippoRAGRetriever, hipporag_scores, query_node_mass
-from gear_agent.expansion.ppr import PPRRetriever, ppr_expand
+from gear_agent.expansion.ppr import (
+    PPRRetriever,
+    _lowest_score,
+    _seeds,
+    passage_mass,
+    ppr_expand,
+    seed_phrase_mass,
+    sparse_personalized_pagerank,
+    tail_mass,
+)
 from gear_agent.expansion.ppr_graph import PPRGraph, load_or_build
 from gear_agent.expansion.ppr_graph_files import delta_path, manifest_path
 from gear_agent.expansion.ppr_push import push_personalized_pagerank
 from gear_agent.expansion.ppr_synonyms import PhraseANN, exact_pairs
+from gear_agent.expansion.ppr_walk import walk_of
 from gear_agent.questions import RunOptionError
 from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.store.embedded import EmbeddedStore
@@ -303,14 +313,6 @@ def _five_passages(tmp_path: Path) -> tuple[EmbeddedStore, PPRGraph, np.ndarray]
 def test_local_tail_is_a_uniform_mass_on_every_passage(tmp_path: Path) -> None:
     # dense_passages below the passage count: the passages left out get mass c each (the
     # tail's estimated mean), which by linearity is the global walk of that restart vector
-    from gear_agent.expansion.ppr import (
-        _lowest_score,
-        _seeds,
-        passage_mass,
-        seed_phrase_mass,
-        sparse_personalized_pagerank,
-        tail_mass,
-    )
 
     store, graph, q = _five_passages(tmp_path)
     got = ppr_expand(store, graph, "x", q, None, k=2, dense_passages=2, tolerance=1e-13)
@@ -366,16 +368,6 @@ def test_tail_mass_recovers_the_mean_below_the_cut_for_normal_cosines() -> None:
 def test_local_tail_with_sharpened_passage_weights(tmp_path: Path) -> None:
     # sharpness 3: the tail's mean is fitted on the affine scale (cube root of mass / w) and
     # cubed back; the walk equals the global walk of that restart vector, title edges too
-    from gear_agent.expansion.ppr import (
-        _lowest_score,
-        _seeds,
-        passage_mass,
-        seed_phrase_mass,
-        sparse_personalized_pagerank,
-        tail_mass,
-    )
-    from gear_agent.expansion.ppr_walk import walk_of
-
     store, graph, q = _five_passages(tmp_path)
     walk = walk_of(graph, store, 2.0)
     got = ppr_expand(store, graph, "x", q, None, k=2, dense_passages=2, tolerance=1e-13,
