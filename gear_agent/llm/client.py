@@ -268,11 +268,14 @@ class LLMClient:
         deadline_s: float | None = None,
     ) -> LLMReply:
         """Async :meth:`invoke`: awaits the model's own ``ainvoke`` (no thread per call);
-        an attempt that outlives ``deadline_s`` is cancelled (``asyncio.wait_for``)."""
+        an attempt that outlives ``deadline_s`` is cancelled (``asyncio.wait_for``). The
+        cache read and the token counting (whose first use reads the tokenizer's rank file)
+        run in a worker thread, off the event loop."""
         messages = to_messages(prompt)
         extra = self._extra(schema)
         key = self._key(messages, extra)
-        hit = self._from_cache(messages, key, node)
+        hit = None if key is None else await asyncio.to_thread(
+            self._from_cache, messages, key, node)
         if hit is not None:
             return hit
         end = None if deadline_s is None else self._clock() + deadline_s
@@ -286,7 +289,7 @@ class LLMClient:
                     message = await call
                 else:
                     message = await asyncio.wait_for(call, left)
-                reply = self._reply(messages, message)
+                reply = await asyncio.to_thread(self._reply, messages, message)
             except Exception as exc:  # classified below: retried, or re-raised as LLMCallError
                 # asyncio.TimeoutError is the builtin TimeoutError from Python 3.11 on only
                 timed_out = isinstance(exc, (TimeoutError, asyncio.TimeoutError))
