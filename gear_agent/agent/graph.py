@@ -21,6 +21,7 @@ from gear_agent.config import GearSettings
 from gear_agent.errors import GearError
 from gear_agent.llm.client import LLMClient
 from gear_agent.llm.settings import LLMSettings
+from gear_agent.llm_free_retrievers import check_llm_free
 from gear_agent.retrieval.base import Retriever
 from gear_agent.runtime import Runtime
 
@@ -51,7 +52,8 @@ def build_graph(
         expansion: How each iteration expands its linked triples: ``beam`` (the paper's
             Algorithm 1), ``ppr`` or ``both``; ``settings.expansion`` when None.
         base: The retriever of the ``retrieve`` node (e.g. SiReRAG's pool); the
-            configured base mode over passages (``GEAR_BASE_RETRIEVER``) when None.
+            configured one (``GEAR_BASE_RETRIEVER``: any LLM-free retriever, ``hybrid`` by
+            default) when None.
 
     Returns:
         The ``StateGraph``; compile it (optionally with a checkpointer) to run it.
@@ -59,6 +61,8 @@ def build_graph(
     settings = settings or runtime.settings
     if settings is not runtime.settings:
         runtime = Runtime(settings, runtime.embedder, runtime.store, runtime.encode)
+    if base is None:
+        check_llm_free(settings.base_retriever)  # a bad GEAR_BASE_RETRIEVER fails here
     graph = StateGraph(
         GearState, context_schema=GearContext, input_schema=InputState, output_schema=OutputState
     )
