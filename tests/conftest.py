@@ -1,6 +1,7 @@
 """Fixtures shared by all tests."""
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,3 +24,32 @@ def shared_data() -> Path:
     if not (SHARED / "corpus.json").is_file():
         pytest.skip(f"benchmark data not found at {SHARED} (../shared is absent)")
     return SHARED
+
+
+@pytest.fixture(scope="session")
+def es_url() -> Iterator[str]:
+    """A live Elasticsearch 8 cluster's URL, also set as ``GEAR_ES_URL`` while it runs.
+
+    ``GEAR_ES_URL`` set: that cluster is used as it is. Otherwise the test cluster of
+    ``support.es_cluster`` is started once per session (3 nodes in one JVM, built by Maven
+    from Maven Central) and stopped at the end. Where Java 17 or Maven is missing the test
+    skips with that reason, unless ``GEAR_ES_REQUIRED=1`` (CI), where it fails.
+    """
+    external = os.environ.get("GEAR_ES_URL")
+    if external:
+        yield external
+        return
+    from support import es_cluster
+
+    try:
+        cluster = es_cluster.start()
+    except es_cluster.ClusterUnavailable as err:
+        if os.environ.get("GEAR_ES_REQUIRED") == "1":
+            pytest.fail(f"GEAR_ES_REQUIRED=1 but no test cluster can start: {err}")
+        pytest.skip(str(err))
+    os.environ["GEAR_ES_URL"] = cluster.url
+    try:
+        yield cluster.url
+    finally:
+        os.environ.pop("GEAR_ES_URL", None)
+        cluster.close()

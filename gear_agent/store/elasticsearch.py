@@ -391,11 +391,15 @@ class ElasticsearchStore(Store):
             raise BulkWriteError(f"marking passages in {index!r}", outcome)
 
     def delete_passages(self, passage_ids: Sequence[str]) -> list[str]:
-        """Delete passages and, first, their triples (``delete_by_query`` on ``passage_id``).
+        """Delete passages and, first, their triples.
 
-        Triples go first so that a failure half-way never leaves triples of a
-        deleted passage behind as neighbours. Returns the ids that were stored
-        and are now deleted, in the order asked.
+        The triples are found by a ``terms`` query on ``passage_id`` and deleted by id in
+        ``_bulk`` requests, like every other write: each document's outcome is known and
+        rejections are retried. (``_delete_by_query`` would need the ``reindex`` module,
+        which not every cluster has, and reports failures in another shape.) Triples go
+        first so that a failure half-way never leaves triples of a deleted passage behind
+        as neighbours. Returns the ids that were stored and are now deleted, in the order
+        asked.
         """
         stored = self._mget(self.indices.passages, passage_ids, [])
         ids = [pid for pid in _unique(passage_ids) if pid in stored]
@@ -403,16 +407,13 @@ class ElasticsearchStore(Store):
             return []
         triples = self.indices.triples
         for chunk in _chunks(ids, _TERMS_CHUNK):
-            with translate_errors(f"deleting the triples of {len(chunk)} passage(s)"):
-                response = _body(
-                    self._client.delete_by_query(
-                        index=triples, query=q.terms("passage_id", chunk), refresh=True
-                    )
-                )
-            if response.get("failures"):
-                raise StoreError(
-                    f"deleting triples from {triples!r} failed for some documents: "
-                    f"{response['failures'][:3]}; the passages were kept, retry the delete"
+            found = [hit["_id"] for hit in self._walk(triples, q.terms("passage_id", chunk), q.BY_ID)]
+            outcome = self._write((q.delete_action(triples, tid) for tid in found), [triples], [])
+            if not outcome.ok:
+                raise BulkWriteError(
+                    f"deleting the triples of {len(chunk)} passage(s) from {triples!r} (the "
+                    "passages were kept; retry the delete)",
+                    outcome,
                 )
         index = self.indices.passages
         outcome = self._write((q.delete_action(index, pid) for pid in ids), [index], [])

@@ -5,15 +5,15 @@ Every test in this folder that takes ``backend`` runs once per backend:
 * ``embedded``: :class:`gear_agent.store.embedded.EmbeddedStore` in ``tmp_path``;
 * ``es-fake``: :class:`ElasticsearchStore` through the real ``elasticsearch``
   client against the in-memory emulation in ``es_fake.py`` (no cluster);
-* ``elasticsearch``: :class:`ElasticsearchStore` against the live cluster at
-  ``GEAR_ES_URL`` (credentials from the other ``GEAR_ES_*`` variables), in
-  fresh indices ``gear-conformance-<random>-*`` deleted afterwards. Skipped
-  when ``GEAR_ES_URL`` is not set.
+* ``elasticsearch``: :class:`ElasticsearchStore` against a live cluster (the ``es_url``
+  fixture: ``GEAR_ES_URL`` with the other ``GEAR_ES_*`` variables, else the test cluster
+  that ``tests/support/es_cluster.py`` starts), in fresh indices
+  ``gear-conformance-<random>-*`` deleted afterwards. Skipped, with the reason, where no
+  cluster can be had (no Java 17 or Maven); ``-m "not es"`` leaves them out.
 """
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -67,10 +67,7 @@ def _es_fake(opened: list[Store]) -> Backend:
     return Backend("es-fake", open_store)
 
 
-def _es_live(opened: list[Store], cleanup: list[Callable[[], None]]) -> Backend:
-    url = os.environ.get("GEAR_ES_URL")
-    if not url:
-        pytest.skip("GEAR_ES_URL is not set: no live Elasticsearch to run against")
+def _es_live(url: str, opened: list[Store], cleanup: list[Callable[[], None]]) -> Backend:
     pytest.importorskip("elasticsearch", reason="the elasticsearch client is not installed")
     from gear_agent.store.elasticsearch import ElasticsearchStore
     from gear_agent.store.es_client import make_client
@@ -106,7 +103,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
     elif request.param == "es-fake":
         chosen = _es_fake(opened)
     else:
-        chosen = _es_live(opened, cleanup)
+        chosen = _es_live(request.getfixturevalue("es_url"), opened, cleanup)
     try:
         yield chosen
     finally:

@@ -212,15 +212,6 @@ class FakeElasticsearch:
                     1 for i, d in index.visible.items() if self._matches(index, i, d, query)
                 )
             }
-        if op == "_delete_by_query":
-            doomed = [
-                i for i, d in index.visible.items() if self._matches(index, i, d, body["query"])
-            ]
-            for doc_id in doomed:
-                index.live.pop(doc_id, None)
-            if params.get("refresh") in ("true", ""):
-                index.refresh()
-            return 200, {"deleted": len(doomed), "failures": [], "version_conflicts": 0}
         if op == "_pit":
             if "keep_alive" not in params:
                 raise EsError(
