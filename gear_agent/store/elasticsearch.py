@@ -33,7 +33,9 @@ from gear_agent.store.es_bulk import BulkFailure, BulkOutcome, BulkWriteError, B
 from gear_agent.store.es_client import (
     ElasticsearchSettings,
     check_server,
+    error_cause,
     make_client,
+    missing_index,
     translate_errors,
 )
 from gear_agent.store.es_mappings import (
@@ -232,8 +234,10 @@ class ElasticsearchStore(Store):
                 response = _body(self._client.mget(index=index, ids=list(chunk), **source))
             for doc in response["docs"]:
                 if "error" in doc:
-                    error = doc["error"]
-                    raise StoreError(f"reading {doc.get('_id')!r} from {index!r} failed: {error}")
+                    what = f"reading {len(chunk)} document(s) from {index!r}"
+                    raise missing_index(what, doc["error"]) or StoreError(
+                        f"{what}: {doc.get('_id')!r} failed: {error_cause(doc['error'])}"
+                    )
                 if doc.get("found"):
                     found[doc["_id"]] = doc.get("_source") or {}
         return found
@@ -383,9 +387,19 @@ class ElasticsearchStore(Store):
         return result
 
     def mark_extracted(self, passage_ids: Sequence[str]) -> None:
-        """Set ``extracted`` on these passages; ids that are not stored are ignored."""
+        """Set ``extracted`` on these passages; ids that are not stored are ignored.
+
+        The stored ids are looked up first: an ``update`` sent to a deleted index would make
+        Elasticsearch auto-create it (``action.auto_create_index`` is on by default) with a
+        dynamic mapping, leaving an index gear-agent cannot use; the look-up fails instead.
+        """
         index = self.indices.passages
-        actions = (q.update_action(index, pid, {"extracted": True}) for pid in _unique(passage_ids))
+        stored = self._mget(index, passage_ids, [])
+        actions = (
+            q.update_action(index, pid, {"extracted": True})
+            for pid in _unique(passage_ids)
+            if pid in stored
+        )
         outcome = self._write(actions, [index], [])
         if not outcome.ok:
             raise BulkWriteError(f"marking passages in {index!r}", outcome)

@@ -156,13 +156,38 @@ def check_server(client: Elasticsearch, where: str) -> str:
     return number
 
 
+def error_cause(error: Any) -> dict[str, Any]:
+    """The useful part of an Elasticsearch ``error`` object: its first root cause when the
+    error itself only says that shards failed (``search_phase_execution_exception: all
+    shards failed``, where the reason is in ``root_cause``), else the error."""
+    if not isinstance(error, dict):
+        return {"type": "?", "reason": str(error)}
+    causes = error.get("root_cause")
+    if error.get("type") == "search_phase_execution_exception" and causes and isinstance(causes[0], dict):
+        return causes[0]
+    return error
+
+
 def _reason(err: Exception) -> str:
     """The error type and reason Elasticsearch gave, else the exception's text."""
     body = getattr(err, "body", None)
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        error = body["error"]
-        return f"{error.get('type', '?')}: {error.get('reason', '?')}"
+        cause = error_cause(body["error"])
+        return f"{cause.get('type', '?')}: {cause.get('reason', '?')}"
     return str(getattr(err, "message", None) or err)
+
+
+def missing_index(what: str, error: Any) -> StoreError | None:
+    """A :class:`StoreError` for ``index_not_found_exception`` (None for any other error):
+    the index was deleted while gear-agent had it open, or was never created."""
+    cause = error_cause(error)
+    if cause.get("type") != "index_not_found_exception":
+        return None
+    name = cause.get("index") or cause.get("resource.id") or "?"
+    return StoreError(
+        f"{what}: index {name!r} does not exist (deleted while in use?). Nothing was written; "
+        "rebuild it with `gear index` (GEAR_BACKEND=elasticsearch), or check GEAR_ES_INDEX_PREFIX."
+    )
 
 
 @contextlib.contextmanager
@@ -186,6 +211,10 @@ def translate_errors(what: str) -> Iterator[None]:
             "on the gear indices."
         ) from err
     except es.ApiError as err:
+        body = getattr(err, "body", None)
+        gone = missing_index(what, body.get("error")) if isinstance(body, dict) else None
+        if gone is not None:
+            raise gone from err
         status = getattr(getattr(err, "meta", None), "status", "?")
         raise StoreError(f"{what}: Elasticsearch answered HTTP {status}, {_reason(err)}") from err
     except es.ConnectionError as err:

@@ -574,36 +574,63 @@ def test_add_triples_stores_normalised_entities_and_extraction_order() -> None:
     assert bulk.body[0] == {"create": {"_index": TRIPLE_INDEX, "_id": triples[0].id}}
 
 
-def test_mark_extracted_is_a_bulk_partial_update_and_ignores_unknown_ids() -> None:
+def test_mark_extracted_looks_up_the_ids_then_updates_the_stored_ones() -> None:
     cluster = Cluster()
     store = _open(cluster)
-    cluster.queue(
-        "_bulk",
-        lambda s: (
-            200,
-            {
-                "errors": True,
-                "items": [
-                    _ok(s.body[0]),
-                    _item(
-                        s.body[2],
-                        404,
-                        "document_missing_exception",
-                        "[p-unknown]: document missing",
-                    ),
-                ],
-            },
-        ),
-    )
+    cluster.stored.add("p-1")
     store.mark_extracted(["p-1", "p-unknown", "p-1"])
+    (mget,) = cluster.of("_mget")
+    assert (mget.path, mget.params, mget.body) == (
+        "/gear-passages/_mget", {"_source": "false"}, {"ids": ["p-1", "p-unknown"]}
+    )
     (bulk,) = cluster.of("_bulk")
     assert bulk.body == [
         {"update": {"_index": PASSAGE_INDEX, "_id": "p-1", "retry_on_conflict": 3}},
         {"doc": {"extracted": True}},
-        {"update": {"_index": PASSAGE_INDEX, "_id": "p-unknown", "retry_on_conflict": 3}},
-        {"doc": {"extracted": True}},
     ]
     assert cluster.sent[-1].path == "/gear-passages/_refresh"
+
+
+def test_an_update_of_a_document_deleted_meanwhile_is_not_an_error() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    cluster.stored.add("p-1")
+    cluster.queue(
+        "_bulk",
+        _every_item(404, "document_missing_exception", "[p-1]: document missing"),
+    )
+    store.mark_extracted(["p-1"])
+    assert len(cluster.of("_bulk")) == 1
+
+
+def test_a_deleted_index_is_named_in_one_line_and_nothing_is_sent_to_it() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    missing = {
+        "root_cause": [{"type": "index_not_found_exception", "reason": "no such index [gear-passages]",
+                        "index": "gear-passages"}],
+        "type": "index_not_found_exception", "reason": "no such index [gear-passages]",
+        "index": "gear-passages",
+    }
+    cluster.queue("_mget", (200, {"docs": [{"_index": PASSAGE_INDEX, "_id": "p-1", "error": missing}]}))
+    with pytest.raises(StoreError, match="index 'gear-passages' does not exist") as err:
+        store.mark_extracted(["p-1"])
+    assert "\n" not in str(err.value)
+    cluster.queue("_search", (404, {"error": missing, "status": 404}))
+    with pytest.raises(StoreError, match="index 'gear-passages' does not exist"):
+        store.bm25_search("passage", "x", 3)
+    assert cluster.of("_bulk") == []
+
+
+def test_a_failed_search_says_the_root_cause_not_all_shards_failed() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    cause = {"type": "query_shard_exception", "reason": "failed to create query: boom"}
+    error = {"root_cause": [cause], "type": "search_phase_execution_exception",
+             "reason": "all shards failed", "phase": "query"}
+    cluster.queue("_search", (400, {"error": error, "status": 400}))
+    with pytest.raises(StoreError, match="HTTP 400, query_shard_exception: failed to create query: boom"):
+        store.bm25_search("passage", "x", 3)
 
 
 def test_delete_passages_deletes_their_triples_by_id_first_then_the_passages() -> None:
