@@ -27,8 +27,8 @@ def shared_data() -> Path:
 
 
 @pytest.fixture(scope="session")
-def es_url() -> Iterator[str]:
-    """A live Elasticsearch 8 cluster's URL, also set as ``GEAR_ES_URL`` while it runs.
+def es_cluster_url() -> Iterator[str]:
+    """A live Elasticsearch 8 cluster's URL, for the session (use ``es_url`` in tests).
 
     ``GEAR_ES_URL`` set: that cluster is used as it is. Otherwise the test cluster of
     ``support.es_cluster`` is started once per session (3 nodes in one JVM, built by Maven
@@ -47,9 +47,14 @@ def es_url() -> Iterator[str]:
         if os.environ.get("GEAR_ES_REQUIRED") == "1":
             pytest.fail(f"GEAR_ES_REQUIRED=1 but no test cluster can start: {err}")
         pytest.skip(str(err))
-    os.environ["GEAR_ES_URL"] = cluster.url
     try:
         yield cluster.url
     finally:
-        os.environ.pop("GEAR_ES_URL", None)
         cluster.close()
+
+
+@pytest.fixture
+def es_url(es_cluster_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The live cluster's URL, set as ``GEAR_ES_URL`` for this test only."""
+    monkeypatch.setenv("GEAR_ES_URL", es_cluster_url)
+    return es_cluster_url

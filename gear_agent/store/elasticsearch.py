@@ -43,6 +43,7 @@ from gear_agent.store.es_mappings import (
     VECTOR_FIELD,
     IndexNames,
     check_mapping,
+    check_owned,
     index_mappings,
     index_names,
     index_settings,
@@ -56,6 +57,8 @@ from gear_agent.types import AddResult, Collection, Hit, Passage, Triple
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from elasticsearch import Elasticsearch
+
+    from gear_agent.store.es_nodes import ElasticsearchNodeStore
 
 __all__ = ["BulkFailure", "BulkWriteError", "ElasticsearchSettings", "ElasticsearchStore"]
 
@@ -150,6 +153,7 @@ class ElasticsearchStore(Store):
         self._client = client if client is not None else make_client(settings)
         self._where = settings.url or "the given client"
         self._last_ns = 0
+        self._nodes: ElasticsearchNodeStore | None = None
         try:
             self.server_version = check_server(self._client, self._where)
             for collection in ("passage", "triple"):
@@ -202,6 +206,43 @@ class ElasticsearchStore(Store):
             body = upgrade_mapping(collection, self.embedding_model, self.dimension)
             with translate_errors(f"adding the metadata fields to index {name!r}"):
                 es.indices.put_mapping(index=name, **body)
+
+    def ensure_index(self, name: str, collection: str, mappings: dict[str, Any] | None) -> bool:
+        """Whether index ``name`` exists, checked to be gear-agent's for ``collection`` and
+        this model (``_meta.gear_agent``); with
+        ``mappings``, create it first when it is missing (another process creating it
+        meanwhile is fine). For the indices made on first use (SiReRAG nodes).
+
+        Raises:
+            StoreError: it exists but was not made by gear-agent for that collection.
+            ModelMismatchError: it was made with another embedding model.
+        """
+        es = self._client
+        with translate_errors(f"checking index {name!r}"):
+            exists = bool(es.indices.exists(index=name))
+        if not exists and mappings is None:
+            return False
+        if not exists:
+            try:
+                with translate_errors(f"creating index {name!r}"):
+                    es.indices.create(index=name, settings=index_settings(), mappings=mappings)
+                return True
+            except StoreError as err:
+                if "resource_already_exists_exception" not in str(err):
+                    raise
+        with translate_errors(f"reading the mapping of index {name!r}"):
+            response = _body(es.indices.get_mapping(index=name))
+        mapping = next((entry.get("mappings", {}) for entry in response.values()), {})
+        check_owned(name, mapping, collection, self.embedding_model)
+        return True
+
+    def node_store(self) -> ElasticsearchNodeStore:
+        """The SiReRAG nodes of this index (``{prefix}-nodes``, made by the first write)."""
+        if self._nodes is None:
+            from gear_agent.store.es_nodes import ElasticsearchNodeStore
+
+            self._nodes = ElasticsearchNodeStore(self)
+        return self._nodes
 
     # ---- helpers -----------------------------------------------------------
     def _search(self, what: str, index: str | None, request: dict[str, Any]) -> dict[str, Any]:
@@ -429,6 +470,7 @@ class ElasticsearchStore(Store):
                     "passages were kept; retry the delete)",
                     outcome,
                 )
+        self.node_store().forget_passages(ids)
         index = self.indices.passages
         outcome = self._write((q.delete_action(index, pid) for pid in ids), [index], [])
         if not outcome.ok:

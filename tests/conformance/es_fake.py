@@ -300,6 +300,10 @@ class FakeElasticsearch:
         props = index.properties
         for fname, value in doc.items():
             spec = props.get(fname)
+            if isinstance(value, list) and (spec or {}).get("type") not in (None, "dense_vector", "nested"):
+                for element in value:  # any field takes an array of its values
+                    self._check_document(index, {fname: element})
+                continue
             if spec is None:
                 if index.mappings.get("dynamic") == "strict":
                     raise EsError(
@@ -467,6 +471,11 @@ class FakeElasticsearch:
             "timed_out": False,
             "hits": {"hits": hits, "max_score": None},
         }
+        if "aggs" in body:
+            matched = [docs[i] for i, _ in scored]
+            response["aggregations"] = {
+                name: _composite(spec["composite"], matched) for name, spec in body["aggs"].items()
+            }
         if pit is not None:
             response["pit_id"] = pit["id"]
         return response
@@ -572,21 +581,20 @@ class FakeElasticsearch:
             ((fname, value),) = spec.items()
             value = value["value"] if isinstance(value, dict) else value
             self._check_indexed(index, fname, text_ok=False)
-            return doc.get(fname) == value
+            return value in _values(doc.get(fname))
         if kind == "terms":
             ((fname, values),) = spec.items()
             self._check_indexed(index, fname, text_ok=False)
             if len(values) > 65_536:
                 raise EsError(400, "illegal_argument_exception", "too many terms")
-            return doc.get(fname) in values
+            return any(v in values for v in _values(doc.get(fname)))
         if kind == "ids":
             return doc_id in spec["values"]
         if kind == "prefix":
             ((fname, value),) = spec.items()
             value = value["value"] if isinstance(value, dict) else value
             self._check_indexed(index, fname, text_ok=False)
-            have = doc.get(fname)
-            return isinstance(have, str) and have.startswith(value)
+            return any(isinstance(v, str) and v.startswith(value) for v in _values(doc.get(fname)))
         if kind == "range":
             ((fname, bounds),) = spec.items()
             self._check_indexed(index, fname, text_ok=False)
@@ -679,6 +687,34 @@ class FakeElasticsearch:
             idf = math.log(1 + (len(corpus) - df + 0.5) / (df + 0.5))
             score += idf * tf / (tf + k1 * (1 - b + b * len(tokens) / avgdl))
         return score
+
+
+def _composite(spec: dict[str, Any], docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """A ``composite`` aggregation of ``terms`` sources (what the backend sends), in key
+    order, ``size`` buckets after ``after``."""
+    names = [next(iter(source)) for source in spec["sources"]]
+    fields = [source[name]["terms"]["field"] for source, name in zip(spec["sources"], names)]
+    counts: dict[tuple[Any, ...], int] = {}
+    for doc in docs:
+        for key in itertools.product(*(_values(doc.get(f)) for f in fields)):
+            counts[key] = counts.get(key, 0) + 1
+    keys = sorted(counts)
+    if spec.get("after") is not None:
+        after = tuple(spec["after"][n] for n in names)
+        keys = [k for k in keys if k > after]
+    page = keys[: spec.get("size", 10)]
+    buckets = [{"key": dict(zip(names, k)), "doc_count": counts[k]} for k in page]
+    result: dict[str, Any] = {"buckets": buckets}
+    if buckets:
+        result["after_key"] = buckets[-1]["key"]
+    return result
+
+
+def _values(value: Any) -> list[Any]:
+    """A field's values: a list's elements, a scalar alone, nothing for a missing field."""
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
 
 
 def _dynamic_mapping(value: Any) -> dict[str, Any]:

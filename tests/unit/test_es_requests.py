@@ -649,6 +649,7 @@ def test_delete_passages_deletes_their_triples_by_id_first_then_the_passages() -
         ("POST", "/gear-triples/_search", {}),
         ("PUT", "/_bulk", {}),
         ("POST", "/gear-triples/_refresh", {}),
+        ("HEAD", "/gear-nodes", {}),  # no SiReRAG nodes: no provenance to update
         ("PUT", "/_bulk", {}),
         ("POST", "/gear-passages/_refresh", {}),
     ]
