@@ -562,8 +562,10 @@ class PPRRetriever(Retriever):
 
 
 def _graph_path(store: Store) -> Path | None:
-    """``ppr-graph.npz`` in an embedded index's folder; None for other backends."""
+    """``ppr-graph.npz`` in the store's folder of derived caches (an embedded index's own
+    folder; a local folder per cluster and prefix for Elasticsearch); None where the store
+    keeps none."""
     from gear_agent.store.derived_files import PPR_GRAPH_FILE
-    from gear_agent.store.embedded import EmbeddedStore
 
-    return store.root / PPR_GRAPH_FILE if isinstance(store, EmbeddedStore) else None
+    folder = store.derived_dir
+    return None if folder is None else Path(folder) / PPR_GRAPH_FILE

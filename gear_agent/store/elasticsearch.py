@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -155,7 +156,7 @@ class ElasticsearchStore(Store):
         self._last_ns = 0
         self._nodes: ElasticsearchNodeStore | None = None
         try:
-            self.server_version = check_server(self._client, self._where)
+            self.server_version, self.cluster_uuid = check_server(self._client, self._where)
             for collection in ("passage", "triple"):
                 self._open_index(collection, create)
         except BaseException:
@@ -206,6 +207,12 @@ class ElasticsearchStore(Store):
             body = upgrade_mapping(collection, self.embedding_model, self.dimension)
             with translate_errors(f"adding the metadata fields to index {name!r}"):
                 es.indices.put_mapping(index=name, **body)
+
+    @property
+    def derived_dir(self) -> Path:
+        """Where caches derived from this index live, outside the cluster:
+        ``{cache_dir}/{cluster_uuid}-{index_prefix}`` (the PPR graph)."""
+        return Path(self.settings.cache_dir) / f"{self.cluster_uuid}-{self.settings.index_prefix}"
 
     def ensure_index(self, name: str, collection: str, mappings: dict[str, Any] | None) -> bool:
         """Whether index ``name`` exists, checked to be gear-agent's for ``collection`` and

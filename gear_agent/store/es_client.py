@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,8 @@ class ElasticsearchSettings:
         password: Basic-auth password (``GEAR_ES_PASSWORD``).
         verify_certs: Verify the server's TLS certificate (``GEAR_ES_VERIFY_CERTS``).
         index_prefix: Indices are ``{prefix}-passages`` and ``{prefix}-triples``.
+        cache_dir: Local folder for derived caches (``GEAR_ES_CACHE_DIR``): the PPR graph of
+            an index lives in ``{cache_dir}/{cluster_uuid}-{index_prefix}``.
 
     Example:
         >>> ElasticsearchSettings(url="http://localhost:9200").index_prefix
@@ -53,6 +56,7 @@ class ElasticsearchSettings:
     password: str | None = None
     verify_certs: bool = True
     index_prefix: str = "gear"
+    cache_dir: Path = Path(".gear/es-cache")
 
     @classmethod
     def from_gear(cls, settings: GearSettings) -> ElasticsearchSettings:
@@ -60,7 +64,7 @@ class ElasticsearchSettings:
         return cls(
             url=settings.es_url, api_key=settings.es_api_key, username=settings.es_username,
             password=settings.es_password, verify_certs=settings.es_verify_certs,
-            index_prefix=settings.es_index_prefix,
+            index_prefix=settings.es_index_prefix, cache_dir=settings.es_cache_dir,
         )
 
     @classmethod
@@ -129,11 +133,11 @@ def parse_version(number: str) -> tuple[int, int]:
         raise StoreError(f"cannot read the Elasticsearch server version {number!r}") from err
 
 
-def check_server(client: Elasticsearch, where: str) -> str:
+def check_server(client: Elasticsearch, where: str) -> tuple[str, str]:
     """Ask the cluster who it is; refuse anything but an 8.x (>= 8.4) Elasticsearch.
 
     Returns:
-        The server version string, e.g. ``"8.15.2"``.
+        The server version string, e.g. ``"8.15.2"``, and the cluster's UUID.
 
     Raises:
         StoreError: unreachable, refused credentials, or an unsupported server.
@@ -153,7 +157,7 @@ def check_server(client: Elasticsearch, where: str) -> str:
             f"{SUPPORTED_CLIENT_MAJOR}.x Python client. Use an {SUPPORTED_SERVER_MAJOR}.x "
             "cluster (see docs/elasticsearch.md)."
         )
-    return number
+    return number, str(info.get("cluster_uuid") or "_na_")
 
 
 def error_cause(error: Any) -> dict[str, Any]:

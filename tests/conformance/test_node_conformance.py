@@ -133,3 +133,16 @@ def test_node_search_matches_an_exact_cosine(filled: Store) -> None:
     assert passages.shape == (1, filled.dimension)
     with pytest.raises(KeyError):
         nodes.vectors(["n-unknown"])
+
+
+def test_the_ppr_graph_is_cached_outside_the_cluster_and_reused(filled: Store) -> None:
+    from gear_agent.expansion.ppr import PPRRetriever
+    from gear_agent.store.derived_files import PPR_GRAPH_FILE
+
+    encode = QueryEncoder(filled.embedder)
+    first = PPRRetriever(filled, encode).retrieve("Who was Oskar Brenner married to?", 3)
+    cache = filled.derived_dir / PPR_GRAPH_FILE
+    assert cache.is_file()  # a local file, beside the embedded index or under GEAR_ES_CACHE_DIR
+    again = PPRRetriever(filled, encode)
+    assert [p.id for p in again.retrieve("Who was Oskar Brenner married to?", 3)] == [p.id for p in first]
+    assert BRENNER.id in [p.id for p in first]

@@ -225,9 +225,11 @@ class EsCluster:
         self._command(f"stop {number}", "stopped")
         self.http[number - 1] = None
 
-    def start_node(self, number: int) -> str:
-        """Start node ``number`` again on its data; returns its new HTTP address."""
-        event = self._command(f"start {number}", "started")
+    def start_node(self, number: int, settings: dict[str, str] | None = None) -> str:
+        """Start node ``number`` again on its data, with ``settings`` on top of its own
+        (e.g. ``{"indexing_pressure.memory.limit": "1kb"}``); returns its new HTTP address."""
+        extra = "".join(f" {key}={value}" for key, value in (settings or {}).items())
+        event = self._command(f"start {number}{extra}", "started")
         self.http[number - 1] = event["http"]
         return event["http"]
 

@@ -36,7 +36,8 @@ import org.elasticsearch.transport.TransportService;
  * <p>Prints one JSON object per line on stdout: {@code {"event":"started","node":1,"http":..,
  * "transport":..}} per node, then {@code {"event":"ready","version":..}}. Reads commands on
  * stdin, one per line, each answered by one line: {@code stop N} (close node N gracefully),
- * {@code start N} (start it again on its data), {@code quit}. End of input means quit, so the
+ * {@code start N [key=value ...]} (start it again on its data, with these node settings on
+ * top, e.g. {@code indexing_pressure.memory.limit=1kb}), {@code quit}. End of input means quit, so the
  * nodes never outlive the process that started them. Logs go to {@code DIR/logs/cluster.log}.
  *
  * <p>Node 1 bootstraps the cluster ({@code cluster.initial_master_nodes}); every node is
@@ -88,7 +89,7 @@ public final class ClusterMain {
             "rootLogger.appenderRef.file.ref = file",
             ""));
         Path modules = prepareModules(home, dist, Path.of(require(opts, "--root-plugin")).toAbsolutePath());
-        Settings first = nodeSettings(home, name, 1, List.of(), true);
+        Settings first = nodeSettings(home, name, 1, List.of(), true, Map.of());
         LogConfigurator.registerErrorListener();
         LogConfigurator.configure(new Environment(first, config), true);
         ClusterMain cluster = null;
@@ -99,7 +100,7 @@ public final class ClusterMain {
             cluster = new ClusterMain(home, name, loader, count, out);
             Runtime.getRuntime().addShutdownHook(new Thread(cluster::closeAll, "gear-es-cluster-shutdown"));
             for (int i = 1; i <= count; i++) {
-                cluster.start(i, i == 1);
+                cluster.start(i, i == 1, Map.of());
             }
             out.println("{\"event\":\"ready\",\"version\":\"" + Build.current().qualifiedVersion() + "\",\"nodes\":" + count + "}");
             cluster.serve(new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)));
@@ -140,7 +141,8 @@ public final class ClusterMain {
         return modules;
     }
 
-    private static Settings nodeSettings(Path home, String cluster, int number, List<String> seeds, boolean bootstrap) {
+    private static Settings nodeSettings(Path home, String cluster, int number, List<String> seeds, boolean bootstrap,
+                                         Map<String, String> extra) {
         Path nodeHome = home.resolve("node-" + number);
         Settings.Builder settings = Settings.builder()
             .put("cluster.name", cluster)
@@ -158,10 +160,11 @@ public final class ClusterMain {
         if (bootstrap) {
             settings.putList("cluster.initial_master_nodes", "node-1");
         }
+        extra.forEach(settings::put);
         return settings.build();
     }
 
-    private synchronized void start(int number, boolean bootstrap) throws Exception {
+    private synchronized void start(int number, boolean bootstrap, Map<String, String> extra) throws Exception {
         if (nodes.get(number - 1) != null) {
             throw new IllegalStateException("node " + number + " is already running");
         }
@@ -171,7 +174,7 @@ public final class ClusterMain {
                 seeds.add(address);
             }
         }
-        Settings settings = nodeSettings(home, clusterName, number, seeds, bootstrap);
+        Settings settings = nodeSettings(home, clusterName, number, seeds, bootstrap, extra);
         Node node = new InJvmNode(new Environment(settings, home.resolve("config")), plugins);
         node.start();
         nodes.set(number - 1, node);
@@ -206,7 +209,15 @@ public final class ClusterMain {
                         stop(nodeNumber(words));
                         break;
                     case "start":
-                        start(nodeNumber(words), false);
+                        Map<String, String> extra = new java.util.LinkedHashMap<>();
+                        for (int i = 2; i < words.length; i++) {
+                            int eq = words[i].indexOf('=');
+                            if (eq <= 0) {
+                                throw new IllegalArgumentException("expected key=value, got " + quote(words[i]));
+                            }
+                            extra.put(words[i].substring(0, eq), words[i].substring(eq + 1));
+                        }
+                        start(nodeNumber(words), false, extra);
                         break;
                     case "":
                         break;
@@ -220,7 +231,7 @@ public final class ClusterMain {
     }
 
     private int nodeNumber(String[] words) {
-        if (words.length != 2) {
+        if (words.length < 2) {
             throw new IllegalArgumentException("expected a node number after " + words[0]);
         }
         int number = Integer.parseInt(words[1]);
