@@ -242,7 +242,9 @@ def _lowest_score(store: Store, collection: str, query_vector: np.ndarray) -> fl
     """Lowest cosine of the query with any stored record (None when there are none).
 
     It comes from a search with the negated query (the record most similar to ``-q``
-    is the least similar to ``q``), so no search has to return every record.
+    is the least similar to ``q``), so no search has to return every record. Where that
+    search is approximate (Elasticsearch's HNSW, the embedded ANN) it may miss the true
+    lowest; callers take the minimum with the scores they hold, so no score falls below it.
     """
     worst = store.vector_search(collection, -query_vector, 1)  # type: ignore[arg-type]
     return -worst[0].score if worst else None
@@ -263,6 +265,7 @@ def _seeds(
     low = _lowest_score(store, "triple", query_vector)
     if not best or low is None:
         return [], []
+    low = min(low, best[-1].score)  # an approximate search may miss the true lowest
     high = best[0].score
     if seed_triple_ids is None:
         score_of = {h.id: h.score for h in best}
@@ -342,8 +345,8 @@ def ppr_expand(
             "passage", query_vector, max(dense_list_size(graph.n_passages, dense_passages), k)
         )
         lowest = _lowest_score(store, "passage", query_vector)
-        low, high = (lowest, passage_hits[0].score) if passage_hits and lowest is not None \
-            else (0.0, 1.0)
+        low, high = (min(lowest, passage_hits[-1].score), passage_hits[0].score) \
+            if passage_hits and lowest is not None else (0.0, 1.0)
     if not phrases:
         return [RankedPassage(h.id, h.score) for h in passage_hits[:k]]
     reset = {**passage_mass(graph, passage_hits, low, high, passage_weight), **phrases}

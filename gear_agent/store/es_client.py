@@ -10,6 +10,7 @@ failing on the first request.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,7 +173,7 @@ def error_cause(error: Any) -> dict[str, Any]:
     return error
 
 
-def _reason(err: Exception) -> str:
+def error_reason(err: Exception) -> str:
     """The error type and reason Elasticsearch gave, else the exception's text."""
     body = getattr(err, "body", None)
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
@@ -194,6 +195,16 @@ def missing_index(what: str, error: Any) -> StoreError | None:
     )
 
 
+def _connection_reason(err: Exception) -> str:
+    """The innermost reason of a connection error (``[Errno 111] Connection refused``,
+    ``timed out``), not the client's nested retelling of it."""
+    text = str(err)
+    errno = re.search(r"\[Errno -?\d+\] [^)'\"\]]+", text)
+    if errno:
+        return errno.group(0).strip()
+    return text.rsplit("caused by: ", 1)[-1][:200]
+
+
 @contextlib.contextmanager
 def translate_errors(what: str) -> Iterator[None]:
     """Re-raise the client's errors as :class:`StoreError` saying what failed and what to do.
@@ -205,12 +216,12 @@ def translate_errors(what: str) -> Iterator[None]:
         yield
     except es.AuthenticationException as err:
         raise StoreError(
-            f"{what}: authentication failed (HTTP 401, {_reason(err)}). Set GEAR_ES_API_KEY, "
+            f"{what}: authentication failed (HTTP 401, {error_reason(err)}). Set GEAR_ES_API_KEY, "
             "or GEAR_ES_USERNAME and GEAR_ES_PASSWORD."
         ) from err
     except es.AuthorizationException as err:
         raise StoreError(
-            f"{what}: the user lacks a privilege (HTTP 403, {_reason(err)}). It needs "
+            f"{what}: the user lacks a privilege (HTTP 403, {error_reason(err)}). It needs "
             "'monitor' on the cluster and 'create_index', 'read', 'write', 'view_index_metadata' "
             "on the gear indices."
         ) from err
@@ -220,10 +231,11 @@ def translate_errors(what: str) -> Iterator[None]:
         if gone is not None:
             raise gone from err
         status = getattr(getattr(err, "meta", None), "status", "?")
-        raise StoreError(f"{what}: Elasticsearch answered HTTP {status}, {_reason(err)}") from err
+        raise StoreError(f"{what}: Elasticsearch answered HTTP {status}, {error_reason(err)}") from err
     except es.ConnectionError as err:
         raise StoreError(
-            f"{what}: cannot reach the cluster ({err}). Is it running and is GEAR_ES_URL right? "
+            f"{what}: cannot reach the cluster ({_connection_reason(err)}). Is it running and is "
+            "GEAR_ES_URL right? "
             f"For local development: `{COMPOSE_HINT}`. For a self-signed HTTPS certificate "
             "set GEAR_ES_VERIFY_CERTS=false."
         ) from err
