@@ -27,7 +27,7 @@ def shared_data() -> Path:
 
 
 @pytest.fixture(scope="session")
-def es_cluster_url() -> Iterator[str]:
+def es_cluster_url(request: pytest.FixtureRequest) -> Iterator[str]:
     """A live Elasticsearch 8 cluster's URL, for the session (use ``es_url`` in tests).
 
     ``GEAR_ES_URL`` set: that cluster is used as it is. Otherwise the test cluster of
@@ -47,10 +47,17 @@ def es_cluster_url() -> Iterator[str]:
         if os.environ.get("GEAR_ES_REQUIRED") == "1":
             pytest.fail(f"GEAR_ES_REQUIRED=1 but no test cluster can start: {err}")
         pytest.skip(str(err))
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
     try:
         yield cluster.url
     finally:
+        rss = cluster.rss_bytes() / 2**20
         cluster.close()
+        if reporter is not None:  # the figures the README quotes, printed by every run
+            reporter.write_line(
+                f"Elasticsearch test cluster {cluster.version}: {cluster.nodes} nodes green in "
+                f"{cluster.startup_seconds:.1f} s, JVM RSS {rss:.0f} MiB at the end of the session"
+            )
 
 
 @pytest.fixture

@@ -113,7 +113,7 @@ def _newest_source() -> float:
 def build(java: Path | None = None) -> Artifacts:
     """Build ``tests/es-cluster`` with Maven unless its jars are newer than its sources.
 
-    The first build on a machine downloads about 125 MB from Maven Central into ``~/.m2``.
+    The first build on a machine downloads about 160 MB from Maven Central into ``~/.m2``.
 
     Raises:
         ClusterUnavailable: no Java or no Maven here.
