@@ -74,7 +74,7 @@ def _unique(ids: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
-def _split_new(records: Sequence[Any], stored: Container[str]) -> tuple[list[Any], list[str]]:
+def split_new(records: Sequence[Any], stored: Container[str]) -> tuple[list[Any], list[str]]:
     """Records to write (first of each id, not stored) and the ids that are no-ops, in order.
 
     As in the embedded store, a repeat of an id within the same call counts as existing.
@@ -188,20 +188,10 @@ class ElasticsearchStore(Store):
                 f"no index {name!r} at {self._where}: build one first with `gear index` "
                 "(GEAR_BACKEND=elasticsearch), or check GEAR_ES_INDEX_PREFIX"
             )
-        if not exists:
-            mappings = index_mappings(collection, self.embedding_model, self.dimension)
-            try:
-                with translate_errors(f"creating index {name!r}"):
-                    es.indices.create(index=name, settings=index_settings(), mappings=mappings)
-                return
-            except StoreError as err:
-                if "resource_already_exists_exception" not in str(err):
-                    raise
-                # Another process created it meanwhile: check it like any existing index.
-        with translate_errors(f"reading the mapping of index {name!r}"):
-            response = _body(es.indices.get_mapping(index=name))
-        # The answer is keyed by the concrete index (``name`` may be an alias).
-        mapping = next((entry.get("mappings", {}) for entry in response.values()), {})
+        mapping = self._create_or_read(name, None if exists else index_mappings(
+            collection, self.embedding_model, self.dimension))
+        if mapping is None:
+            return
         check_mapping(name, mapping, collection, self.embedding_model, self.dimension)
         if ((mapping.get("_meta") or {}).get("gear_agent") or {}).get("schema_version") == 1:
             body = upgrade_mapping(collection, self.embedding_model, self.dimension)
@@ -224,24 +214,31 @@ class ElasticsearchStore(Store):
             StoreError: it exists but was not made by gear-agent for that collection.
             ModelMismatchError: it was made with another embedding model.
         """
-        es = self._client
         with translate_errors(f"checking index {name!r}"):
-            exists = bool(es.indices.exists(index=name))
+            exists = bool(self._client.indices.exists(index=name))
         if not exists and mappings is None:
             return False
-        if not exists:
+        mapping = self._create_or_read(name, None if exists else mappings)
+        if mapping is not None:
+            check_owned(name, mapping, collection, self.embedding_model)
+        return True
+
+    def _create_or_read(self, name: str, mappings: dict[str, Any] | None) -> dict[str, Any] | None:
+        """With ``mappings``: create index ``name`` and return None, or, when another process
+        created it meanwhile, fall through to reading it. Returns the existing index's
+        mapping (the answer is keyed by the concrete index: ``name`` may be an alias)."""
+        es = self._client
+        if mappings is not None:
             try:
                 with translate_errors(f"creating index {name!r}"):
                     es.indices.create(index=name, settings=index_settings(), mappings=mappings)
-                return True
+                return None
             except StoreError as err:
                 if "resource_already_exists_exception" not in str(err):
                     raise
         with translate_errors(f"reading the mapping of index {name!r}"):
             response = _body(es.indices.get_mapping(index=name))
-        mapping = next((entry.get("mappings", {}) for entry in response.values()), {})
-        check_owned(name, mapping, collection, self.embedding_model)
-        return True
+        return next((entry.get("mappings", {}) for entry in response.values()), {})
 
     def node_store(self) -> ElasticsearchNodeStore:
         """The SiReRAG nodes of this index (``{prefix}-nodes``, made by the first write)."""
@@ -378,7 +375,7 @@ class ElasticsearchStore(Store):
         """
         index = self.indices.passages
         stored = self._mget(index, [p.id for p in passages], [])
-        new, existing = _split_new(passages, stored)
+        new, existing = split_new(passages, stored)
         refused: list[BulkFailure] = []
 
         def actions() -> Iterator[Any]:
@@ -406,7 +403,7 @@ class ElasticsearchStore(Store):
         """
         index = self.indices.triples
         stored = self._mget(index, [t.id for t in triples], [])
-        new, existing = _split_new(triples, stored)
+        new, existing = split_new(triples, stored)
         parents = self._mget(self.indices.passages, [t.passage_id for t in new], [])
         orphans = sorted({t.passage_id for t in new if t.passage_id not in parents})
         if orphans:

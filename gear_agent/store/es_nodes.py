@@ -102,14 +102,10 @@ class ElasticsearchNodeStore(NodeStore):
             StoreError: a node names a passage that is not stored (nothing is written).
             BulkWriteError: some nodes were not stored (``err.failures`` says which).
         """
+        from gear_agent.store.elasticsearch import split_new
+
         stored = self.store._mget(self.index, [n.id for n in nodes], []) if self._exists(self.index) else {}
-        new, existing, seen = [], [], set()
-        for node in nodes:
-            if node.id in stored or node.id in seen:
-                existing.append(node.id)
-            else:
-                seen.add(node.id)
-                new.append(node)
+        new, existing = split_new(nodes, stored)
         if not new:
             return AddResult(existing=existing)
         passages = self.store._mget(self.store.indices.passages, [p for n in new for p in n.passage_ids], [])

@@ -104,6 +104,23 @@ def _drop(cluster: EsCluster, prefix: str) -> None:
         client.close()
 
 
+def _seeded(cluster: EsCluster, tag: str, cache: Path, before: int, batch: int
+            ) -> tuple[str, list[Passage], list[Passage]]:
+    """A fresh prefix holding ``before`` passages, and a further ``batch`` to write."""
+    prefix = f"fault-{tag}-{uuid.uuid4().hex[:6]}"
+    stored, _ = corpus(before, "a")
+    more, _ = corpus(batch, "b")
+    with _open(cluster.url, prefix, cache) as store:
+        store.add_passages(stored)
+    return prefix, stored, more
+
+
+def _restart(cluster: EsCluster, number: int, settings: dict[str, str] | None = None) -> None:
+    cluster.stop_node(number)
+    cluster.start_node(number, settings)
+    cluster.health("green", 120)
+
+
 def _timed(fault: str, run: Callable[[], FaultOutcome]) -> FaultOutcome:
     started = time.perf_counter()
     outcome = run()
@@ -118,11 +135,7 @@ def node_stopped_during_bulk(cluster: EsCluster, cache: Path) -> FaultOutcome:
     from elasticsearch import Elasticsearch
 
     def run() -> FaultOutcome:
-        prefix = f"fault-bulk-{uuid.uuid4().hex[:6]}"
-        before, _ = corpus(200, "a")
-        batch, _ = corpus(3000, "b")
-        with _open(cluster.url, prefix, cache) as store:
-            store.add_passages(before)
+        prefix, before, batch = _seeded(cluster, "bulk", cache, 200, 3000)
         client = Elasticsearch(cluster.url)
         shards = client.cat.shards(index=f"{prefix}-passages", format="json").body
         client.close()
@@ -284,14 +297,8 @@ def rejected_429(cluster: EsCluster, cache: Path) -> FaultOutcome:
     with backoff, then fails naming the rejection; after a normal restart the rerun completes."""
 
     def run() -> FaultOutcome:
-        prefix = f"fault-429-{uuid.uuid4().hex[:6]}"
-        before, _ = corpus(50, "a")
-        batch, _ = corpus(500, "b")
-        with _open(cluster.url, prefix, cache) as store:
-            store.add_passages(before)
-        cluster.stop_node(1)
-        cluster.start_node(1, {"indexing_pressure.memory.limit": "1kb"})
-        cluster.health("green", 120)
+        prefix, before, batch = _seeded(cluster, "429", cache, 50, 500)
+        _restart(cluster, 1, {"indexing_pressure.memory.limit": "1kb"})
         error, waits = "", []
         with _open(cluster.url, prefix, cache, max_retries=3, initial_backoff_s=0.1, sleep=waits.append) as store:
             try:
@@ -299,9 +306,7 @@ def rejected_429(cluster: EsCluster, cache: Path) -> FaultOutcome:
             except StoreError as err:
                 error = str(err)
             kept = store.count("passage") == len(before)
-        cluster.stop_node(1)
-        cluster.start_node(1)
-        cluster.health("green", 120)
+        _restart(cluster, 1)
         with _open(cluster.url, prefix, cache) as store:
             rerun = len(store.add_passages(batch).added) == len(batch) and store.count("passage") == 550
         _drop(cluster, prefix)
