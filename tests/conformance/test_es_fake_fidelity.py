@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("elasticsearch")
 
-from gear_agent.store.es_client import error_cause  # noqa: E402
+from gear_agent.store.es_client import REQUEST_TIMEOUT_S, error_cause  # noqa: E402
 from gear_agent.store.es_mappings import index_mappings, index_settings  # noqa: E402
 
 Sender = Callable[[str, str, Any], tuple[int, Any]]
@@ -53,7 +53,9 @@ def send(request: pytest.FixtureRequest) -> Iterator[tuple[Sender, str]]:
 
         client = FakeElasticsearch().client()
     else:
-        client = Elasticsearch(request.getfixturevalue("es_url"))
+        # the backend's timeout, and no silent re-sends (a re-sent PUT would answer 400)
+        client = Elasticsearch(request.getfixturevalue("es_url"), request_timeout=REQUEST_TIMEOUT_S,
+                               max_retries=0)
     prefix = f"gear-fidelity-{uuid.uuid4().hex[:8]}"
 
     def sender(method: str, path: str, body: Any = None) -> tuple[int, Any]:
