@@ -67,6 +67,8 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/work/scratch-es/parity"))
     parser.add_argument("--fresh", action="store_true", help="rebuild both indexes")
     parser.add_argument("--replay", action="store_true", help="also the replayed LLM rows on ES")
+    parser.add_argument("--reuse-embedded", action="store_true",
+                        help="take the embedded rows from an earlier run's embedded.json")
     args = parser.parse_args()
     if args.fresh and args.work.exists():
         shutil.rmtree(args.work)
@@ -75,8 +77,12 @@ def main() -> None:
     common = ["--tokenizer", "standard"]
     if "sirerag" in args.retrievers:
         common += ["--sirerag", "ablation"]
-    embedded = gear_eval(args.data, args.retrievers, {"GEAR_BACKEND": "embedded"},
-                         args.work / "embedded.json", [*common, "--index", str(args.work / "embedded")])
+    saved = args.work / "embedded.json"
+    if args.reuse_embedded and saved.exists():
+        embedded = {row["retriever"]: row for row in json.loads(saved.read_text())["rows"]}
+    else:
+        embedded = gear_eval(args.data, args.retrievers, {"GEAR_BACKEND": "embedded"}, saved,
+                             [*common, "--index", str(args.work / "embedded")])
     cluster = None
     url = args.url
     if url is None:
