@@ -198,6 +198,11 @@ class GearSettings(BaseSettings):
     es_password: str | None = None
     es_verify_certs: bool = True
     es_index_prefix: str = Field("gear", pattern=r"^[a-z0-9][a-z0-9_\-]*$")
+    es_cache_dir: Path = Field(
+        Path(".gear/es-cache"),
+        description="Local folder for what is derived from an Elasticsearch index (the PPR "
+        "graph cache), one subfolder per cluster and index prefix; never inside the cluster.",
+    )
 
     # ---- server (gear serve) -----------------------------------------------
     serve_max_body_bytes: int = Field(1_000_000, ge=1_000, description="Largest request body.")

@@ -1,4 +1,5 @@
-"""`gear check`: the integrity of the embedded index, like SQLite's ``PRAGMA integrity_check``."""
+"""`gear check`: the integrity of the index, like SQLite's ``PRAGMA integrity_check`` (the
+embedded index's files, or an Elasticsearch index's documents: ``store/es_check.py``)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ def check(
     from gear_agent.store.check import check_index
 
     settings = load_settings(index_dir)
+    if settings.backend == "elasticsearch":
+        _check_elasticsearch(settings, repair)
+        return
     report = check_index(settings.index_dir)
     _print(report)
     if repair and not report.ok:
@@ -41,6 +45,36 @@ def check(
         _print(report)
     if not report.ok:
         results.print("[bold red]damaged:[/] " + "; ".join(f"{i.name}: {i.detail}" for i in report.items if not i.ok),
+                      highlight=False, soft_wrap=True)
+        raise typer.Exit(1)
+    results.print("ok")
+
+
+def _check_elasticsearch(settings, repair: bool) -> None:  # noqa: ANN001 - GearSettings
+    """The Elasticsearch index of GEAR_ES_INDEX_PREFIX; ``--repair`` rebuilds the PPR graph
+    cache (the only derived part; the cluster owns its indices)."""
+    from gear_agent.store.es_check import check_elasticsearch
+    from gear_agent.store.es_client import ElasticsearchSettings
+
+    es_settings = ElasticsearchSettings.from_gear(settings)
+    report = check_elasticsearch(es_settings)
+    _print(report)
+    damaged = [i for i in report.items if not i.ok]
+    if repair and any(i.name == "PPR graph cache" for i in damaged):
+        from gear_agent.embedding import make_embedder
+        from gear_agent.expansion.ppr_graph import load_or_build
+        from gear_agent.store import open_store
+        from gear_agent.store.derived_files import PPR_GRAPH_FILE
+
+        with open_store(settings, make_embedder(settings), create=False) as store:
+            load_or_build(store, store.embedder, settings.ppr_synonym_threshold,
+                          store.derived_dir / PPR_GRAPH_FILE)
+        results.print("repaired: rebuilt the PPR graph cache from the index")
+        report = check_elasticsearch(es_settings)
+        _print(report)
+        damaged = [i for i in report.items if not i.ok]
+    if damaged:
+        results.print("[bold red]damaged:[/] " + "; ".join(f"{i.name}: {i.detail}" for i in damaged),
                       highlight=False, soft_wrap=True)
         raise typer.Exit(1)
     results.print("ok")

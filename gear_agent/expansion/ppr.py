@@ -271,7 +271,9 @@ def _lowest_score(store: Store, collection: str, query_vector: np.ndarray) -> fl
     """Lowest cosine of the query with any stored record (None when there are none).
 
     It comes from a search with the negated query (the record most similar to ``-q``
-    is the least similar to ``q``), so no search has to return every record.
+    is the least similar to ``q``), so no search has to return every record. Where that
+    search is approximate (Elasticsearch's HNSW, the embedded ANN) it may miss the true
+    lowest; callers take the minimum with the scores they hold, so no score falls below it.
     """
     worst = store.vector_search(collection, -query_vector, 1)  # type: ignore[arg-type]
     return -worst[0].score if worst else None
@@ -292,6 +294,7 @@ def _seeds(
     low = _lowest_score(store, "triple", query_vector)
     if not best or low is None:
         return [], []
+    low = min(low, best[-1].score)  # an approximate search may miss the true lowest
     high = best[0].score
     if seed_triple_ids is None:
         score_of = {h.id: h.score for h in best}
@@ -384,8 +387,8 @@ def ppr_expand(
             "passage", query_vector, max(dense_list_size(graph.n_passages, dense_passages), k)
         )
         lowest = _lowest_score(store, "passage", query_vector)
-        low, high = (lowest, passage_hits[0].score) if passage_hits and lowest is not None \
-            else (0.0, 1.0)
+        low, high = (min(lowest, passage_hits[-1].score), passage_hits[0].score) \
+            if passage_hits and lowest is not None else (0.0, 1.0)
     if not phrases:
         return [RankedPassage(h.id, h.score) for h in passage_hits[:k]]
     passages = passage_mass(graph, passage_hits, low, high, passage_weight, passage_sharpness)
@@ -640,8 +643,10 @@ class PPRRetriever(Retriever):
 
 
 def _graph_path(store: Store) -> Path | None:
-    """``ppr-graph.npz`` in an embedded index's folder; None for other backends."""
+    """``ppr-graph.npz`` in the store's folder of derived caches (an embedded index's own
+    folder; a local folder per cluster and prefix for Elasticsearch); None where the store
+    keeps none."""
     from gear_agent.store.derived_files import PPR_GRAPH_FILE
-    from gear_agent.store.embedded import EmbeddedStore
 
-    return store.root / PPR_GRAPH_FILE if isinstance(store, EmbeddedStore) else None
+    folder = store.derived_dir
+    return None if folder is None else Path(folder) / PPR_GRAPH_FILE

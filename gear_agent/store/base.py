@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -165,6 +166,12 @@ class Store(ABC):
             f"the {type(self).__name__} backend does not store SiReRAG nodes; build SiReRAG "
             "indexes in the embedded backend (GEAR_BACKEND=embedded)"
         )
+
+    @property
+    def derived_dir(self) -> Path | None:
+        """The local folder where caches derived from this store live (the PPR graph),
+        or None where none are kept."""
+        return None
 
     def maintain(self) -> None:  # noqa: B027 - optional hook
         """Bring derived caches up to date (the embedded store's ANN); called at the end of

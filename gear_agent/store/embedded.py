@@ -531,6 +531,11 @@ class EmbeddedStore(Store):
             ids = [pid for (pid,) in self._db.execute("SELECT id FROM passages WHERE source = ? ORDER BY row", (source,))]
             return self.delete_passages(ids)
 
+    @property
+    def derived_dir(self) -> Path:
+        """Caches derived from the index (the PPR graph) live in its own folder."""
+        return self.root
+
     def maintain(self) -> None:
         """Bring the ANN parts up to date (called at the end of an indexing run)."""
         from gear_agent.store.maintenance import remove_superseded, update_ann
