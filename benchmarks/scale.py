@@ -31,6 +31,16 @@ runs in its own process, so open time and RSS are those of a fresh process:
     python benchmarks/scale.py --encoder-rate      # the real encoder's passages/s, triples/s
     python benchmarks/scale.py --sizes 150000 --path openie --code /work/main --work W  # another checkout
     python benchmarks/scale.py --musique           # gear index of ../shared's MuSiQue: encoder share
+    python benchmarks/scale.py --sizes 20000,100000 --backend both --work /work/scratch-es/scale
+
+``--backend elasticsearch`` (or ``both``, embedded then Elasticsearch at each size, one table)
+builds the same corpus into the test cluster of ``tests/support/es_cluster.py`` (one node in
+one JVM, ``--es-heap``, its data under ``--work``) through the same code path. For it,
+"written / size" is the JVM's bytes written (``wchar``) over the primary store size
+(``_stats``, after a flush); "size" is that store size; "open" is connecting and checking the
+cluster to the first query of each kind (warm: the cluster keeps its files open); RSS is
+the Python process's, and the cluster JVM's RSS after the queries is printed below the table;
+the ANN recall column is "-" (no exact search to compare with on the cluster).
 
 ``--embedder hashing-384`` is the model-free stand-in (``gear_agent.embedding.hashing``), so
 the encoder is out of the figures; ``--embedder all-MiniLM-L6-v2`` uses the real one.
@@ -84,8 +94,14 @@ def folder_bytes(path: Path) -> int:
 
 
 def settings(index: Path, embedder: str) -> Any:
+    """The settings of a phase: the embedded index at ``index``, or, when the parent set
+    ``GEAR_BACKEND=elasticsearch`` (and ``GEAR_ES_URL``), the prefix named after it."""
     from gear_agent.config import GearSettings
 
+    if os.environ.get("GEAR_BACKEND") == "elasticsearch":
+        return GearSettings(index_dir=index, embedding_model=embedder, bm25_tokenizer="word",
+                            backend="elasticsearch", es_index_prefix=f"scale-{Path(index).name}",
+                            es_cache_dir=Path(index).with_name(Path(index).name + "-es-cache"))
     return GearSettings(index_dir=index, embedding_model=embedder, bm25_tokenizer="word")
 
 
@@ -325,7 +341,24 @@ def make_queries(openie: Path, count: int) -> list[str]:
     return queries
 
 
-def measure(size: int, args: argparse.Namespace, work: Path) -> dict[str, Any]:
+def es_stats(url: str, prefix: str) -> int:
+    """Primary store bytes of the prefix's indices after a flush."""
+    import urllib.request
+
+    req = urllib.request.Request(f"{url}/{prefix}-*/_flush", method="POST")
+    urllib.request.urlopen(req, timeout=600).read()  # noqa: S310 - loopback
+    with urllib.request.urlopen(f"{url}/{prefix}-*/_stats/store", timeout=60) as response:  # noqa: S310
+        return int(json.loads(response.read())["_all"]["primaries"]["store"]["size_in_bytes"])
+
+
+def jvm_written(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("wchar:"):
+            return int(line.split()[1])
+    return 0
+
+
+def measure(size: int, args: argparse.Namespace, work: Path, cluster: Any = None) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from synthetic_corpus import write
 
@@ -334,32 +367,43 @@ def measure(size: int, args: argparse.Namespace, work: Path) -> dict[str, Any]:
     extra_corpus, extra_openie = write(1000, work / f"extra-{size}", seed=size + 1)
     queries_file = work / f"queries-{size}.json"
     queries_file.write_text(json.dumps(make_queries(openie, args.queries)), encoding="utf-8")
-    index = work / f"index-{size}"
-    row: dict[str, Any] = {"size": size}
+    index = work / (f"index-{size}" if cluster is None else f"es-{size}")
+    row: dict[str, Any] = {"size": size, "backend": "embedded" if cluster is None else "elasticsearch"}
 
     def phase(name: str, **options: Any) -> dict[str, Any]:
         """Run a phase, or with ``--reuse`` take its saved result from an earlier run."""
-        saved = work / f"{name}-{size}.json"
+        saved = work / f"{name}-{size}{'' if cluster is None else '-es'}.json"
         if args.reuse and name in args.reuse.split(",") and saved.exists():
             return json.loads(saved.read_text(encoding="utf-8"))
         result = run_phase(name, **options)
         saved.write_text(json.dumps(result), encoding="utf-8")
         return result
 
+    jvm_before = 0 if cluster is None else jvm_written(cluster.process.pid)
     row["build"] = phase("build", index=index, corpus=corpus, openie=openie,
                          embedder=args.embedder, path=args.path)
-    size_file = work / f"size-{size}.json"
+    size_file = work / f"size-{size}{'' if cluster is None else '-es'}.json"
     if not (args.reuse and "build" in args.reuse.split(",") and size_file.exists()):
-        size_file.write_text(json.dumps(folder_bytes(index)), encoding="utf-8")
+        if cluster is None:
+            size_file.write_text(json.dumps(folder_bytes(index)), encoding="utf-8")
+        else:  # the cluster's JVM did the writing: its wchar, kept with the build's figures
+            row["build"]["written"] = jvm_written(cluster.process.pid) - jvm_before
+            (work / f"build-{size}-es.json").write_text(json.dumps(row["build"]), encoding="utf-8")
+            size_file.write_text(json.dumps(es_stats(cluster.url, f"scale-{index.name}")), encoding="utf-8")
     row["size_bytes"] = json.loads(size_file.read_text(encoding="utf-8"))
+    colds = (1, 0, 0, 0, 0, 0) if cluster is None else (0, 0, 0, 0, 0)
     opens = [run_phase("open", index=index, embedder=args.embedder, queries_file=queries_file, cold=cold)
-             for cold in (1, 0, 0, 0, 0, 0)]
-    row["open"] = {"cold_s": opens[0]["open_s"], "warm_s": statistics.median(o["open_s"] for o in opens[1:]),
-                   "rss_mib": statistics.median(o["rss_mib"] for o in opens[1:])}
+             for cold in colds]
+    warm = [o for o in opens if not o["cold"]]
+    row["open"] = {"cold_s": opens[0]["open_s"] if opens[0]["cold"] else None,
+                   "warm_s": statistics.median(o["open_s"] for o in warm),
+                   "rss_mib": statistics.median(o["rss_mib"] for o in warm)}
     row["query"] = phase("query", index=index, embedder=args.embedder, queries_file=queries_file,
                          retrievers=args.retrievers, recall_queries=args.recall_queries)
     row["add"] = phase("add", index=index, corpus=extra_corpus, openie=extra_openie,
                        embedder=args.embedder, path=args.path)
+    if cluster is not None:
+        row["jvm_rss_mib"] = cluster.rss_bytes() / 2**20
     return row
 
 
@@ -370,11 +414,14 @@ def _seconds(phase: dict[str, Any]) -> str:
 
 def _open(row: dict[str, Any], query: dict[str, Any]) -> str:
     opened = row.get("open")
-    return f"{query['open_s']:.2f}" if opened is None else f"{opened['cold_s']:.2f} / {opened['warm_s']:.2f}"
+    if opened is None:
+        return f"{query['open_s']:.2f}"
+    cold = "–" if opened.get("cold_s") is None else f"{opened['cold_s']:.2f}"
+    return f"{cold} / {opened['warm_s']:.2f}"
 
 
 def print_table(rows: list[dict[str, Any]], retrievers: list[str]) -> None:
-    head = ["passages / triples", "build s (CPU s)", "written / size", "size MB", "add 1k s (CPU s)",
+    head = ["backend", "passages / triples", "build s (CPU s)", "written / size", "size MB", "add 1k s (CPU s)",
             "open s cold / warm", "RSS MiB"]
     head += [f"{r} p50/p99 ms (CPU)" for r in retrievers] + ["ANN recall@10 p/t", "peak RSS of the query run MiB"]
     print("| " + " | ".join(head) + " |")
@@ -382,7 +429,7 @@ def print_table(rows: list[dict[str, Any]], retrievers: list[str]) -> None:
     for row in rows:
         b, q, a = row["build"], row["query"], row["add"]
         cells = [
-            f"{b['passages']:,} / {b['triples']:,}", _seconds(b),
+            row.get("backend", "embedded"), f"{b['passages']:,} / {b['triples']:,}", _seconds(b),
             f"{b['written'] / max(row['size_bytes'], 1):.1f}", f"{row['size_bytes'] / 1e6:.0f}",
             _seconds(a), _open(row, q), f"{row.get('open', q)['rss_mib']:.0f}",
         ]
@@ -391,9 +438,15 @@ def print_table(rows: list[dict[str, Any]], retrievers: list[str]) -> None:
             cells.append("-" if lat is None else f"{lat['p50']:.1f} / {lat['p99']:.1f}" + (
                 f" ({lat['cpu_p50']:.1f} / {lat['cpu_p99']:.1f})" if "cpu_p50" in lat else ""))
         recall = q.get("ann_recall")
-        cells.append("exact" if not recall else f"{recall['passage']:.3f} / {recall['triple']:.3f}")
+        if row.get("backend") == "elasticsearch":
+            cells.append("-")
+        else:
+            cells.append("exact" if not recall else f"{recall['passage']:.3f} / {recall['triple']:.3f}")
         cells.append(f"{q['peak_rss_mib']:,.0f}" if "peak_rss_mib" in q else "-")
         print("| " + " | ".join(cells) + " |")
+    for row in rows:
+        if "jvm_rss_mib" in row:
+            print(f"\nElasticsearch JVM RSS after {row['size']:,} passages: {row['jvm_rss_mib']:.0f} MiB")
 
 
 def encoder_rate(args: argparse.Namespace) -> None:
@@ -473,6 +526,8 @@ def main() -> None:
                         help="Checkout whose gear_agent the phases run (default: this one).")
     parser.add_argument("--path", choices=("extract", "openie"), default="extract",
                         help="How triples are indexed: the extraction path (default) or OpenIE import.")
+    parser.add_argument("--backend", choices=("embedded", "elasticsearch", "both"), default="embedded")
+    parser.add_argument("--es-heap", default="2g", help="Heap of the Elasticsearch test cluster's JVM.")
     # internal: one phase in a child process
     parser.add_argument("--phase", choices=sorted(PHASES), help=argparse.SUPPRESS)
     parser.add_argument("--cold", type=int, default=0, help=argparse.SUPPRESS)
@@ -494,10 +549,28 @@ def main() -> None:
     retrievers = [r for r in args.retrievers.split(",") if r]
     with tempfile.TemporaryDirectory(prefix="gear-scale-") as tmp:
         work = args.work or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
         rows = []
-        for size in sizes:
-            rows.append(measure(size, args, work))
-            print(f"measured {size:,} passages", file=sys.stderr)
+        cluster = None
+        try:
+            if args.backend != "embedded":
+                sys.path.insert(0, str(ROOT / "tests"))
+                from support import es_cluster
+
+                cluster = es_cluster.start(1, args.es_heap, home=work / "es-cluster")
+                os.environ["GEAR_ES_URL"] = cluster.url
+            for size in sizes:
+                if args.backend in ("embedded", "both"):
+                    os.environ.pop("GEAR_BACKEND", None)
+                    rows.append(measure(size, args, work))
+                    print(f"measured {size:,} passages (embedded)", file=sys.stderr, flush=True)
+                if cluster is not None:
+                    os.environ["GEAR_BACKEND"] = "elasticsearch"
+                    rows.append(measure(size, args, work, cluster))
+                    print(f"measured {size:,} passages (elasticsearch)", file=sys.stderr, flush=True)
+        finally:
+            if cluster is not None:
+                cluster.close()
         print_table(rows, retrievers)
         if args.json:
             args.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")

@@ -90,7 +90,13 @@ class GearSettings(BaseSettings):
     rrf_k: int = Field(60, ge=1, description="Reciprocal Rank Fusion constant (ranks are 1-based).")
     base_k: int = Field(15, ge=1, description="Passages the base retriever hands to expansion.")
     top_k: int = Field(15, ge=1, description="Passages returned to the caller.")
-    base_retriever: Literal["bm25", "dense", "hybrid"] = Field("hybrid")
+    base_retriever: str = Field(
+        "hybrid", description="The agent's and SyncGE's base retriever (their retrieve "
+        "step): any retriever of `gear retrievers` that needs no LLM (bm25, dense, hybrid, "
+        "ppr, hybrid+naive_ge, ...); checked when the agent is built.")
+    link_mode: Literal["bm25", "dense", "hybrid"] | None = Field(
+        None, description="The search of tripleLink and passageLink; default: "
+        "base_retriever when it is bm25, dense or hybrid, else hybrid.")
     bm25_tokenizer: Literal["standard", "word"] = Field(
         "standard", description="'standard' approximates Elasticsearch's standard analyzer; "
         "'word' is lower-cased \\w+ runs (HippoRAG-style scripts).",
@@ -168,6 +174,22 @@ class GearSettings(BaseSettings):
         "(HippoRAG 1's query_to_node linking, link_top_k 3).")
     hipporag_damping: float = Field(
         0.5, gt=0, lt=1, description="hipporag: probability of following an edge in its PPR.")
+    ppr_title_weight: float = Field(
+        2.0, ge=0, description="ppr (seeds from the query): weight of the edge joining a "
+        "passage to the phrase node its title names; 0: HippoRAG 2's graph (docs/ppr.md).")
+    ppr_passage_sharpness: float = Field(
+        1.0, ge=1, description="ppr (seeds from the query): power of the normalised dense "
+        "score in a passage's restart mass; 1: HippoRAG 2's linear weights (3 was measured: "
+        "docs/ppr.md).")
+    ppr_query_entities: float = Field(
+        0.25, ge=0, description="ppr (seeds from the query): restart mass, over specificity, "
+        "of each phrase node the query names (capitalised spans, longest match); 0: none.")
+    ppr_expand_title_weight: float = Field(
+        0.0, ge=0, description="PPR expansion of the agent and SyncGE (seeds: linked "
+        "triples): title edge weight; 0 keeps the walk the LLM replay recorded.")
+    ppr_expand_passage_sharpness: float = Field(
+        1.0, ge=1, description="PPR expansion of the agent and SyncGE: passage sharpness; "
+        "1 keeps the walk the LLM replay recorded.")
 
     # ---- Elasticsearch -----------------------------------------------------
     es_url: str | None = Field(None, description="Cluster URL, e.g. http://localhost:9200.")
@@ -176,6 +198,11 @@ class GearSettings(BaseSettings):
     es_password: str | None = None
     es_verify_certs: bool = True
     es_index_prefix: str = Field("gear", pattern=r"^[a-z0-9][a-z0-9_\-]*$")
+    es_cache_dir: Path = Field(
+        Path(".gear/es-cache"),
+        description="Local folder for what is derived from an Elasticsearch index (the PPR "
+        "graph cache), one subfolder per cluster and index prefix; never inside the cluster.",
+    )
 
     # ---- server (gear serve) -----------------------------------------------
     serve_max_body_bytes: int = Field(1_000_000, ge=1_000, description="Largest request body.")

@@ -21,5 +21,7 @@ class SettingsError(GearError, ValueError):
 
 
 class GearWarning(UserWarning):
-    """Something the caller asked for did not happen as asked (ids that are not stored, a
-    source that matches nothing); issued with :func:`warnings.warn`."""
+    """Something a caller should know that does not stop the call (an index created where
+    none was, a run that stored text but no triples, ids to delete that are not stored, a
+    source that matches nothing); ``warnings.simplefilter("error", GearWarning)`` turns them
+    into errors."""

@@ -14,13 +14,15 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gear_agent.config import GearSettings, settings_from
 from gear_agent.embedding import Embedder, make_embedder
+from gear_agent.errors import GearWarning
 from gear_agent.filters import WhereInput, parse_where
 from gear_agent.indexing import (
     DeleteResult,
@@ -44,6 +46,8 @@ from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.retrievers import DEFAULT_RETRIEVER, check_name, make_retriever
 from gear_agent.runtime import Runtime
 from gear_agent.store import open_store
+from gear_agent.store.embedded_db import DB_FILE
+from gear_agent.store.manifest import read_manifest
 
 if TYPE_CHECKING:
     from langchain_core.retrievers import BaseRetriever
@@ -107,7 +111,7 @@ class Gear:
     """Graph-enhanced retrieval over one index: ``index``, ``retrieve``, ``ask``.
 
     Args:
-        index_dir: The embedded index's folder (created when missing); the
+        index_dir: The embedded index's folder (see ``create``); the
             ``GEAR_INDEX_DIR`` setting when None. With ``backend="elasticsearch"`` the
             index lives in the cluster at ``es_url`` instead.
         chat_model: A LangChain chat model, or a model name: ``"provider:model"``
@@ -119,6 +123,9 @@ class Gear:
             None: ``GEAR_EMBEDDING_MODEL`` (all-MiniLM-L6-v2).
         settings: Settings to start from; ``GearSettings()`` (the ``GEAR_*`` environment)
             when None.
+        create: Create the index when there is none, announcing it with a
+            :class:`~gear_agent.errors.GearWarning` (a mistyped folder is then seen at
+            once); False: a missing index is a ``StoreError``.
         **overrides: Any other setting by its field name (``top_k=10``, ``beam_width=5``,
             ``backend="elasticsearch"``, ``es_url=...``).
 
@@ -135,6 +142,7 @@ class Gear:
         chat_model: Any | None = None,
         embedding_model: Any | None = None,
         settings: GearSettings | None = None,
+        create: bool = True,
         **overrides: Any,
     ) -> None:
         values = dict(overrides)
@@ -149,7 +157,11 @@ class Gear:
         else:
             self.settings = settings_from(**{**settings.model_dump(exclude_unset=True), **values})
         embedder = _embedder(embedding_model, self.settings)
-        store = open_store(self.settings, embedder, create=True)
+        new = self.settings.backend == "embedded" and not _index_at(self.settings.index_dir)
+        store = open_store(self.settings, embedder, create=create)
+        if new and create:
+            warnings.warn(f"no index at {self.settings.index_dir}: created a new, empty one "
+                          "(Gear(..., create=False) refuses instead)", GearWarning, stacklevel=2)
         self.runtime = Runtime(self.settings, embedder, store, QueryEncoder(embedder))
         self._chat_model = None if isinstance(chat_model, str) else chat_model
         self._llm: LLMClient | None = None
@@ -229,6 +241,8 @@ class Gear:
                 ground=settings.ground_triples,
             )
             report.warnings.extend(summary.warnings())
+        for warning in report.warnings:  # in the report, and where a person sees them
+            warnings.warn(warning, GearWarning, stacklevel=2)
         return report
 
     def estimate_cost(self, items: Item | Iterable[Item]) -> CostEstimate:
@@ -278,10 +292,6 @@ class Gear:
             >>> gear.delete(source="reports/2024.json", dry_run=True).ids  # doctest: +SKIP
             ['p-...']
         """
-        import warnings
-
-        from gear_agent.errors import GearWarning
-
         result = delete_passages(self.store, list(ids or ()), source=source, dry_run=dry_run)
         for message in result.messages():
             warnings.warn(message, GearWarning, stacklevel=2)
@@ -323,6 +333,7 @@ class Gear:
         """
         question = check_question(question, self.settings.max_question_chars)
         k = self.settings.top_k if k is None else _positive(k, "k")
+        self._warn_if_empty()
         with self.store.snapshot():  # one query, one commit: the ranking and the records
             parsed = checked_where(self.store, where)
             ranked = self.retriever(retriever).retrieve(question, k, parsed)
@@ -336,6 +347,7 @@ class Gear:
         top_k: int | None = None,
         model: str | None = None,
         where: WhereInput | None = None,
+        stream: Callable[[str], object] | None = None,
     ) -> Answer:
         """Run the GEAR agent: retrieve, read into the gist memory, reason, rewrite, answer
         with numbered citations of the passages the answer rests on.
@@ -347,13 +359,18 @@ class Gear:
             model: Another chat model for this question (``"provider:model"``); it must be
                 listed in ``GEAR_LLM_MODELS`` (``llm_models=``). None: the configured one.
             where: Only passages that pass this filter are retrieved (as in :meth:`retrieve`).
+            stream: Called with each piece of the answer's text as the chat model writes
+                it (a model that streams: ``ChatOpenAI``, Ollama, ...); the pieces joined
+                are the answer. A model that does not stream calls it never.
 
         Example:
             >>> answer = gear.ask("Who was the spouse of the founder of the Kestrel Observatory?")  # doctest: +SKIP
             >>> answer.answer, [(c.number, c.passage.title) for c in answer.citations]  # doctest: +SKIP
             ('Ilse Brenner', [(1, 'Oskar Brenner')])
+            >>> gear.ask("Who founded it?", stream=lambda text: print(text, end="", flush=True))  # doctest: +SKIP
         """
         state: dict[str, Any] = {"question": check_question(question, self.settings.max_question_chars)}
+        self._warn_if_empty()
         if max_iterations is not None:
             state["max_iterations"] = _positive(max_iterations, "max_iterations")
         if top_k is not None:
@@ -362,7 +379,17 @@ class Gear:
         if parsed is not None:
             state["where"] = parsed.to_dict()
         context = {"model": model} if model else None
-        result = self.agent.invoke(state, context=context)
+        if stream is None:
+            result = self.agent.invoke(state, context=context)
+        else:
+            from gear_agent.agent.streaming import run_events
+
+            result = {}
+            for event in run_events(self.agent, state, context=context):
+                if event.kind == "token":
+                    stream(event.data["text"])
+                elif event.kind == "final":
+                    result = event.data
         passages = passage_records(self.store, ranked_from_dicts(result.get("passages", [])))
         return Answer(
             question=state["question"],
@@ -376,6 +403,11 @@ class Gear:
             dropped=list(result.get("dropped", [])),
             citations=_cited(result.get("citations") or [], passages),
         )
+
+    def _warn_if_empty(self) -> None:
+        if self.store.count("passage") == 0:
+            warnings.warn(f"the index at {self.settings.index_dir} holds no passages, so nothing "
+                          "can be retrieved: add some with Gear.index(...)", GearWarning, stacklevel=3)
 
     def as_retriever(
         self, retriever: str = DEFAULT_RETRIEVER, k: int = 5, where: WhereInput | None = None
@@ -410,6 +442,11 @@ class Gear:
             f"Gear({where!r}, passages={self.store.count('passage')}, "
             f"triples={self.store.count('triple')}, embedding_model={self.runtime.embedder.name!r})"
         )
+
+
+def _index_at(folder: Path) -> bool:
+    """Whether an embedded index (empty or not, this format or the previous) is at ``folder``."""
+    return (folder / DB_FILE).exists() or read_manifest(folder) is not None
 
 
 def _embedder(embedding_model: Any, settings: GearSettings) -> Embedder:

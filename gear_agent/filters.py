@@ -261,6 +261,12 @@ def parse_cli(items: Iterable[str]) -> Where:
             )
         key = _check_key(item[: match.start()].strip(), repr(item))
         raw = item[match.end() :].strip()
+        if raw[:1] in ("<", ">", "=", "!"):  # 'year>>2', 'year=>2': a typo, not a value
+            raise FilterError(
+                f"bad filter {item!r}: the value starts with {raw[0]!r}, so the operator is "
+                "unclear; use one of = != > >= < <= (a value that really starts with it: "
+                f'quote it as JSON, {key}{match.group()}\'"{raw}"\')'
+            )
         try:
             value: Any = json.loads(raw)
         except ValueError:

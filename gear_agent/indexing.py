@@ -191,6 +191,7 @@ class DeleteResult:
     Attributes:
         passages: The passages (with their text and source) deleted, or that would be.
         triples: How many triples went (or would go) with them.
+        triples_by_passage: That count per passage id.
         unknown_ids: Ids asked for that are not stored.
         source: The ``source`` asked for, as matched (normalised when only that matched).
         source_matched: Whether any stored passage has that source (None: none asked).
@@ -201,6 +202,7 @@ class DeleteResult:
 
     passages: list[Passage]
     triples: int = 0
+    triples_by_passage: dict[str, int] = field(default_factory=dict)
     unknown_ids: list[str] = field(default_factory=list)
     source: str | None = None
     source_matched: bool | None = None
@@ -257,8 +259,9 @@ def delete_passages(
     passages = store.get_passages(wanted)
     stored = {p.id for p in passages}
     unknown = [i for i in dict.fromkeys(ids) if i not in stored]
-    triples = sum(len(store.triples_of_passage(p.id)) for p in passages) if passages else 0
+    counts = {p.id: len(store.triples_of_passage(p.id)) for p in passages}
     if passages and not dry_run:
         gone = set(store.delete_passages([p.id for p in passages]))
         passages = [p for p in passages if p.id in gone]
-    return DeleteResult(passages, triples, unknown, source, matched, similar, dry_run)
+    counts = {p.id: counts[p.id] for p in passages}
+    return DeleteResult(passages, sum(counts.values()), counts, unknown, source, matched, similar, dry_run)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from gear_agent.config import GearSettings
 from gear_agent.embedding import Embedder, make_embedder, make_sequence_encoder
@@ -13,6 +14,8 @@ from gear_agent.store import Store, open_store
 
 if TYPE_CHECKING:
     from gear_agent.expansion.ppr import PPRRetriever
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -29,6 +32,7 @@ class Runtime:
     encode: QueryEncoder
     _ppr: PPRRetriever | None = field(default=None, repr=False)
     _sequence_encoder: Embedder | None = field(default=None, repr=False)
+    _parts: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def open(cls, settings: GearSettings, *, create: bool = False) -> Runtime:
@@ -45,6 +49,13 @@ class Runtime:
 
             self._ppr = PPRRetriever(self.store, self.encode, PPRSettings.from_gear(self.settings))
         return self._ppr
+
+    def part(self, key: str, build: Callable[[], T]) -> T:
+        """``build()`` made once per runtime and kept under ``key`` (e.g. the agent's base
+        retriever, so a PPR graph or a beam search is set up once, not per question)."""
+        if key not in self._parts:
+            self._parts[key] = build()
+        return self._parts[key]
 
     def beam_settings(self, *, with_llm: bool) -> BeamSettings:
         """The beam search's knobs from the settings.

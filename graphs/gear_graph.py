@@ -1,8 +1,10 @@
 """The GEAR agent for ``langgraph dev``, LangGraph Studio and LangGraph Platform (``langgraph.json``).
 
 ``graph`` is a graph factory: importing this module loads nothing (no index, no embedding
-model, no chat model), so the server starts at once; the first run (or schema request)
-builds the agent in a worker thread, and every later one reuses it. Settings come from
+model, no chat model), so the server starts at once. A schema or drawing request gets the
+agent's graph described (:func:`~gear_agent.agent.graph.describe_agent`: no LLM needed,
+milliseconds); the first run builds the agent in a worker thread, and every later one
+reuses it. Settings come from
 the environment (``GEAR_*``: ``GEAR_INDEX_DIR``, ``GEAR_LLM_MODEL``, ``GEAR_LLM_MODELS``,
 ...). A run may pick another chat model in its context (``{"model": "ollama:llama3.1"}``,
 one of ``GEAR_LLM_MODELS``). Compiled without a checkpointer: the LangGraph server brings
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
+    from langgraph_sdk.runtime import ServerRuntime
 
 
 class _BuildOnce:
@@ -47,6 +50,25 @@ def build() -> CompiledStateGraph:
 _agent = _BuildOnce(build)
 
 
-async def graph() -> CompiledStateGraph:
-    """The compiled GEAR agent, built on the first call (off the event loop), then reused."""
+def describe() -> CompiledStateGraph:
+    """The agent's graph for schema and drawing requests (no index or models loaded)."""
+    from gear_agent.agent.graph import describe_agent
+    from gear_agent.config import settings_from
+
+    return describe_agent(settings_from())
+
+
+_description = _BuildOnce(describe)
+
+
+async def graph(runtime: ServerRuntime) -> Any:
+    """For a run, the compiled GEAR agent, built on the first call (off the event loop),
+    then reused; for anything else (schemas, drawing), the graph described.
+
+    langgraph-api passes ``runtime`` because of the annotation, which it resolves itself
+    (``ServerRuntime`` by name); the return annotation stays ``Any`` so that resolving the
+    annotations needs nothing imported here.
+    """
+    if runtime.access_context != "threads.create_run":
+        return _description()
     return await asyncio.to_thread(_agent)

@@ -58,6 +58,7 @@ class GearRetriever(Retriever):
             input_tokens=int(tokens.get("input", 0)),
             output_tokens=int(tokens.get("output", 0)),
             iterations=result.get("iterations"),
+            usage=tokens or None,
         )
 
 

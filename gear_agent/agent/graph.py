@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from langgraph.graph import END, START, StateGraph
 
@@ -18,8 +18,10 @@ from gear_agent.agent.models import ChatModels
 from gear_agent.agent.state import GearContext, GearState, InputState, OutputState
 from gear_agent.agent.steps import Expansion
 from gear_agent.config import GearSettings
+from gear_agent.errors import GearError
 from gear_agent.llm.client import LLMClient
 from gear_agent.llm.settings import LLMSettings
+from gear_agent.llm_free_retrievers import check_llm_free
 from gear_agent.retrieval.base import Retriever
 from gear_agent.runtime import Runtime
 
@@ -50,7 +52,8 @@ def build_graph(
         expansion: How each iteration expands its linked triples: ``beam`` (the paper's
             Algorithm 1), ``ppr`` or ``both``; ``settings.expansion`` when None.
         base: The retriever of the ``retrieve`` node (e.g. SiReRAG's pool); the
-            configured base mode over passages (``GEAR_BASE_RETRIEVER``) when None.
+            configured one (``GEAR_BASE_RETRIEVER``: any LLM-free retriever, ``hybrid`` by
+            default) when None.
 
     Returns:
         The ``StateGraph``; compile it (optionally with a checkpointer) to run it.
@@ -58,6 +61,8 @@ def build_graph(
     settings = settings or runtime.settings
     if settings is not runtime.settings:
         runtime = Runtime(settings, runtime.embedder, runtime.store, runtime.encode)
+    if base is None:
+        check_llm_free(settings.base_retriever)  # a bad GEAR_BASE_RETRIEVER fails here
     graph = StateGraph(
         GearState, context_schema=GearContext, input_schema=InputState, output_schema=OutputState
     )
@@ -135,3 +140,30 @@ def build_agent(
     if runtime is None:
         runtime = Runtime.open(settings)
     return build_graph(runtime, models, settings).compile(checkpointer=checkpointer, name="gear")
+
+
+class _NotLoaded:
+    """Stands in for the index and the chat model of a graph built only to be described:
+    any use says so in one line."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise GearError(
+            "this GEAR graph describes the agent (schemas, drawing) and has no index or chat "
+            "model behind it; run the one build_agent returns"
+        )
+
+
+def describe_agent(settings: GearSettings | None = None) -> CompiledStateGraph:
+    """The agent's graph, its nodes, edges and input, output and context schemas, with no
+    index, embedding model or chat model loaded: what a schema or drawing request needs
+    (``langgraph dev`` and Studio ask for them before any run), so answering one needs no
+    LLM configured and takes milliseconds. Running it fails with a one-line error.
+
+    Example:
+        >>> sorted(describe_agent().get_input_jsonschema()["properties"])[:2]
+        ['deadline_s', 'max_iterations']
+    """
+    settings = settings or GearSettings()
+    absent = cast(Any, _NotLoaded())
+    runtime = Runtime(settings, absent, absent, absent)
+    return build_graph(runtime, absent, settings).compile(name="gear")

@@ -11,12 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from gear_agent.config import GearSettings
 from gear_agent.expansion.beam import TripleBeamSearch, beams_to_passages
 from gear_agent.filters import Where
+from gear_agent.llm_free_retrievers import BASE_MODES, check_llm_free, make_llm_free
 from gear_agent.parsing import parse_triples
 from gear_agent.prompts import load_prompt, render_passages, render_triples
 from gear_agent.questions import check_question
-from gear_agent.retrieval.base import RankedPassage, fuse_passages
+from gear_agent.retrieval.base import RankedPassage, Retriever, fuse_passages
 from gear_agent.retrieval.filtering import keep_passing
 from gear_agent.retrieval.search import search
 from gear_agent.runtime import Runtime
@@ -37,14 +39,37 @@ def from_dicts(ranked: Sequence[dict[str, Any]]) -> list[RankedPassage]:
     return [RankedPassage(p["id"], float(p["score"]), tuple(p.get("chain") or ())) for p in ranked]
 
 
+def base_retriever(runtime: Runtime) -> Retriever:
+    """The configured base retriever (``GEAR_BASE_RETRIEVER``: any LLM-free retriever of the
+    table), built once per runtime.
+
+    Raises:
+        UnknownNameError: The name is not an LLM-free retriever; the message lists them.
+    """
+    name = runtime.settings.base_retriever
+    check_llm_free(name)
+    return runtime.part(f"base retriever {name}", lambda: make_llm_free(name, runtime))
+
+
 def base_retrieve(
     runtime: Runtime, query: str, k: int, where: Where | None = None
 ) -> list[RankedPassage]:
-    """Hybrid (or the configured base mode) passage retrieval of ``query`` (among the
-    passages that pass ``where``)."""
-    s = runtime.settings
-    hits = search(runtime.store, runtime.encode, "passage", query, k, s.base_retriever, s.rrf_k, where)
-    return [RankedPassage(h.id, h.score) for h in hits]
+    """Base retrieval of ``query`` by the configured retriever (``hybrid`` by default),
+    among the passages that pass ``where``."""
+    return base_retriever(runtime).retrieve(query, k, where)
+
+
+def link_mode(settings: GearSettings) -> str:
+    """The search of tripleLink and passageLink: ``link_mode``, else the base retriever
+    when it is ``bm25``, ``dense`` or ``hybrid``, else ``hybrid``.
+
+    Example:
+        >>> link_mode(GearSettings(base_retriever="ppr")), link_mode(GearSettings())
+        ('hybrid', 'hybrid')
+    """
+    if settings.link_mode is not None:
+        return settings.link_mode
+    return settings.base_retriever if settings.base_retriever in BASE_MODES else "hybrid"
 
 
 def reader_prompt(
@@ -98,7 +123,7 @@ def link_triples(
     linked: list[str] = []
     for triple in triples:
         text = " ".join(triple)
-        hits = search(runtime.store, runtime.encode, "triple", text, 1, s.base_retriever, s.rrf_k, where)
+        hits = search(runtime.store, runtime.encode, "triple", text, 1, link_mode(s), s.rrf_k, where)
         if hits and hits[0].id not in linked:
             linked.append(hits[0].id)
     return linked
@@ -153,8 +178,9 @@ def passage_link(
     s = runtime.settings
     text = " ".join(triple)
     k = s.passage_link_k
-    direct = search(runtime.store, runtime.encode, "passage", text, k, s.base_retriever, s.rrf_k, where)
-    hits = search(runtime.store, runtime.encode, "triple", text, k, s.base_retriever, s.rrf_k, where)
+    mode = link_mode(s)
+    direct = search(runtime.store, runtime.encode, "passage", text, k, mode, s.rrf_k, where)
+    hits = search(runtime.store, runtime.encode, "triple", text, k, mode, s.rrf_k, where)
     via: list[RankedPassage] = []
     seen: set[str] = set()
     for t in runtime.store.get_triples([h.id for h in hits]):
@@ -181,12 +207,14 @@ __all__ = [
     "EXPANSIONS",
     "Expansion",
     "base_retrieve",
+    "base_retriever",
     "beam_expand",
     "check_question",
     "expand",
     "final_ranking",
     "from_dicts",
     "ground_triples",
+    "link_mode",
     "link_triples",
     "passage_link",
     "ppr_expand",

@@ -12,6 +12,7 @@ from gear_agent.agent import steps
 from gear_agent.filters import Where
 from gear_agent.llm.client import LLMClient, LLMReply
 from gear_agent.llm.response_format import TRIPLES_REPLY
+from gear_agent.llm.usage import usage_of_call
 from gear_agent.retrieval.base import (
     Outcome,
     RankedPassage,
@@ -82,4 +83,5 @@ class SyncGERetriever(Retriever):
             input_tokens=reply.input_tokens,
             output_tokens=reply.output_tokens,
             iterations=1,
+            usage=dict(usage_of_call("read", reply)),
         )

@@ -4,12 +4,11 @@ and the triple chains that reached the cited passages (``--json`` for scripts)."
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from gear_agent.cli.common import SafeConsole, load_settings, reports_errors
+from gear_agent.cli.common import IndexOpt, SafeConsole, console, load_settings, reports_errors
 
 _PREVIEW_CHARS = 300
 
@@ -17,8 +16,8 @@ _PREVIEW_CHARS = 300
 @reports_errors
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
-    index_dir: Annotated[Path | None, typer.Option("--index", "-i", help="Index directory.")] = None,
-    model: Annotated[str | None, typer.Option(help="Chat model for this question (provider:model); default GEAR_LLM_MODEL.")] = None,
+    index_dir: IndexOpt = None,
+    model: Annotated[str | None, typer.Option(metavar="NAME", help="Chat model for this question, provider:model (GEAR_LLM_MODEL).")] = None,
     max_iterations: Annotated[int | None, typer.Option(min=1, help="Iterations at most (GEAR_MAX_ITERATIONS).")] = None,
     top_k: Annotated[int | None, typer.Option(min=1, help="Passages in the final ranking (GEAR_TOP_K).")] = None,
     passages: Annotated[bool, typer.Option("--passages", help="Also print every ranked passage.")] = False,
@@ -26,12 +25,16 @@ def ask(
         "--where", "-w", metavar="KEY OP VALUE",
         help="Only passages passing this filter (as in `gear search`); repeat to AND.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead.")] = False,
+    stream: Annotated[bool, typer.Option(
+        help="Print the answer word by word as the model writes it (a model that streams).")] = True,
 ) -> None:
-    """Answer a question with the GEAR agent, citing the passages the answer rests on."""
-    from gear_agent.agent.graph import build_agent
+    """Answer a question with the GEAR agent, citing the passages the answer rests on.
+
+    The answer goes to standard output as the model writes it, then its numbered
+    citations; the steps being run are shown on standard error.
+    """
     from gear_agent.filters import parse_where
     from gear_agent.questions import check_question
-    from gear_agent.runtime import Runtime
 
     settings = load_settings(index_dir, llm_model=model)
     text = check_question(question, settings.max_question_chars)
@@ -41,18 +44,74 @@ def ask(
     if top_k is not None:
         inputs["top_k"] = top_k
     parsed = parse_where(where)  # a malformed filter fails before anything loads
-    if parsed is not None:  # the agent's start node says so when no passage passes
+    if parsed is not None:
         inputs["where"] = parsed.to_dict()
-    runtime = Runtime.open(settings)  # a missing index is an error, never created here
+    _cheap_checks(settings, parsed)  # no index, no LLM, nothing passes: said in well under 1 s
+    from gear_agent.agent.graph import build_agent
+    from gear_agent.runtime import Runtime
+
+    with console.status("loading the embedding model and the index"):
+        runtime = Runtime.open(settings)
     try:
-        result = build_agent(settings, runtime=runtime).invoke(inputs)
+        agent = build_agent(settings, runtime=runtime)
+        result = _run(agent, inputs, stream=stream and not as_json)
     finally:
         runtime.store.close()
-    report = ask_report(text, result)
+    report = ask_report(text, result.state)
     if as_json:
         typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
     else:
-        print_report(report, show_passages=passages)
+        print_report(report, show_passages=passages, streamed=result.streamed)
+
+
+def _cheap_checks(settings: Any, where: Any) -> None:
+    """What can be told without the embedding model: the index is there (and was built
+    with the configured model), an LLM is configured, and some passage passes ``where``."""
+    from gear_agent.cli.checks import require_index, require_llm, require_passing_filter
+
+    require_index(settings)
+    require_passing_filter(settings, where)  # NothingMatchesError names the filter
+    require_llm(settings)  # last: building the client imports the provider's package (seconds)
+
+
+class _Run:
+    """What :func:`_run` gives back: the final state and whether the answer was printed."""
+
+    def __init__(self, state: dict[str, Any], streamed: str) -> None:
+        self.state, self.streamed = state, streamed
+
+
+_STEP_WORDS = {"start": "starting", "retrieve": "retrieving", "read": "reading passages",
+               "link": "linking triples", "expand": "expanding on the graph",
+               "reason": "reasoning", "rewrite": "rewriting the query",
+               "finalize": "ranking passages", "answer": "answering"}
+_NEXT = {"start": "retrieve", "retrieve": "read", "read": "link", "link": "expand",
+         "expand": "reason", "rewrite": "retrieve", "finalize": "answer"}
+
+
+def _run(agent: Any, inputs: dict[str, Any], *, stream: bool) -> _Run:
+    """Run the agent; with ``stream``, print the answer's words to standard output as they
+    come and the step being run on standard error."""
+    if not stream:
+        with console.status("running the agent"):
+            return _Run(agent.invoke(inputs), "")
+    from gear_agent.agent.streaming import run_events
+
+    out = SafeConsole(soft_wrap=True)
+    state: dict[str, Any] = {}
+    printed = ""
+    with console.status("starting") as status:
+        for event in run_events(agent, inputs):
+            if event.kind == "update" and event.node in _NEXT:
+                status.update(_STEP_WORDS[_NEXT[event.node]])
+            elif event.kind == "token":
+                if not printed:
+                    status.stop()
+                printed += event.data["text"]
+                out.print(event.data["text"], end="", style="bold", highlight=False, markup=False)
+            elif event.kind == "final":
+                state = event.data
+    return _Run(state, printed)
 
 
 def ask_report(question: str, result: dict[str, Any]) -> dict[str, Any]:
@@ -92,14 +151,24 @@ def ask_report(question: str, result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def print_report(report: dict[str, Any], *, show_passages: bool = False) -> None:
-    """The answer, then each citation: title, id, quote (or the passage's start) and chain."""
+def print_report(report: dict[str, Any], *, show_passages: bool = False, streamed: str = "") -> None:
+    """The answer, then each citation: title, id, quote (or the passage's start) and chain.
+
+    ``streamed`` is the answer text already printed on the line as it was written: only
+    the citation marks are added, unless the answer of record differs from it (then the
+    answer is printed on its own line).
+    """
 
     out = SafeConsole(soft_wrap=True)  # long lines stay whole, for terminals and pipes alike
     citations = report["citations"]
     marks = "".join(f"[{c['number']}]" for c in citations)
     answer = report["answer"] if report["answer"] is not None else "(no answer)"
-    out.print(f"{answer} {marks}".rstrip(), style="bold", highlight=False, markup=False)
+    if streamed and streamed.strip() == answer:
+        out.print(f" {marks}".rstrip(), style="bold", highlight=False, markup=False)
+    else:
+        if streamed:
+            out.print()
+        out.print(f"{answer} {marks}".rstrip(), style="bold", highlight=False, markup=False)
     for citation in citations:
         out.print()
         out.print(f"[{citation['number']}] {citation['title']}  ({citation['passage_id']})",

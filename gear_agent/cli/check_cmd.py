@@ -1,16 +1,15 @@
-"""`gear check` and `gear migrate`: an index's integrity, its repair, and its format."""
+"""`gear check` and `gear migrate`: an index's integrity (like SQLite's ``PRAGMA
+integrity_check``: the embedded index's files, or an Elasticsearch index's documents), its
+repair, and its format."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from gear_agent.cli.common import console, load_settings, reports_errors
-
-IndexOpt = Annotated[Path | None, typer.Option("--index", "-i", help="Index directory (GEAR_INDEX_DIR).")]
+from gear_agent.cli.common import IndexOpt, console, load_settings, reports_errors, results
 
 
 @reports_errors
@@ -28,22 +27,21 @@ def check(
     settings = load_settings(index_dir)
     row = backend(settings.backend)
     if row.check is None:
-        raise StoreError(f"`gear check` checks embedded indexes; the {row.name} backend keeps its own "
-                         "integrity (see its cluster health)")
+        raise StoreError(f"`gear check` cannot check the {row.name} backend")
     report = row.check(settings)
     _print(report)
     if repair and not report.ok:
         for line in _repair(settings, row, report):
-            console.print(f"repaired: {line}", highlight=False, soft_wrap=True)
+            results.print(f"repaired: {line}", highlight=False, soft_wrap=True)
         report = row.check(settings)
         _print(report)
     if not report.ok:
-        console.print("[bold red]damaged:[/] " + "; ".join(f"{i.name}: {i.detail}" for i in report.items if not i.ok),
+        results.print("[bold red]damaged:[/] " + "; ".join(f"{i.name}: {i.detail}" for i in report.items if not i.ok),
                       highlight=False, soft_wrap=True)
         if not repair and report.repairable:
             console.print("run `gear check --repair` to rebuild it", highlight=False)
         raise typer.Exit(1)
-    console.print("ok")
+    results.print("ok")
 
 
 def _repair(settings, row, report) -> list[str]:  # noqa: ANN001
@@ -85,7 +83,7 @@ def migrate(index_dir: IndexOpt = None) -> None:
         raise StoreError(f"nothing to migrate at {settings.index_dir}: it holds no index of the previous format")
     embedder = NamedEmbedder(str(manifest["embedding_model"]), int(manifest["dimension"]))
     counts = migrate_index(settings.index_dir, embedder, settings.bm25_tokenizer)
-    console.print(f"migrated {counts['passages']:,} passages and {counts['triples']:,} triples into "
+    results.print(f"migrated {counts['passages']:,} passages and {counts['triples']:,} triples into "
                   f"{settings.index_dir}/index.sqlite; the old CURRENT and gen-* files were left in place",
                   highlight=False, soft_wrap=True)
 
@@ -98,4 +96,4 @@ def _print(report) -> None:  # noqa: ANN001
     for item in report.items:
         state = "[green]ok[/]" if item.ok else ("[yellow]rebuildable[/]" if item.derived else "[bold red]DAMAGED[/]")
         table.add_row(item.name, state, item.detail)
-    console.print(table)
+    results.print(table)

@@ -90,6 +90,21 @@ def require_llm(settings: GearSettings) -> None:
     factory.make_chat_model(LLMSettings.from_gear(settings))
 
 
+def require_passing_filter(settings: GearSettings, where: Any) -> None:
+    """Some stored passage passes ``where`` (embedded index: read without loading the
+    embedding model; Elasticsearch is checked when the index is opened).
+
+    Raises:
+        NothingMatchesError: No passage passes; the message names the filter.
+    """
+    if where is None or settings.backend != "embedded":
+        return
+    from gear_agent.retrieval.filtering import checked_where
+
+    with open_store_without_model(settings) as store:
+        checked_where(store, where)
+
+
 def open_store_without_model(settings: GearSettings) -> Store:
     """Open the existing index to read or delete from, without loading the embedding model
     (embedded backend: the manifest names the model; Elasticsearch loads it).

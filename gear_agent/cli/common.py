@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -15,6 +15,10 @@ from gear_agent.text.terminal import printable
 
 if TYPE_CHECKING:
     from gear_agent.config import GearSettings
+
+IndexOpt = Annotated[Path | None, typer.Option(
+    "--index", "-i", metavar="DIR", help="Index directory (GEAR_INDEX_DIR; default: .gear/index).")]
+"""The ``--index`` option every command that reads an index takes, worded once."""
 
 
 
@@ -29,6 +33,10 @@ class SafeConsole(Console):
 
 
 console = SafeConsole(stderr=True)
+"""Progress, warnings, hints and errors: standard error."""
+results = SafeConsole()
+"""What a command was asked for (tables, counts, answers): standard output, so
+``gear info | grep passages`` finds it."""
 F = TypeVar("F", bound=Callable[..., Any])
 
 

@@ -44,7 +44,9 @@ def eval_(
         "Build (or bring up to date) the SiReRAG pool in this mode before the rows run "
         "(as `gear sirerag build --mode`); default: use the pool the index holds."))] = None,
 ) -> None:
-    """Recall@5/10/15 and ms/query (EM/F1, tokens, iterations for LLM rows) per retriever."""
+    """Recall@2/5/10/15 and ms/query per retriever; for LLM rows EM/F1, calls and tokens per
+    question (every call counted with the model's tokenizer, cached or not; billed tokens
+    apart) and per node, and iterations."""
     from gear_agent.cli.checks import require_index, require_llm, warn_without_triples
     from gear_agent.cli.progress import ProgressBoard, report_graph_build
     from gear_agent.errors import UnknownNameError
@@ -118,24 +120,48 @@ def eval_(
 def _print_rows(rows, settings) -> None:
     table = Table(title=f"scorer={settings.beam_scorer} diverse={settings.beam_diverse} "
                         f"base_k={settings.base_k} tokenizer={settings.bm25_tokenizer}")
-    extra = any(r.em is not None or r.tokens_per_question is not None for r in rows)
-    for column in ("retriever", "R@5", "R@10", "R@15", "ms/query"):
+    extra = any(r.em is not None or r.tokens_per_question is not None
+                or r.calls_per_question is not None for r in rows)
+    ks = sorted(rows[0].recall) if rows else []
+    for column in ("retriever", *(f"R@{k}" for k in ks), "ms/query"):
         table.add_column(column, justify="left" if column == "retriever" else "right")
     if extra:
-        for column in ("EM", "F1", "tokens/q", "iter/q"):
+        for column in ("EM", "F1", "calls/q", "tokens/q", "billed/q", "iter/q"):
             table.add_column(column, justify="right")
     for r in rows:
         cells = [r.retriever, *(f"{100 * r.recall[k]:.1f}" for k in sorted(r.recall)),
                  f"{r.ms_per_query:.1f}"]
         if extra:
             cells += [
-                "-" if r.em is None else f"{100 * r.em:.1f}",
-                "-" if r.f1 is None else f"{100 * r.f1:.1f}",
-                "-" if r.tokens_per_question is None else f"{r.tokens_per_question:.0f}",
-                "-" if r.iterations_per_question is None else f"{r.iterations_per_question:.2f}",
+                _cell(r.em, 100, ".1f"), _cell(r.f1, 100, ".1f"),
+                _cell(r.calls_per_question, 1, ".2f"),
+                _cell(r.counted_tokens_per_question, 1, ",.0f"),
+                _cell(r.tokens_per_question, 1, ",.0f"),
+                _cell(r.iterations_per_question, 1, ".2f"),
             ]
         table.add_row(*cells)
+    SafeConsole().print(table)
+    costed = [r for r in rows if r.by_node]
+    if costed:
+        _print_costs(costed, settings)
 
+
+def _cell(value: float | None, scale: float, spec: str) -> str:
+    return "-" if value is None else format(scale * value, spec)
+
+
+def _print_costs(rows, settings) -> None:
+    """Per node: LLM calls and tokens per question, every call counted (cached or not)."""
+    from gear_agent.llm.tokens import tokenizer_label
+
+    table = Table(title="LLM calls per question, by node (every call, cached or not; "
+                        f"tokens: {tokenizer_label(settings.llm_model)})")
+    for column in ("retriever", "node", "calls/q", "prompt tokens/q", "completion tokens/q"):
+        table.add_column(column, justify="left" if column in ("retriever", "node") else "right")
+    for r in rows:
+        for node, cost in r.by_node.items():
+            table.add_row(r.retriever, node, f"{cost.calls:.2f}", f"{cost.prompt_tokens:,.0f}",
+                          f"{cost.completion_tokens:,.0f}")
     SafeConsole().print(table)
 
 

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from gear_agent.cli.common import console, load_settings, reports_errors
+from gear_agent.cli.common import IndexOpt, console, load_settings, reports_errors
 from gear_agent.cli.search_cmd import retriever_help
 from gear_agent.cli.usage import CONTEXT, GearCommand, GearGroup
 from gear_agent.retrievers import DEFAULT_RETRIEVER
@@ -27,8 +27,8 @@ def export(
         metavar="[FILE]", help="File to write (graph.graphml, graph.json, ...); default: stdout.")] = None,
     fmt: Annotated[str | None, typer.Option(
         "--format", "-f", metavar="graphml|json|cytoscape",
-        help="graphml: Gephi, Cytoscape, yEd, networkx.read_graphml; json: node-link "
-             "(networkx.node_link_graph, d3); cytoscape: Cytoscape.js elements. Default: "
+        help="Format: graphml (Gephi, Cytoscape, yEd, networkx.read_graphml), json (node-link: "
+             "networkx.node_link_graph, d3) or cytoscape (Cytoscape.js elements); default: "
              "from FILE's extension (.json, .cyjs), else graphml.")] = None,
     entity: Annotated[str | None, typer.Option(
         metavar="NAME", help="Only the neighbourhood of this entity (see --hops).")] = None,
@@ -47,8 +47,7 @@ def export(
         "--no-passages", help="Entities and triples only: no passage nodes.")] = False,
     text_chars: Annotated[int, typer.Option(
         min=0, metavar="N", help="Passage text kept on each passage node, in characters (0: none).")] = 300,
-    index_dir: Annotated[Path | None, typer.Option(
-        "--index", "-i", metavar="DIR", help="Index directory (GEAR_INDEX_DIR).")] = None,
+    index_dir: IndexOpt = None,
 ) -> None:
     """Write the entity graph: entities and passages as nodes, triples (subject → object,
     labelled by the predicate) and mentions (passage → entity) as edges.

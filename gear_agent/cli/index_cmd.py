@@ -10,16 +10,13 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from gear_agent.cli.common import console, load_settings, reports_errors
-
-IndexOpt = Annotated[Path | None, typer.Option(
-    "--index", "-i", metavar="DIR", help="Index directory (GEAR_INDEX_DIR; default .gear/index).")]
+from gear_agent.cli.common import IndexOpt, console, load_settings, reports_errors, results
 
 
 @reports_errors
 def index(
     corpus: Annotated[Path, typer.Argument(
-        metavar="CORPUS", help="HippoRAG corpus .json ([{title, text}]), .jsonl, or a folder of .txt/.md")],
+        metavar="CORPUS", help="HippoRAG corpus .json ([{title, text}]), .jsonl, or a folder of .txt/.md.")],
     openie: Annotated[Path | None, typer.Option(
         metavar="FILE", help="Import HippoRAG OpenIE triples from this file.")] = None,
     extract: Annotated[bool, typer.Option(
@@ -80,7 +77,7 @@ def _dry_run(settings, passages) -> None:
 
     estimate = estimate_cost(passages, settings)
     cost = f"${estimate.usd:.4f}" if estimate.usd is not None else "unknown for this model"
-    console.print(
+    results.print(
         f"dry run: {len(passages)} passages read; extraction would send about "
         f"{estimate.prompt_tokens:,} prompt tokens and receive about "
         f"{estimate.expected_output_tokens:,} output tokens with {settings.llm_model} ({cost}); "
@@ -104,7 +101,7 @@ def _print_report(report, total: float) -> None:
     for stage, seconds in report.seconds.items():
         table.add_row(f"time: {stage}", f"{seconds:.1f} s")
     table.add_row("time: total", f"{total:.1f} s")
-    console.print(table)
+    results.print(table)
     if report.malformed_examples:
         console.print("malformed examples: " + "; ".join(report.malformed_examples[:3]))
 
@@ -124,7 +121,7 @@ def _print_info(store, settings) -> None:
     table.add_row("passages not yet extracted", f"{unextracted:,}" + _extract_hint(unextracted))
     if row.size_on_disk is not None:
         table.add_row("size on disk", f"{row.size_on_disk(settings) / 1e6:.1f} MB")
-    console.print(table)
+    results.print(table)
     _next_step(settings, passages)
 
 
@@ -175,7 +172,7 @@ def info(index_dir: IndexOpt = None) -> None:
         table.add_row("last commit", f"{manifest.get('committed_at', '?')} (generation {manifest.get('generation', 0)})")
         table.add_row("BM25 tokenizers", ", ".join(manifest.get("tokenizers", [])))
         table.add_row("size on disk", f"{size_on_disk(settings.index_dir) / 1e6:.1f} MB")
-    console.print(table)
+    results.print(table)
     _print_hints(settings, manifest)  # what to do next
 
 
@@ -225,13 +222,13 @@ def delete(
         console.print(f"[yellow]note:[/] {escape(message)}", highlight=False, soft_wrap=True)
     if dry_run:
         for passage in result.passages:
-            console.print(f"would delete {passage.id}  {passage.source}  {passage.title[:60]}",
+            results.print(f"would delete {passage.id}  {passage.source}  {passage.title[:60]}",
                           highlight=False, soft_wrap=True, markup=False)
-        console.print(f"dry run: {len(result)} passages and {result.triples:,} triples would be deleted; "
+        results.print(f"dry run: {len(result)} passages and {result.triples:,} triples would be deleted; "
                       "nothing was deleted", highlight=False)
         return
     if not result.passages:
-        console.print("nothing deleted", highlight=False)
+        results.print("deleted 0 passages: nothing deleted", highlight=False)
         raise typer.Exit(1)
-    console.print(f"deleted {len(result)} passages and {result.triples:,} triples; {store.count('passage'):,} "
+    results.print(f"deleted {len(result)} passages and {result.triples:,} triples; {store.count('passage'):,} "
                   f"passages and {store.count('triple'):,} triples remain", highlight=False)

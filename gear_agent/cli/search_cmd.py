@@ -4,13 +4,12 @@ and scores a reader can interpret."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.markup import escape
 
-from gear_agent.cli.common import SafeConsole, console, load_settings, reports_errors
+from gear_agent.cli.common import IndexOpt, SafeConsole, console, load_settings, reports_errors
 from gear_agent.retrievers import DEFAULT_RETRIEVER, RETRIEVERS, ScoreKind
 
 
@@ -51,8 +50,7 @@ def search(
     retriever: Annotated[str, typer.Option(
         metavar="NAME", help=retriever_help("Retriever:"))] = DEFAULT_RETRIEVER,
     k: Annotated[int, typer.Option(min=1, metavar="N", help="Passages to show (at least 1).")] = 5,
-    index_dir: Annotated[Path | None, typer.Option(
-        "--index", "-i", metavar="DIR", help="Index directory (GEAR_INDEX_DIR).")] = None,
+    index_dir: IndexOpt = None,
     where: Annotated[list[str] | None, typer.Option(
         "--where", "-w", metavar="KEY OP VALUE",
         help="Only passages passing this filter, applied before ranking; repeat to AND. "
@@ -70,7 +68,12 @@ def search(
     the random walk, in percent).
     """
 
-    from gear_agent.cli.checks import require_index, require_llm, warn_without_triples
+    from gear_agent.cli.checks import (
+        require_index,
+        require_llm,
+        require_passing_filter,
+        warn_without_triples,
+    )
     from gear_agent.cli.progress import ProgressBoard, report_graph_build
     from gear_agent.filters import parse_where
     from gear_agent.questions import check_question
@@ -79,10 +82,11 @@ def search(
     settings = load_settings(index_dir)
     question = check_question(question, settings.max_question_chars)
     spec = check_name(retriever)
-    parse_where(where)  # a malformed filter fails before anything loads
+    parsed = parse_where(where)  # a malformed filter fails before anything loads
     require_index(settings)
+    require_passing_filter(settings, parsed)  # and so does one that no passage passes
     if spec.needs_llm:
-        require_llm(settings)
+        require_llm(settings)  # last: building the client imports the provider package
     # Every check passed: only now load the embedding model and the index.
     from gear_agent.retrieval.filtering import checked_where
     from gear_agent.retrieval.records import passage_records

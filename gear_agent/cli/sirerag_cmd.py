@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
-from gear_agent.cli.common import console, load_settings, reports_errors
+from gear_agent.cli.common import IndexOpt, console, load_settings, reports_errors, results
 from gear_agent.cli.usage import CONTEXT, GearCommand, GearGroup
 
 if TYPE_CHECKING:
@@ -55,17 +54,16 @@ def run_build(runtime: Runtime, mode: str, settings: SiReRAGSettings) -> BuildRe
 
 def print_report(report: BuildReport, counts: bool = True) -> None:
     """Nodes per level, and (``counts``) what was reused or rebuilt and the tokens spent."""
-    from rich.console import Console
 
     table = Table(title=f"SiReRAG pool ({report.mode})")
     for column in ("tree", "kind", "level", "nodes"):
         table.add_column(column, justify="right" if column in ("level", "nodes") else "left")
     for tree, kind, level, n in report.level_rows():
         table.add_row(tree, kind, str(level), f"{n:,}")
-    Console().print(table)
+    results.print(table)
     if not counts:
         return
-    console.print(
+    results.print(
         f"propositions {report.propositions:,}; nodes added {report.nodes_added:,}, kept "
         f"{report.nodes_kept:,}, deleted {report.nodes_deleted:,}"
         + (f"; clusters summarised {report.clusters_summarised:,}, reused {report.clusters_reused:,}"
@@ -84,16 +82,15 @@ def print_report(report: BuildReport, counts: bool = True) -> None:
 @reports_errors
 def build(
     mode: Annotated[str, typer.Option(metavar="ablation|full", help=(
-        "ablation: the stored triples as propositions, aggregates by shared entity, no LLM, "
-        "no summaries; full: LLM propositions and both trees' recursive summaries."))] = "ablation",
+        "Mode: ablation (the stored triples as propositions, aggregates by shared entity, no LLM, "
+        "no summaries) or full (LLM propositions and both trees' recursive summaries)."))] = "ablation",
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Full mode: print the token and cost estimate and stop (calls no model).")] = False,
     min_propositions: Annotated[int, typer.Option(min=1, metavar="N", help="Propositions an entity needs to make an aggregate.")] = 2,
     min_passages: Annotated[int, typer.Option(min=1, metavar="N", help="Distinct passages an aggregate must span.")] = 1,
     seed: Annotated[int, typer.Option(metavar="N", help="Seed of the clustering (full mode).")] = 0,
     concurrency: Annotated[int, typer.Option(min=1, metavar="N", help="LLM calls in flight (full mode).")] = 4,
-    index_dir: Annotated[Path | None, typer.Option(
-        "--index", "-i", metavar="DIR", help="Index directory (GEAR_INDEX_DIR).")] = None,
+    index_dir: IndexOpt = None,
 ) -> None:
     """Build (or bring up to date) the SiReRAG pool of the index; prints nodes per level."""
     from gear_agent.cli.checks import require_index, require_llm
@@ -109,7 +106,7 @@ def build(
 
         store = open_store_without_model(settings)
         estimate = estimate_build_cost(store, settings, options)
-        console.print(estimate.describe(), highlight=False)
+        results.print(estimate.describe(), highlight=False)
         return
     if dry_run:
         console.print("ablation mode calls no LLM: nothing to estimate (it embeds the aggregates only)")
@@ -123,8 +120,7 @@ def build(
 @app.command("info", cls=GearCommand)
 @reports_errors
 def info(
-    index_dir: Annotated[Path | None, typer.Option(
-        "--index", "-i", metavar="DIR", help="Index directory (GEAR_INDEX_DIR).")] = None,
+    index_dir: IndexOpt = None,
 ) -> None:
     """Nodes per tree, kind and level (loads no model)."""
     from gear_agent.cli.checks import open_store_without_model

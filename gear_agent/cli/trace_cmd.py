@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import datetime as dt
+import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -142,8 +144,8 @@ def _grow(tree: Tree, node: Any, all_runs: bool) -> None:
         if not all_runs and record.get("name") in HIDDEN:
             continue
         branch = tree.add(_label(record))
-        if record.get("outputs") != node.record.get("outputs"):  # not repeated under a wrapper
-            _details(branch, record)
+        if record.get("outputs") != node.record.get("outputs") or record.get("error"):
+            _details(branch, record)  # (outputs are not repeated under a wrapper)
         _grow(branch, child, all_runs)
 
 
@@ -159,9 +161,27 @@ def _label(record: dict[str, Any]) -> str:
     if tokens:
         parts.append(f"[cyan]{tokens.get('input', 0)}+{tokens.get('output', 0)} tok[/]")
     if record.get("error"):
-        first = str(record["error"]).strip().splitlines()[0] if str(record["error"]).strip() else "error"
-        parts.append(f"[red]{escape(first[:160])}[/]")
+        parts.append("[bold red]failed[/]")
     return "  ".join(parts)
+
+
+def error_text(error: Any) -> str:
+    """A traced error as a person reads it: ``Type: message``, without the traceback the
+    tracer appends and without the repr's quotes and escapes.
+
+    Example:
+        >>> error_text("LLMCallError(\"LLM call failed (model='m')\")Traceback (most recent call last):\n  ...")
+        "LLMCallError: LLM call failed (model='m')"
+    """
+    text = str(error).split("Traceback (most recent call last):", 1)[0].strip()
+    match = re.fullmatch(r"(\w+)\((.*)\)", text, re.S)
+    if match:
+        try:
+            message = ast.literal_eval(match.group(2))  # the repr's quoted message, never code
+        except (ValueError, SyntaxError):
+            message = match.group(2)
+        text = f"{match.group(1)}: {message}"
+    return text or "error"
 
 
 def _duration(record: dict[str, Any]) -> str:
@@ -177,6 +197,8 @@ def _duration(record: dict[str, Any]) -> str:
 def _details(tree: Tree, record: dict[str, Any]) -> None:
     """Key outputs of a GEAR step: queries, triples, passages, verdict, answer."""
     outputs = record.get("outputs") or {}
+    if record.get("error"):
+        tree.add(f"[bold red]error:[/] [red]{escape(error_text(record['error']))}[/]")
     if record.get("run_type") in ("llm", "chat"):
         text = _llm_text(outputs)
         if text:
@@ -184,10 +206,12 @@ def _details(tree: Tree, record: dict[str, Any]) -> None:
         return
     if not isinstance(outputs, dict):
         return
-    if record.get("parent_run_id") is None:
+    root = record.get("parent_run_id") is None
+    if root:
         question = (record.get("inputs") or {}).get("question")
         if question:
             tree.add(f"[dim]question:[/] {escape(_short(question, 160))}")
+        _answer(tree, outputs)  # the answer first, where a person looks
     for key, label in (("query", "query"), ("queries", "queries")):
         value = _value(outputs.get(key))
         if isinstance(value, str) and value:
@@ -208,9 +232,23 @@ def _details(tree: Tree, record: dict[str, Any]) -> None:
     if "answerable" in outputs and record.get("name") == "reason":
         tree.add(f"[dim]answerable:[/] {outputs.get('answerable')}  [dim]reason:[/] "
                  f"{escape(str(outputs.get('reason')))}")
-    for key in ("answer", "stop_reason"):
-        if outputs.get(key):
-            tree.add(f"[dim]{key}:[/] [green]{escape(str(outputs[key]))}[/]")
+    if not root:
+        _answer(tree, outputs)
+    if outputs.get("stop_reason"):
+        tree.add(f"[dim]stop_reason:[/] {escape(str(outputs['stop_reason']))}")
+
+
+def _answer(tree: Tree, outputs: dict[str, Any]) -> None:
+    """The answer with its citation marks, then each citation: title and quote."""
+    if not outputs.get("answer"):
+        return
+    citations = [c for c in _value(outputs.get("citations")) or [] if isinstance(c, dict)]
+    marks = "".join(f"[{n}]" for n in range(1, len(citations) + 1))
+    branch = tree.add(f"[dim]answer:[/] [bold green]{escape(str(outputs['answer']))}[/] {escape(marks)}")
+    for number, citation in enumerate(citations, start=1):
+        quote = citation.get("quote")
+        branch.add(escape(f"[{number}] {citation.get('title') or citation.get('passage_id')}"
+                          + (f" — “{_short(quote, 160)}”" if quote else "")))
 
 
 def _items(tree: Tree, label: str, values: list[Any], show: Any) -> None:

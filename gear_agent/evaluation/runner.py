@@ -11,12 +11,32 @@ from gear_agent.evaluation.dataset import Question
 from gear_agent.evaluation.metrics import exact_match, f1_score, recall_at_k
 from gear_agent.retrieval.base import Outcome, Retriever
 
-KS = (5, 10, 15)
+KS = (2, 5, 10, 15)
+
+
+@dataclass(frozen=True)
+class NodeCost:
+    """One node's LLM calls per question, with every call's tokens by the model's tokenizer
+    (cached or not; :attr:`~gear_agent.llm.client.LLMReply.counted_input`)."""
+
+    calls: float
+    prompt_tokens: float
+    completion_tokens: float
+
+    def as_json(self) -> dict:
+        return {"calls_per_question": round(self.calls, 2),
+                "prompt_tokens_per_question": round(self.prompt_tokens, 1),
+                "completion_tokens_per_question": round(self.completion_tokens, 1)}
 
 
 @dataclass
 class EvalRow:
-    """One row of the table: a retriever's averages over the questions."""
+    """One row of the table: a retriever's averages over the questions.
+
+    ``tokens_per_question`` are billed tokens (0 for a reply served from the cache);
+    ``counted_tokens_per_question``, ``calls_per_question`` and ``by_node`` count every
+    call with the model's tokenizer, so a replayed row shows what the question costs.
+    """
 
     retriever: str
     recall: dict[int, float]
@@ -28,6 +48,9 @@ class EvalRow:
     iterations_per_question: float | None = None
     errors: int = 0
     error_examples: list[str] = field(default_factory=list)
+    calls_per_question: float | None = None
+    counted_tokens_per_question: float | None = None
+    by_node: dict[str, NodeCost] = field(default_factory=dict)
 
     def as_json(self) -> dict:
         row = {"retriever": self.retriever}
@@ -42,6 +65,10 @@ class EvalRow:
             row["tokens_per_question"] = round(self.tokens_per_question, 1)
         if self.iterations_per_question is not None:
             row["iterations_per_question"] = round(self.iterations_per_question, 2)
+        if self.calls_per_question is not None:
+            row["calls_per_question"] = round(self.calls_per_question, 2)
+            row["counted_tokens_per_question"] = round(self.counted_tokens_per_question or 0, 1)
+            row["by_node"] = {node: cost.as_json() for node, cost in self.by_node.items()}
         if self.errors:
             row["errors"] = self.errors
         return row
@@ -114,4 +141,24 @@ def evaluate(
     iterations = [o.iterations for _, o in good if o.iterations is not None]
     if iterations:
         row.iterations_per_question = sum(iterations) / len(iterations)
+    usages = [o.usage for _, o in good if o.usage is not None]
+    if usages:
+        _add_costs(row, usages)
     return row
+
+
+def _add_costs(row: EvalRow, usages: Sequence[dict]) -> None:
+    """Calls and counted tokens per question, in total and per node, over the questions
+    that reported their usage (a failed question made calls too, but reports none)."""
+    n = len(usages)
+    nodes: dict[str, list[float]] = {}
+    for usage in usages:
+        for node, counts in (usage.get("by_node") or {}).items():
+            into = nodes.setdefault(node, [0.0, 0.0, 0.0])
+            into[0] += counts.get("calls", 0)
+            into[1] += counts.get("counted_input", 0)
+            into[2] += counts.get("counted_output", 0)
+    row.by_node = {node: NodeCost(c / n, i / n, o / n) for node, (c, i, o) in nodes.items()}
+    row.calls_per_question = sum(cost.calls for cost in row.by_node.values())
+    row.counted_tokens_per_question = sum(
+        cost.prompt_tokens + cost.completion_tokens for cost in row.by_node.values())

@@ -42,8 +42,10 @@ import numpy as np
 from scipy import sparse
 
 from gear_agent.expansion.ppr_graph import GraphProgress, PPRGraph, load_or_build
-from gear_agent.expansion.ppr_push import push_constants, push_personalized_pagerank
+from gear_agent.expansion.ppr_push import push_personalized_pagerank
 from gear_agent.expansion.ppr_settings import PPRSettings
+from gear_agent.expansion.ppr_walk import Walk, walk_of
+from gear_agent.expansion.query_entities import query_entity_vertices
 from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
 from gear_agent.retrieval.filtering import keep_top_passing
@@ -64,6 +66,7 @@ FilterFn = Callable[[str, list[Triple]], list[Triple]]
 __all__ = [
     "FilterFn",
     "PPRRetriever",
+    "add_query_entities",
     "dense_passage_weights",
     "passage_mass",
     "personalized_pagerank",
@@ -211,18 +214,44 @@ def seed_phrase_weights(
     return weights
 
 
+def add_query_entities(
+    graph: PPRGraph, query: str, phrases: dict[int, float], weight: float
+) -> dict[int, float]:
+    """``phrases`` plus ``weight`` / specificity for each phrase node the query names
+    (:func:`~gear_agent.expansion.query_entities.query_entity_vertices`); a new dict.
+
+    The query's names seed the walk beside its nearest triples, weighted like them by
+    node specificity: a name in one passage counts in full, one in 26 passages a 26th.
+    """
+    found = query_entity_vertices(query, graph.phrase_vertex)
+    if not found:
+        return phrases
+    specificity = graph.vertex_specificity()
+    merged = dict(phrases)
+    for vertex in found:
+        merged[vertex] = merged.get(vertex, 0.0) + weight / max(int(specificity[vertex]), 1)
+    return merged
+
+
 def passage_mass(
     graph: PPRGraph, passage_hits: Sequence[Hit], low: float, high: float,
-    passage_weight: float = 0.05,
+    passage_weight: float = 0.05, sharpness: float = 1.0,
 ) -> dict[int, float]:
     """Restart mass of passages by vertex: dense score min-max normalised over
-    ``[low, high]``, times ``passage_weight`` (HippoRAG 2)."""
+    ``[low, high]``, to the power ``sharpness``, times ``passage_weight`` (HippoRAG 2 with
+    sharpness 1).
+
+    HippoRAG 2 spreads ``0.05 x score`` over every passage; on a corpus of thousands that
+    sum outweighs the seed phrases many times, so the walk is mostly the dense ranking
+    smoothed over the graph. A sharpness above 1 keeps the mass on the passages nearest the
+    query (``GEAR_PPR_PASSAGE_SHARPNESS``; 1 by default: docs/ppr.md has the measurements).
+    """
     vertex_of = graph.passage_vertex
     if high <= low:
         return {v: passage_weight for h in passage_hits if (v := vertex_of(h.id)) is not None}
     span = high - low
-    return {v: passage_weight * ((h.score - low) / span) for h in passage_hits
-            if (v := vertex_of(h.id)) is not None}
+    return {v: passage_weight * max((h.score - low) / span, 0.0) ** sharpness
+            for h in passage_hits if (v := vertex_of(h.id)) is not None}
 
 
 def dense_passage_weights(
@@ -243,7 +272,9 @@ def _lowest_score(store: Store, collection: str, query_vector: np.ndarray) -> fl
     """Lowest cosine of the query with any stored record (None when there are none).
 
     It comes from a search with the negated query (the record most similar to ``-q``
-    is the least similar to ``q``), so no search has to return every record.
+    is the least similar to ``q``), so no search has to return every record. Where that
+    search is approximate (Elasticsearch's HNSW, the embedded ANN) it may miss the true
+    lowest; callers take the minimum with the scores they hold, so no score falls below it.
     """
     worst = store.vector_search(collection, -query_vector, 1)  # type: ignore[arg-type]
     return -worst[0].score if worst else None
@@ -265,6 +296,7 @@ def choose_seeds(
     low = _lowest_score(store, "triple", query_vector)
     if not best or low is None:
         return [], []
+    low = min(low, best[-1].score)  # an approximate search may miss the true lowest
     high = best[0].score
     if seed_triple_ids is None:
         score_of = {h.id: h.score for h in best}
@@ -297,6 +329,9 @@ def ppr_expand(
     tolerance: float = 1e-7,
     dense_passages: int = 1000,
     seeds: tuple[list[Triple], list[float]] | None = None,
+    passage_sharpness: float = 1.0,
+    query_entity_weight: float = 0.0,
+    walk: Walk | None = None,
 ) -> list[RankedPassage]:
     """Passages ranked by PPR from seed triples (HippoRAG 2), each with the seeds as its chain.
 
@@ -321,6 +356,13 @@ def ppr_expand(
             (every passage when the corpus has at most twice as many: :func:`dense_list_size`).
         seeds: The seed triples and their normalised scores when already chosen
             (:func:`choose_seeds`); the other seed arguments are then not used.
+        passage_sharpness: Power of the normalised dense score in a passage's restart
+            mass (:func:`passage_mass`; HippoRAG 2: 1).
+        query_entity_weight: Restart mass, divided by specificity, of each phrase node the
+            query names (:func:`~gear_agent.expansion.query_entities.query_entity_vertices`);
+            0: none (HippoRAG 2).
+        walk: The matrices to walk (:func:`~gear_agent.expansion.ppr_walk.walk_of`, e.g.
+            with title edges); the graph's own edges when None.
 
     Returns:
         The top ``k`` passages by PPR probability; every one carries the ids of the seed
@@ -340,6 +382,9 @@ def ppr_expand(
     triples, scores = seeds if seeds is not None else choose_seeds(
         store, query, query_vector, seed_triple_ids, seed_triples, filter_fn)
     phrases = seed_phrase_mass(graph, triples, scores)
+    if query_entity_weight > 0:
+        phrases = add_query_entities(graph, query, phrases, query_entity_weight)
+    walk = walk if walk is not None else walk_of(graph, store)
     if method == "global":
         passage_hits = store.vector_search("passage", query_vector, store.count("passage"))
         low, high = _min_max(passage_hits)
@@ -348,21 +393,23 @@ def ppr_expand(
             "passage", query_vector, max(dense_list_size(graph.n_passages, dense_passages), k)
         )
         lowest = _lowest_score(store, "passage", query_vector)
-        low, high = (lowest, passage_hits[0].score) if passage_hits and lowest is not None \
-            else (0.0, 1.0)
+        low, high = (min(lowest, passage_hits[-1].score), passage_hits[0].score) \
+            if passage_hits and lowest is not None else (0.0, 1.0)
     if not phrases:
         return [RankedPassage(h.id, h.score) for h in passage_hits[:k]]
-    reset = {**passage_mass(graph, passage_hits, low, high, passage_weight), **phrases}
+    passages = passage_mass(graph, passage_hits, low, high, passage_weight, passage_sharpness)
+    reset = {**passages, **phrases}
     if method == "global":
         vertices = np.fromiter(reset, dtype=np.int64, count=len(reset))
         mass = np.fromiter(reset.values(), dtype=np.float64, count=len(reset))
         dense = np.zeros(graph.n_vertices)
         dense[vertices] = mass
-        probability = sparse_personalized_pagerank(*graph.transition(), dense, damping)
+        probability = sparse_personalized_pagerank(walk.transition, walk.dangling, dense, damping)
         vertices = np.arange(graph.n_vertices)
     else:
+        tail = _TailModel(passage_weight, passage_sharpness)
         vertices, probability = _local(
-            graph, reset, phrases, len(passage_hits), damping, tolerance, k
+            graph, reset, phrases, len(passage_hits), damping, tolerance, k, walk, tail
         )
     is_passage = graph.passage_mask()[vertices]
     vertices, probability = vertices[is_passage], probability[is_passage]
@@ -386,6 +433,27 @@ def dense_list_size(passages: int, dense_passages: int) -> int:
     return passages if passages <= 2 * dense_passages else dense_passages
 
 
+class _TailModel:
+    """Passage restart masses back to the affine scale :func:`tail_mass` models, and its
+    estimate forward again: with ``sharpness`` s, mass ``w x^s`` is ``w x`` on the affine
+    scale. The tail's mean of ``x^s`` is taken as its mean ``x`` to the power s (an
+    underestimate for s > 1, by Jensen; the sharper the weights, the less the tail holds).
+    """
+
+    def __init__(self, passage_weight: float, sharpness: float) -> None:
+        self.weight, self.sharpness = passage_weight, sharpness
+
+    def affine(self, masses: np.ndarray) -> np.ndarray:
+        if self.sharpness == 1.0 or self.weight <= 0:
+            return masses
+        return self.weight * (masses / self.weight) ** (1.0 / self.sharpness)
+
+    def mass(self, affine_mean: float) -> float:
+        if self.sharpness == 1.0 or self.weight <= 0:
+            return affine_mean
+        return self.weight * (affine_mean / self.weight) ** self.sharpness
+
+
 def _local(
     graph: PPRGraph,
     reset: dict[int, float],
@@ -394,6 +462,8 @@ def _local(
     damping: float,
     tolerance: float,
     k: int,
+    walk: Walk,
+    tail_model: _TailModel,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Local PPR of ``reset`` plus an estimate of the passages left out of it.
 
@@ -414,21 +484,22 @@ def _local(
     passages = {v: m for v, m in reset.items() if v not in phrases}
     tail = 0.0
     if found < n_passages and passages:
-        tail = tail_mass(np.fromiter(passages.values(), dtype=np.float64), n_passages)
+        masses = np.fromiter(passages.values(), dtype=np.float64)
+        tail = tail_model.mass(tail_mass(tail_model.affine(masses), n_passages))
         reset = {**{v: m - tail for v, m in passages.items()}, **phrases}
         tolerance = tolerance * n_passages / max(found, 1)
     vertices = np.fromiter(reset, dtype=np.int64, count=len(reset))
     mass = np.fromiter(reset.values(), dtype=np.float64, count=len(reset))
     total = mass.sum()
-    adjacency, strength = graph.adjacency()
-    constants = graph.derived("push constants", lambda: push_constants(strength))
     vertices, probability = push_personalized_pagerank(
-        adjacency, strength, vertices, mass, damping, tolerance, constants
+        walk.adjacency, walk.strength, vertices, mass, damping, tolerance, walk.constants
     )
     probability = probability * total
     if tail > 0:
-        uniform = graph.derived(f"uniform passage ppr {damping}",
-                                lambda: _uniform_passage_ppr(graph, damping))
+        key = f"uniform passage ppr {damping}"
+        if walk.title_weight:
+            key += f" titles {walk.title_weight!r}"
+        uniform = graph.derived(key, lambda: _uniform_passage_ppr(graph, damping, walk))
         background = tail * n_passages
         top = uniform[1][:k]  # the passages the background alone ranks first
         reached = np.zeros(graph.n_vertices, dtype=bool)
@@ -468,11 +539,13 @@ def tail_mass(top: np.ndarray, total: int) -> float:
     return float(min(max(below, 0.0), cut))
 
 
-def _uniform_passage_ppr(graph: PPRGraph, damping: float) -> tuple[np.ndarray, np.ndarray]:
+def _uniform_passage_ppr(
+    graph: PPRGraph, damping: float, walk: Walk
+) -> tuple[np.ndarray, np.ndarray]:
     """PPR with the same restart mass on every passage: per vertex, and the passage
     vertices best first."""
     reset = graph.passage_mask().astype(np.float64)
-    probability = sparse_personalized_pagerank(*graph.transition(), reset, damping)
+    probability = sparse_personalized_pagerank(walk.transition, walk.dangling, reset, damping)
     passages = np.flatnonzero(graph.passage_mask())
     return probability, passages[np.argsort(-probability[passages], kind="stable")]
 
@@ -562,6 +635,9 @@ class PPRRetriever(Retriever):
 
         The agent's expansion step can hold one retriever and pass its linked triples
         as ``seed_triple_ids``; None seeds with the query's top triples (and the filter).
+        The two walk with their own knobs (:meth:`PPRSettings.knobs`): seeds from the
+        query add title edges, sharpened passage weights and the query's names; given
+        seeds walk HippoRAG 2's graph as the LLM replay recorded it (by default).
         """
         s = self.settings
         with self.store.snapshot():
@@ -569,17 +645,22 @@ class PPRRetriever(Retriever):
             seeds = None
             if self.filter_fn is not None and seed_triple_ids is None:  # an LLM call: outside the lock
                 seeds = choose_seeds(self.store, query, vector, None, s.seed_triples, self.filter_fn)
+            title_weight, sharpness, entities = s.knobs(seeds_given=seed_triple_ids is not None)
             with self.lock:
+                graph = self.graph
                 return ppr_expand(
-                    self.store, self.graph, query, vector, seed_triple_ids, k,
+                    self.store, graph, query, vector, seed_triple_ids, k,
                     damping=s.damping, passage_weight=s.passage_weight, seed_triples=s.seed_triples,
                     filter_fn=self.filter_fn, method=s.method, tolerance=s.tolerance,
-                    dense_passages=s.dense_passages, seeds=seeds,
+                    dense_passages=s.dense_passages, seeds=seeds, passage_sharpness=sharpness,
+                    query_entity_weight=entities, walk=walk_of(graph, self.store, title_weight),
                 )
 
 
 def _graph_path(store: Store) -> Path | None:
-    """``ppr-graph.npz`` in the store's folder for derived files; None when it has none."""
+    """``ppr-graph.npz`` in the store's folder of derived caches (an embedded index's own
+    folder; a local folder per cluster and prefix for Elasticsearch); None where the store
+    keeps none."""
     from gear_agent.store.derived_files import PPR_GRAPH_FILE
 
     folder = store.derived_dir

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+import warnings
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from gear_agent.errors import GearWarning
 from gear_agent.extraction.summary import ExtractionSummary, PassageFailure
 from gear_agent.ids import triple_id
 from gear_agent.llm.client import LLMClient, LLMReply
-from gear_agent.llm.errors import LLMCallError
+from gear_agent.llm.errors import LLMCallError, ReplyFormatError
 from gear_agent.llm.response_format import EXTRACTION_REPLY
 from gear_agent.llm.retry import is_fatal
 from gear_agent.parsing.errors import ParseError
@@ -29,7 +31,7 @@ from gear_agent.parsing.extraction_reply import ExtractionReply, parse_extractio
 from gear_agent.prompts import Prompt, load_prompt
 from gear_agent.store.base import Store
 from gear_agent.text.grounding import Grounding
-from gear_agent.types import Passage, Triple
+from gear_agent.types import Passage, ResponseFormatMode, Triple
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -40,6 +42,11 @@ COMMIT_SECONDS = 10.0
 """Called as ``progress(done, total)`` after each passage, succeeded or failed."""
 
 _SAMPLE_CHARS = 200
+CONSTRAINED_MODES: tuple[ResponseFormatMode, ...] = ("json_schema", "json_object_schema")
+"""The ways of asking a server to constrain replies that a run tries, in this order, when a
+model asked for JSON by the prompt alone answers unreadably before any readable reply:
+OpenAI's structured outputs (OpenAI, vLLM, llama.cpp's ``llama-server``, Ollama), then the
+form llama-cpp-python's server reads."""
 
 
 @dataclass
@@ -137,20 +144,90 @@ class _Run:
         )
 
 
+class _FormatSwitch:
+    """How the run asks for JSON, switched once if the model ignores the prompt's JSON.
+
+    Under ``GEAR_LLM_RESPONSE_FORMAT=text`` the first unreadable reply before any readable
+    one is asked again in each of :data:`CONSTRAINED_MODES`; the first mode whose reply
+    reads is used for the rest of the run (with one warning naming the setting), and if
+    none does the run stops at once with a :class:`ReplyFormatError` naming it. Once a reply
+    has read, an unreadable one is a slip and is only recorded as a failed passage.
+    """
+
+    def __init__(self, llm: LLMClient) -> None:
+        self.probing = llm.response_format_mode == "text"
+        self.mode: ResponseFormatMode | None = None
+        self.lock = asyncio.Lock()
+        self.failed: ReplyFormatError | None = None
+
+    async def reask(
+        self, ask: Callable[[ResponseFormatMode], Awaitable[LLMReply]], error: str | None
+    ) -> tuple[LLMReply, ExtractionReply] | None:
+        """Settle the run's mode after an unreadable first reply; the passage's reply and
+        parse in that mode, or None when the run is not probing (any more)."""
+        async with self.lock:
+            if self.failed is not None:
+                raise self.failed
+            if self.mode is None and self.probing:
+                for mode in CONSTRAINED_MODES:
+                    try:
+                        reply = await ask(mode)
+                        parsed = parse_extraction_reply(reply.text)
+                    except (LLMCallError, ParseError):
+                        continue
+                    self.mode = mode
+                    warnings.warn(
+                        f"the model ignored the JSON its extraction prompt asks for, so this run "
+                        f"asks the server to constrain replies (GEAR_LLM_RESPONSE_FORMAT={mode}); "
+                        "set it to skip this probe next time", GearWarning, stacklevel=2,
+                    )
+                    return reply, parsed
+                self.failed = ReplyFormatError(
+                    f"the model's extraction replies are not the JSON the prompt asks for "
+                    f"({error}), and the server took no constrained format "
+                    f"({', '.join(CONSTRAINED_MODES)}) either: set GEAR_LLM_RESPONSE_FORMAT to "
+                    "the form your server reads (json_object_schema for llama-cpp-python, "
+                    "json_schema for vLLM, llama-server, Ollama, OpenAI) and index again; "
+                    "passages already extracted are kept"
+                )
+                raise self.failed
+        if self.mode is None:
+            return None
+        reply = await ask(self.mode)
+        return reply, parse_extraction_reply(reply.text)
+
+    def readable(self) -> None:
+        """A reply read: later unreadable ones are the model's slips, not its format."""
+        self.probing = False
+
+
 async def _extract_one(
-    passage: Passage, llm: LLMClient, prompt: Prompt, node: str, slots: asyncio.Semaphore
+    passage: Passage, llm: LLMClient, prompt: Prompt, node: str, slots: asyncio.Semaphore,
+    switch: _FormatSwitch,
 ) -> _Outcome:
     """One passage's call and parse; releases its concurrency slot however it ends."""
+    text = prompt.format(title=passage.title, passage=passage.text)
+
+    def ask(mode: ResponseFormatMode | None) -> Awaitable[LLMReply]:
+        return llm.ainvoke(text, node=node, schema=EXTRACTION_REPLY, response_format_mode=mode)
+
     try:
-        reply = await llm.ainvoke(
-            prompt.format(title=passage.title, passage=passage.text),
-            node=node,
-            schema=EXTRACTION_REPLY,
-        )
+        reply = await ask(switch.mode)
         try:
-            return _Outcome(passage, reply, parse_extraction_reply(reply.text))
+            parsed = parse_extraction_reply(reply.text)
         except ParseError as exc:
-            return _Outcome(passage, reply, None, f"unreadable reply: {exc}")
+            error = f"unreadable reply: {exc}"
+            if not switch.probing:
+                return _Outcome(passage, reply, None, error)
+            try:
+                again = await switch.reask(ask, error)
+            except ParseError as exc_again:
+                return _Outcome(passage, reply, None, f"unreadable reply: {exc_again}")
+            if again is None:
+                return _Outcome(passage, reply, None, error)
+            reply, parsed = again
+        switch.readable()
+        return _Outcome(passage, reply, parsed)
     except LLMCallError as exc:
         if is_fatal(exc.last_error):
             raise
@@ -211,6 +288,7 @@ async def extract_triples(
     passages = store.unextracted_passages()
     skipped = max(0, store.count("passage") - len(passages))
     run = _Run(store, commit_every, commit_seconds, ground)
+    switch = _FormatSwitch(llm)
     slots = asyncio.Semaphore(concurrency)
     pending: set[asyncio.Task[_Outcome]] = set()
     total, done = len(passages), 0
@@ -226,7 +304,7 @@ async def extract_triples(
     try:
         for passage in passages:
             await slots.acquire()
-            pending.add(asyncio.create_task(_extract_one(passage, llm, template, node, slots)))
+            pending.add(asyncio.create_task(_extract_one(passage, llm, template, node, slots, switch)))
             for task in [t for t in pending if t.done()]:
                 pending.discard(task)
                 take(task)

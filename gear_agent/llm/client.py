@@ -49,12 +49,18 @@ class LLMReply:
         output_tokens: Billed completion tokens, likewise.
         cached: True when the reply came from the on-disk cache; then both token
             counts are 0, because nothing was billed.
+        counted_input: Prompt tokens counted with the model's tokenizer
+            (:func:`~gear_agent.llm.tokens.count_message_tokens`), whether or not the reply
+            was cached: what the call costs, the same for a replayed and a live call.
+        counted_output: Completion tokens counted likewise.
     """
 
     text: str
     input_tokens: int
     output_tokens: int
     cached: bool = False
+    counted_input: int = 0
+    counted_output: int = 0
 
 
 def _unwrap(model: Any) -> Any:
@@ -208,6 +214,7 @@ class LLMClient:
         config: RunnableConfig | None = None,
         schema: ReplySchema | None = None,
         deadline_s: float | None = None,
+        response_format_mode: ResponseFormatMode | None = None,
     ) -> LLMReply:
         """Send ``prompt`` and return the reply, retrying transient failures.
 
@@ -220,6 +227,9 @@ class LLMClient:
             deadline_s: Seconds this call may take in all: every attempt, backoff and
                 ``Retry-After`` wait; an attempt still running when it ends is abandoned.
                 None: only the retry policy bounds it.
+            response_format_mode: This call's way of asking for ``schema`` instead of the
+                client's own mode (extraction switches to a constrained mode this way when a
+                model ignores the prompt's JSON).
 
         Returns:
             The reply with its token counts.
@@ -229,9 +239,9 @@ class LLMClient:
             LLMCallError: The call failed for good (message names model, node, attempts).
         """
         messages = to_messages(prompt)
-        extra = self._extra(schema)
+        extra = self._extra(schema, response_format_mode)
         key = self._key(messages, extra)
-        hit = self._from_cache(key, node)
+        hit = self._from_cache(messages, key, node)
         if hit is not None:
             return hit
         end = None if deadline_s is None else self._clock() + deadline_s
@@ -260,13 +270,17 @@ class LLMClient:
         config: RunnableConfig | None = None,
         schema: ReplySchema | None = None,
         deadline_s: float | None = None,
+        response_format_mode: ResponseFormatMode | None = None,
     ) -> LLMReply:
         """Async :meth:`invoke`: awaits the model's own ``ainvoke`` (no thread per call);
-        an attempt that outlives ``deadline_s`` is cancelled (``asyncio.wait_for``)."""
+        an attempt that outlives ``deadline_s`` is cancelled (``asyncio.wait_for``). The
+        cache read and the token counting (whose first use reads the tokenizer's rank file)
+        run in a worker thread, off the event loop."""
         messages = to_messages(prompt)
-        extra = self._extra(schema)
+        extra = self._extra(schema, response_format_mode)
         key = self._key(messages, extra)
-        hit = self._from_cache(key, node)
+        hit = None if key is None else await asyncio.to_thread(
+            self._from_cache, messages, key, node)
         if hit is not None:
             return hit
         end = None if deadline_s is None else self._clock() + deadline_s
@@ -280,7 +294,7 @@ class LLMClient:
                     message = await call
                 else:
                     message = await asyncio.wait_for(call, left)
-                reply = self._reply(messages, message)
+                reply = await asyncio.to_thread(self._reply, messages, message)
             except Exception as exc:  # classified below: retried, or re-raised as LLMCallError
                 # asyncio.TimeoutError is the builtin TimeoutError from Python 3.11 on only
                 timed_out = isinstance(exc, (TimeoutError, asyncio.TimeoutError))
@@ -291,9 +305,11 @@ class LLMClient:
             return self._record(key, node, reply)
 
     # ---- steps shared by invoke and ainvoke ------------------------------------
-    def _extra(self, schema: ReplySchema | None) -> dict[str, Any]:
+    def _extra(
+        self, schema: ReplySchema | None, mode: ResponseFormatMode | None = None
+    ) -> dict[str, Any]:
         """Keyword arguments for the model call: ``response_format`` when one applies."""
-        fmt = response_format(self.response_format_mode, schema)
+        fmt = response_format(check_mode(mode) if mode else self.response_format_mode, schema)
         return {} if fmt is None else {"response_format": fmt}
 
     def _key(self, messages: list[BaseMessage], extra: dict[str, Any]) -> str | None:
@@ -307,14 +323,22 @@ class LLMClient:
             extra.get("response_format"),
         )
 
-    def _from_cache(self, key: str | None, node: str) -> LLMReply | None:
+    def _counted(self, messages: list[BaseMessage], text: str) -> dict[str, int]:
+        """The call's tokens by the model's tokenizer (every call, cached or not)."""
+        return {"counted_input": count_message_tokens(messages, self.model_name),
+                "counted_output": count_tokens(text, self.model_name)}
+
+    def _from_cache(self, messages: list[BaseMessage], key: str | None,
+                    node: str) -> LLMReply | None:
         if key is None or self.cache is None:
             return None
         hit = self.cache.get(key)
         if hit is None:
             return None
-        self.usage.record_cached(node, hit.input_tokens, hit.output_tokens)
-        return LLMReply(hit.text, 0, 0, cached=True)
+        reply = LLMReply(hit.text, 0, 0, cached=True, **self._counted(messages, hit.text))
+        self.usage.record_cached(node, hit.input_tokens, hit.output_tokens,
+                                 reply.counted_input, reply.counted_output)
+        return reply
 
     @staticmethod
     def _config(config: RunnableConfig | None, node: str) -> RunnableConfig:
@@ -331,13 +355,11 @@ class LLMClient:
             text = content_text(getattr(message, "content", None))
         if not text.strip():
             raise EmptyReplyError(f"{self.model_name} returned an empty reply")
+        counted = self._counted(messages, text)
         usage = reported_usage(message) if isinstance(message, BaseMessage) else None
         if usage is None:
-            usage = (
-                count_message_tokens(messages, self.model_name),
-                count_tokens(text, self.model_name),
-            )
-        return LLMReply(text, usage[0], usage[1], cached=False)
+            usage = (counted["counted_input"], counted["counted_output"])
+        return LLMReply(text, usage[0], usage[1], cached=False, **counted)
 
     def _deadline_error(
         self, budget_s: float | None, attempt: int, node: str, last: BaseException | None
@@ -394,7 +416,8 @@ class LLMClient:
         return delay
 
     def _record(self, key: str | None, node: str, reply: LLMReply) -> LLMReply:
-        self.usage.record(node, reply.input_tokens, reply.output_tokens)
+        self.usage.record(node, reply.input_tokens, reply.output_tokens,
+                          reply.counted_input, reply.counted_output)
         if key is not None and self.cache is not None:
             entry = CachedReply(reply.text, reply.input_tokens, reply.output_tokens)
             try:

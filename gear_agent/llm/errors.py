@@ -48,7 +48,10 @@ class LLMCallError(LLMError):
         self.last_error = last_error
         self.retriable = retriable
         what = describe_call_error(last_error)
-        if retriable:
+        if _refused(last_error):
+            hint = ("nothing answers there: start the model server, or point OPENAI_BASE_URL "
+                    "at the one that runs")
+        elif retriable:
             hint = "retries spent; raise GEAR_LLM_MAX_RETRIES or check the server's load"
         else:
             hint = "not retried: this error does not go away by asking again"
@@ -58,6 +61,24 @@ class LLMCallError(LLMError):
             f"LLM call failed (model={model!r}, node={node!r}{where}) after {attempts} {plural}: "
             f"{what} ({hint})"
         )
+
+
+def _refused(error: BaseException | None) -> bool:
+    """Whether ``error`` (or one it was raised from) is a refused or failed connect: no
+    server listens at the address, so retrying or waiting longer cannot help."""
+    seen = 0
+    while error is not None and seen < 8:
+        if isinstance(error, ConnectionRefusedError) or type(error).__name__ == "ConnectError":
+            return True
+        error = error.__cause__ or error.__context__
+        seen += 1
+    return False
+
+
+class ReplyFormatError(LLMError):
+    """The model's replies are not the JSON a prompt asks for, and the request asked for
+    none in any other way (``GEAR_LLM_RESPONSE_FORMAT=text``): a model that ignores the
+    prompt's JSON needs the server to constrain its replies; the message names the setting."""
 
 
 class LLMDeadlineError(LLMCallError):

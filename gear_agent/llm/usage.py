@@ -2,16 +2,21 @@
 
 The shape is plain data so it can live in graph state and in JSON traces::
 
-    {"input": 120, "output": 30,
-     "by_node": {"reader": {"input": 100, "output": 20, "calls": 1},
-                 "reasoner": {"input": 20, "output": 10, "calls": 1}}}
+    {"input": 120, "output": 30, "counted_input": 120, "counted_output": 30,
+     "by_node": {"reader": {"input": 100, "output": 20, "calls": 1,
+                            "counted_input": 100, "counted_output": 20}, ...}}
+
+``input``/``output`` are billed tokens: a reply served from the cache bills nothing, so
+it counts as a call with zero of them. ``counted_input``/``counted_output`` are every
+call's tokens by the model's tokenizer, cached or not (:attr:`LLMReply.counted_input`):
+what a question costs, which a replayed run reports as a live one would. Records written
+before the counted fields existed read as zero there.
 
 Use :func:`merge_usage` as the reducer of a state field::
 
     usage: Annotated[UsageDict, merge_usage]
 
 and return ``{"usage": usage_of_call("reader", reply)}`` from a node.
-Cached replies count as a call with zero tokens: they cost nothing.
 """
 
 from __future__ import annotations
@@ -26,11 +31,13 @@ if TYPE_CHECKING:
 
 
 class NodeUsage(TypedDict):
-    """Tokens and calls of one node."""
+    """Tokens and calls of one node: billed, and counted for every call."""
 
     input: int
     output: int
     calls: int
+    counted_input: int
+    counted_output: int
 
 
 class UsageDict(TypedDict):
@@ -38,12 +45,21 @@ class UsageDict(TypedDict):
 
     input: int
     output: int
+    counted_input: int
+    counted_output: int
     by_node: dict[str, NodeUsage]
+
+
+_SUMMED = ("input", "output", "calls", "counted_input", "counted_output")
 
 
 def empty_usage() -> UsageDict:
     """A usage record with nothing counted yet."""
-    return {"input": 0, "output": 0, "by_node": {}}
+    return {"input": 0, "output": 0, "counted_input": 0, "counted_output": 0, "by_node": {}}
+
+
+def _empty_node() -> NodeUsage:
+    return {"input": 0, "output": 0, "calls": 0, "counted_input": 0, "counted_output": 0}
 
 
 def usage_of_call(node: str, reply: LLMReply) -> UsageDict:
@@ -51,13 +67,20 @@ def usage_of_call(node: str, reply: LLMReply) -> UsageDict:
 
     Example:
         >>> from gear_agent.llm.client import LLMReply
-        >>> usage_of_call("reader", LLMReply("x", 10, 2, cached=False))["by_node"]
-        {'reader': {'input': 10, 'output': 2, 'calls': 1}}
+        >>> usage_of_call("reader", LLMReply("x", 0, 0, cached=True, counted_input=10,
+        ...                                  counted_output=2))["by_node"]
+        {'reader': {'input': 0, 'output': 0, 'calls': 1, 'counted_input': 10, 'counted_output': 2}}
     """
+    counts: NodeUsage = {
+        "input": reply.input_tokens, "output": reply.output_tokens, "calls": 1,
+        "counted_input": reply.counted_input, "counted_output": reply.counted_output,
+    }
     return {
         "input": reply.input_tokens,
         "output": reply.output_tokens,
-        "by_node": {node: {"input": reply.input_tokens, "output": reply.output_tokens, "calls": 1}},
+        "counted_input": reply.counted_input,
+        "counted_output": reply.counted_output,
+        "by_node": {node: counts},
     }
 
 
@@ -69,19 +92,18 @@ def merge_usage(left: UsageDict | None, right: UsageDict | None) -> UsageDict:
     Example:
         >>> a = {"input": 1, "output": 2, "by_node": {"qa": {"input": 1, "output": 2, "calls": 1}}}
         >>> merge_usage(a, a)["by_node"]["qa"]
-        {'input': 2, 'output': 4, 'calls': 2}
+        {'input': 2, 'output': 4, 'calls': 2, 'counted_input': 0, 'counted_output': 0}
     """
     merged = empty_usage()
     for part in (left, right):
         if not part:
             continue
-        merged["input"] += int(part.get("input", 0))
-        merged["output"] += int(part.get("output", 0))
+        for key in ("input", "output", "counted_input", "counted_output"):
+            merged[key] += int(part.get(key, 0))  # type: ignore[literal-required]
         for node, counts in part.get("by_node", {}).items():
-            into = merged["by_node"].setdefault(node, {"input": 0, "output": 0, "calls": 0})
-            into["input"] += int(counts.get("input", 0))
-            into["output"] += int(counts.get("output", 0))
-            into["calls"] += int(counts.get("calls", 0))
+            into = merged["by_node"].setdefault(node, _empty_node())
+            for key in _SUMMED:
+                into[key] += int(counts.get(key, 0))  # type: ignore[literal-required]
     return merged
 
 
@@ -100,24 +122,34 @@ class TokenUsage:
         self.cached_input = 0
         self.cached_output = 0
 
-    def record(self, node: str, input_tokens: int, output_tokens: int) -> None:
-        """Count one billed call of ``node``."""
+    def record(self, node: str, input_tokens: int, output_tokens: int,
+               counted_input: int = 0, counted_output: int = 0) -> None:
+        """Count one billed call of ``node`` (and its tokens by the model's tokenizer)."""
         with self._lock:
             self._usage["input"] += input_tokens
             self._usage["output"] += output_tokens
-            counts = self._usage["by_node"].setdefault(node, {"input": 0, "output": 0, "calls": 0})
+            counts = self._count(node, counted_input, counted_output)
             counts["input"] += input_tokens
             counts["output"] += output_tokens
-            counts["calls"] += 1
 
-    def record_cached(self, node: str, input_tokens: int, output_tokens: int) -> None:
+    def record_cached(self, node: str, input_tokens: int, output_tokens: int,
+                      counted_input: int = 0, counted_output: int = 0) -> None:
         """Count one call of ``node`` answered from the cache (zero billed tokens)."""
         with self._lock:
-            counts = self._usage["by_node"].setdefault(node, {"input": 0, "output": 0, "calls": 0})
-            counts["calls"] += 1
+            self._count(node, counted_input, counted_output)
             self.cached_calls += 1
             self.cached_input += input_tokens
             self.cached_output += output_tokens
+
+    def _count(self, node: str, counted_input: int, counted_output: int) -> NodeUsage:
+        """One call of ``node`` with its counted tokens (the caller holds the lock)."""
+        self._usage["counted_input"] += counted_input
+        self._usage["counted_output"] += counted_output
+        counts = self._usage["by_node"].setdefault(node, _empty_node())
+        counts["calls"] += 1
+        counts["counted_input"] += counted_input
+        counts["counted_output"] += counted_output
+        return counts
 
     @property
     def input_tokens(self) -> int:

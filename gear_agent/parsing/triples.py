@@ -81,13 +81,15 @@ class ParsedTriples:
     dropped: list[str] = field(default_factory=list)
 
 
-def _unwrap(text: str) -> str:
-    """Remove wrapping quotes and emphasis, and a lone unmatched quote at either end."""
+def _unwrap(text: str, lone: bool = True) -> str:
+    """Remove wrapping quotes and emphasis, and (``lone``) a lone unmatched quote at either end."""
     while True:
         before = text
         text = text.strip().strip("*").strip()
         if len(text) >= 2 and text[0] in _QUOTES and text[-1] == _QUOTES[text[0]]:
             text = text[1:-1]
+        elif not lone:
+            pass
         elif text and text[0] in _QUOTES and _QUOTES[text[0]] not in text[1:]:
             text = text[1:]
         elif text and text[-1] in _CLOSING_QUOTES and _OPENING_QUOTE[text[-1]] not in text[:-1]:
@@ -101,11 +103,16 @@ def clean_part(value: Any, *, unescape: bool = False) -> str | None:
 
     Strips whitespace, wrapping quotes and markdown emphasis, collapses inner
     whitespace, and with ``unescape`` (raw reply text, not decoded JSON) undoes
-    backslash escapes of quotes. Numbers become text (``1961`` -> ``"1961"``).
+    backslash escapes of quotes and drops a lone quote at either end (the scan's
+    leftover of a broken quoted item). A decoded JSON string keeps a lone quote: JSON
+    delimited it already, so it is content (``'70s``, ``Lovin'``, ``6'0"``). Numbers
+    become text (``1961`` -> ``"1961"``).
 
     Example:
         >>> clean_part(' "Barack  Obama" '), clean_part(1961), clean_part(None)
         ('Barack Obama', '1961', None)
+        >>> clean_part("'70s"), clean_part("'70s", unescape=True)
+        ("'70s", '70s')
     """
     if isinstance(value, bool) or value is None:
         return None
@@ -118,7 +125,7 @@ def clean_part(value: Any, *, unescape: bool = False) -> str | None:
     text = value
     if unescape:
         text = text.replace('\\"', '"').replace("\\'", "'").replace("\\\\", "\\")
-    text = _SPACES.sub(" ", _unwrap(text)).strip()
+    text = _SPACES.sub(" ", _unwrap(text, lone=unescape)).strip()
     return text or None
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numbers
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import Any
 
 from gear_agent.filters import Where
 from gear_agent.questions import QuestionError, RunOptionError
@@ -37,6 +38,9 @@ class Outcome:
         output_tokens: Billed completion tokens.
         iterations: Retrieval iterations run (1 for one-step retrievers).
         seconds: Wall time of the question (set by the caller that timed it).
+        usage: Every LLM call of the question by node, billed and counted with the
+            model's tokenizer (:class:`~gear_agent.llm.usage.UsageDict`); None for a
+            retriever that makes no call.
     """
 
     ranked: list[RankedPassage] = field(default_factory=list)
@@ -45,6 +49,7 @@ class Outcome:
     output_tokens: int = 0
     iterations: int | None = None
     seconds: float = 0.0
+    usage: dict[str, Any] | None = None
 
     @property
     def passage_ids(self) -> list[str]:

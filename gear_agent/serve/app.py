@@ -17,8 +17,6 @@ import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
-from langgraph.types import Overwrite
-
 from gear_agent.errors import GearError
 
 try:
@@ -35,8 +33,12 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "pip install gear-agent[serve]"
     ) from exc
 
+from gear_agent.agent.streaming import RunEventMerger
 from gear_agent.config import GearSettings
+from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMCallError, LLMError
+from gear_agent.llm.settings import LLMSettings
+from gear_agent.runtime import Runtime
 from gear_agent.serve.limits import RequestGuard, ServeLimits
 from gear_agent.serve.schemas import GearRequest, GearResponse, request_model
 
@@ -57,7 +59,8 @@ def gear_runnable(
     The request is validated again here (so a direct Python caller gets the same checks
     as an HTTP one) and mapped to the agent's input state; overrides left unset are
     dropped, so the server's settings apply. ``stream`` yields one ``{node: update}``
-    dict per finished node, in order; ``invoke`` returns the final output.
+    dict per finished node, in order, and ``{"answer_token": text}`` for each piece of the
+    answer a streaming chat model writes; ``invoke`` returns the final output.
 
     Args:
         agent: The compiled GEAR graph (``build_agent``).
@@ -70,8 +73,10 @@ def gear_runnable(
         data = request.model_dump() if isinstance(request, GearRequest) else request
         return model.model_validate(data).to_state()
 
-    # Pregel.invoke always returns the final values; stream follows ``stream_mode``.
-    updates = agent.copy(update={"stream_mode": "updates"}) if hasattr(agent, "copy") else agent
+    # Pregel.invoke always returns the final values; stream follows ``stream_mode``: node
+    # updates, and the chat models' tokens (of which the answer's are passed on).
+    modes = ["updates", "messages"]
+    updates = agent.copy(update={"stream_mode": modes}) if hasattr(agent, "copy") else agent
     plain = RunnableGenerator(_plain_updates, _aplain_updates, name="gear_updates")
     chain = RunnableLambda(to_state, name="gear_request") | updates | plain
     chain = chain.with_types(input_type=model, output_type=GearResponse)
@@ -81,26 +86,43 @@ def gear_runnable(
     return chain.with_config(config)
 
 
-def _unwrap_overwrites(chunk: Any) -> Any:
-    """A ``{node: update}`` chunk with LangGraph ``Overwrite`` markers replaced by their values
-    (the start node resets accumulating fields with them; clients need only the values)."""
-    if not isinstance(chunk, dict):
-        return chunk
-    return {
-        node: {k: v.value if isinstance(v, Overwrite) else v for k, v in update.items()}
-        if isinstance(update, dict) else update
-        for node, update in chunk.items()
-    }
+ANSWER_TOKEN = "answer_token"
+"""The key of a ``/gear/stream`` event carrying a piece of the answer's text."""
+
+
+class _StreamChunks:
+    """The chain's output chunks: ``{node: update}`` per finished node (``Overwrite``
+    markers replaced by their values), ``{"answer_token": text}`` per piece of the answer
+    a streaming model writes, or the final output itself (``invoke``)."""
+
+    def __init__(self) -> None:
+        self.merger = RunEventMerger()
+
+    def of(self, chunk: Any) -> list[Any]:
+        if isinstance(chunk, dict):  # ``invoke``: the final values
+            return [chunk]
+        if not (isinstance(chunk, tuple) and len(chunk) == 2):
+            return []
+        out: list[Any] = []
+        for event in self.merger.events(*chunk):
+            if event.kind == "update":
+                out.append({event.node: event.data})
+            elif event.kind == "token":
+                out.append({ANSWER_TOKEN: event.data["text"]})
+        return out
 
 
 def _plain_updates(chunks: Iterator[Any]) -> Iterator[Any]:
+    plain = _StreamChunks()
     for chunk in chunks:
-        yield _unwrap_overwrites(chunk)
+        yield from plain.of(chunk)
 
 
 async def _aplain_updates(chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    plain = _StreamChunks()
     async for chunk in chunks:
-        yield _unwrap_overwrites(chunk)
+        for item in plain.of(chunk):
+            yield item
 
 
 def create_app(
@@ -109,15 +131,23 @@ def create_app(
     *,
     callbacks: list[BaseCallbackHandler] | None = None,
     playground: bool = True,
+    runtime: Runtime | None = None,
+    llm: LLMClient | None = None,
 ) -> FastAPI:
-    """The FastAPI app serving ``agent`` under ``/gear`` and ``GET /health``.
+    """The FastAPI app serving ``agent`` under ``/gear`` and ``GET /health``, and, given
+    the ``runtime`` the agent was built on, the web page at ``/`` (Ask, Explore, Documents;
+    :mod:`gear_agent.serve.web`).
 
     Args:
         agent: The compiled GEAR graph (``build_agent``).
         settings: The settings the agent was built with.
         callbacks: Handlers attached to every run; a ``JsonlTracer`` when
             ``settings.trace_dir`` is set and None is given.
-        playground: Serve the LangServe playground at ``/gear/playground/``.
+        playground: Serve the LangServe playgrounds (``/gear/playground/``, and the
+            readable ``/gear/ask/playground/``).
+        runtime: The index the agent runs on; the web page is served when given.
+        llm: The chat client the page's document extraction uses; built from the
+            settings on first use when None.
 
     Returns:
         The app; run it with ``uvicorn.run(app, host=..., port=...)``.
@@ -157,6 +187,14 @@ def create_app(
                    input_type=model, output_type=str,
                    enabled_endpoints=["invoke", "stream", "stream_log", "input_schema",
                                       "output_schema", "config_schema", "playground"])
+
+    if runtime is not None:
+        from gear_agent.serve.web import WebPage, add_web_routes
+
+        def chat_client() -> LLMClient:
+            return llm if llm is not None else LLMClient.from_settings(LLMSettings.from_gear(settings))
+
+        add_web_routes(app, WebPage(agent, runtime, chat_client))
 
     @app.get("/health")
     def health() -> dict[str, Any]:

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -16,6 +16,7 @@ from pydantic import (
     WithJsonSchema,
     create_model,
     field_validator,
+    model_validator,
 )
 
 from gear_agent.filters import parse_where
@@ -24,6 +25,8 @@ MAX_ITERATIONS_LIMIT = 8
 """The largest per-request ``max_iterations`` a caller may ask for."""
 TOP_K_LIMIT = 50
 """The largest per-request ``top_k`` a caller may ask for."""
+MAX_MESSAGES = 40
+"""The most chat messages one request may carry."""
 
 
 
@@ -39,11 +42,40 @@ def _no_default(schema: dict[str, Any]) -> None:
     schema.pop("default", None)
 
 
+def _question(max_chars: int) -> Any:
+    """An optional question whose schema is a plain bounded string (the playground draws
+    no ``anyOf``)."""
+    schema = {"type": "string", "minLength": 1, "maxLength": max_chars,
+              "description": f"The question (non-empty, at most {max_chars} characters); or "
+                             "leave it out and end messages with it."}
+    return Annotated[str | None, WithJsonSchema(schema)]
+
+
+class ChatMessage(BaseModel):
+    """One chat message as LangChain and OpenAI clients write it: ``{"role": "user",
+    "content": ...}`` or ``{"type": "human", "content": ...}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["user", "assistant", "system"] | None = None
+    type: Literal["human", "ai", "system"] | None = None
+    content: str = Field(..., max_length=100_000)
+
+    @model_validator(mode="after")
+    def _has_a_role(self) -> ChatMessage:
+        if (self.role is None) == (self.type is None):
+            raise ValueError("give a message either a role (user, assistant, system) or a type (human, ai, system)")
+        return self
+
+
 class GearRequest(BaseModel):
     """One question for the agent, with optional per-request overrides.
 
     Attributes:
         question: The question; surrounding whitespace is stripped, and it must not be empty.
+            May be left out when ``messages`` ends with the question.
+        messages: A chat (``[{"role": "user", "content": ...}, ...]``), earlier turns
+            first; a trailing user message is the question, the others its context.
         max_iterations: Iterations of the loop at most (1..8); the server's setting when unset.
         top_k: Passages returned (1..50); the server's setting when unset.
         where: Only passages passing this filter (``{"year": {"$gte": 2020}}`` or
@@ -58,9 +90,16 @@ class GearRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, title="GearRequest")
 
-    question: str = Field(
-        ..., min_length=1, max_length=2000, description="The question (non-empty)."
+    question: _question(2000) = Field(  # type: ignore[valid-type]
+        None, min_length=1, max_length=2000, description="The question (non-empty).",
+        json_schema_extra=_no_default,
     )
+    messages: Annotated[list[ChatMessage] | None, WithJsonSchema({
+        "type": "array", "description": 'A chat, e.g. [{"role": "user", "content": "Who founded '
+        'Kestrel?"}]; a trailing user message is the question.',
+        "items": {"type": "object", "properties": {"role": {"type": "string"},
+                                                   "content": {"type": "string"}}}})] = Field(
+        None, max_length=MAX_MESSAGES, json_schema_extra=_no_default)
     max_iterations: _optional_int(1, MAX_ITERATIONS_LIMIT, "Per-request iteration cap.") = Field(  # type: ignore[valid-type]
         None, ge=1, le=MAX_ITERATIONS_LIMIT,
         description=f"Per-request iteration cap, 1..{MAX_ITERATIONS_LIMIT}.",
@@ -84,9 +123,15 @@ class GearRequest(BaseModel):
         parsed = parse_where(value)  # FilterError (a ValueError): the message names the bad part
         return None if parsed is None else parsed.to_dict()
 
+    @model_validator(mode="after")
+    def _asks_something(self) -> GearRequest:
+        if self.question is None and not self.messages:
+            raise ValueError('give a "question", or "messages" ending with the question')
+        return self
+
     def to_state(self) -> dict[str, Any]:
-        """The agent's input state: the question and only the overrides that were given."""
-        return {k: v for k, v in self.model_dump().items() if v is not None}
+        """The agent's input state: the question or chat, and only the overrides given."""
+        return self.model_dump(exclude_none=True)
 
 
 def request_model(max_question_chars: int) -> type[GearRequest]:
@@ -104,10 +149,11 @@ def request_model(max_question_chars: int) -> type[GearRequest]:
         "GearRequest",
         __base__=GearRequest,
         question=(
-            str,
+            _question(max_question_chars),
             Field(
-                ..., min_length=1, max_length=max_question_chars,
+                None, min_length=1, max_length=max_question_chars,
                 description=f"The question (non-empty, at most {max_question_chars} characters).",
+                json_schema_extra=_no_default,
             ),
         ),
     )

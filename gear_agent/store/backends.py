@@ -40,7 +40,9 @@ class Backend:
         location: Where the index lives, for messages (a folder, a URL).
         index_option: The command-line option that points at this index (``--index DIR``),
             or "" where the settings alone name it.
-        derived_dir: The folder for caches derived from the index (the PPR graph), or None.
+        derived_dir: The local folder under which caches derived from the index live (the PPR
+            graph): the index folder itself, or ``GEAR_ES_CACHE_DIR`` (an opened store's
+            ``derived_dir`` names its own sub-folder, ``{cluster_uuid}-{prefix}``).
         manifest: Reads the index's manifest without loading a model (embedding model,
             dimension, counts), or None when the backend checks these when it opens.
         check: ``gear check`` for this backend (None: it keeps its own integrity).
@@ -102,6 +104,19 @@ def _embedded_size(settings: GearSettings) -> int:
     return size_on_disk(settings.index_dir)
 
 
+def _es_check(settings: GearSettings) -> CheckReport:
+    from gear_agent.store.es_check import check_elasticsearch
+    from gear_agent.store.es_client import ElasticsearchSettings
+
+    return check_elasticsearch(ElasticsearchSettings.from_gear(settings))
+
+
+def _es_repair(settings: GearSettings, report: CheckReport, embedder: Embedder, progress: Any) -> list[str]:
+    """Nothing of its own: the cluster owns its indices; the PPR graph cache (the one
+    derived part, outside the cluster) is rebuilt by ``gear check --repair`` for every backend."""
+    return []
+
+
 def _open_elasticsearch(settings: GearSettings, embedder: Embedder, create: bool) -> Store:
     from gear_agent.store.elasticsearch import ElasticsearchStore
     from gear_agent.store.es_client import ElasticsearchSettings
@@ -130,13 +145,13 @@ BACKENDS: dict[str, Backend] = {
         open=_open_elasticsearch,
         location=lambda s: str(s.es_url),
         index_option=lambda s: "",
-        derived_dir=lambda s: None,
+        derived_dir=lambda s: Path(s.es_cache_dir),
         manifest=None,
-        check=None,
-        repair=None,
+        check=_es_check,
+        repair=_es_repair,
         integrity_errors=None,
         size_on_disk=None,
-        keeps_nodes=False,
+        keeps_nodes=True,
     ),
 }
 """Every backend, by its ``GEAR_BACKEND`` name."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -28,14 +29,15 @@ from gear_agent.config import GearSettings
 from gear_agent.embedding.base import Embedder
 from gear_agent.filters import Where, parse_where
 from gear_agent.store import es_queries as q
-from gear_agent.store.base import Store, StoreError
-from gear_agent.store.base import split_new as _split_new
+from gear_agent.store.base import Store, StoreError, split_new
 from gear_agent.store.changes import Changes
 from gear_agent.store.es_bulk import BulkFailure, BulkOutcome, BulkWriteError, BulkWriter
 from gear_agent.store.es_client import (
     ElasticsearchSettings,
     check_server,
+    error_cause,
     make_client,
+    missing_index,
     translate_errors,
 )
 from gear_agent.store.es_mappings import (
@@ -43,6 +45,7 @@ from gear_agent.store.es_mappings import (
     VECTOR_FIELD,
     IndexNames,
     check_mapping,
+    check_owned,
     index_mappings,
     index_names,
     index_settings,
@@ -56,6 +59,8 @@ from gear_agent.types import AddResult, Collection, Hit, Passage, Triple
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from elasticsearch import Elasticsearch
+
+    from gear_agent.store.es_nodes import ElasticsearchNodeStore
 
 __all__ = ["BulkFailure", "BulkWriteError", "ElasticsearchSettings", "ElasticsearchStore"]
 
@@ -135,8 +140,9 @@ class ElasticsearchStore(Store):
         self._client = client if client is not None else make_client(settings)
         self._where = settings.url or "the given client"
         self._last_ns = 0
+        self._nodes: ElasticsearchNodeStore | None = None
         try:
-            self.server_version = check_server(self._client, self._where)
+            self.server_version, self.cluster_uuid = check_server(self._client, self._where)
             for collection in ("passage", "triple"):
                 self._open_index(collection, create)
         except BaseException:
@@ -168,25 +174,65 @@ class ElasticsearchStore(Store):
                 f"no index {name!r} at {self._where}: build one first with `gear index` "
                 "(GEAR_BACKEND=elasticsearch), or check GEAR_ES_INDEX_PREFIX"
             )
-        if not exists:
-            mappings = index_mappings(collection, self.embedding_model, self.dimension)
-            try:
-                with translate_errors(f"creating index {name!r}"):
-                    es.indices.create(index=name, settings=index_settings(), mappings=mappings)
-                return
-            except StoreError as err:
-                if "resource_already_exists_exception" not in str(err):
-                    raise
-                # Another process created it meanwhile: check it like any existing index.
-        with translate_errors(f"reading the mapping of index {name!r}"):
-            response = _body(es.indices.get_mapping(index=name))
-        # The answer is keyed by the concrete index (``name`` may be an alias).
-        mapping = next((entry.get("mappings", {}) for entry in response.values()), {})
+        mapping = self._create_or_read(name, None if exists else index_mappings(
+            collection, self.embedding_model, self.dimension))
+        if mapping is None:
+            return
         check_mapping(name, mapping, collection, self.embedding_model, self.dimension)
         if ((mapping.get("_meta") or {}).get("gear_agent") or {}).get("schema_version") == 1:
             body = upgrade_mapping(collection, self.embedding_model, self.dimension)
             with translate_errors(f"adding the metadata fields to index {name!r}"):
                 es.indices.put_mapping(index=name, **body)
+
+    @property
+    def derived_dir(self) -> Path:
+        """Where caches derived from this index live, outside the cluster:
+        ``{cache_dir}/{cluster_uuid}-{index_prefix}`` (the PPR graph)."""
+        return Path(self.settings.cache_dir) / f"{self.cluster_uuid}-{self.settings.index_prefix}"
+
+    def ensure_index(self, name: str, collection: str, mappings: dict[str, Any] | None) -> bool:
+        """Whether index ``name`` exists, checked to be gear-agent's for ``collection`` and
+        this model (``_meta.gear_agent``); with
+        ``mappings``, create it first when it is missing (another process creating it
+        meanwhile is fine). For the indices made on first use (SiReRAG nodes).
+
+        Raises:
+            StoreError: it exists but was not made by gear-agent for that collection.
+            ModelMismatchError: it was made with another embedding model.
+        """
+        with translate_errors(f"checking index {name!r}"):
+            exists = bool(self._client.indices.exists(index=name))
+        if not exists and mappings is None:
+            return False
+        mapping = self._create_or_read(name, None if exists else mappings)
+        if mapping is not None:
+            check_owned(name, mapping, collection, self.embedding_model)
+        return True
+
+    def _create_or_read(self, name: str, mappings: dict[str, Any] | None) -> dict[str, Any] | None:
+        """With ``mappings``: create index ``name`` and return None, or, when another process
+        created it meanwhile, fall through to reading it. Returns the existing index's
+        mapping (the answer is keyed by the concrete index: ``name`` may be an alias)."""
+        es = self._client
+        if mappings is not None:
+            try:
+                with translate_errors(f"creating index {name!r}"):
+                    es.indices.create(index=name, settings=index_settings(), mappings=mappings)
+                return None
+            except StoreError as err:
+                if "resource_already_exists_exception" not in str(err):
+                    raise
+        with translate_errors(f"reading the mapping of index {name!r}"):
+            response = _body(es.indices.get_mapping(index=name))
+        return next((entry.get("mappings", {}) for entry in response.values()), {})
+
+    def node_store(self) -> ElasticsearchNodeStore:
+        """The SiReRAG nodes of this index (``{prefix}-nodes``, made by the first write)."""
+        if self._nodes is None:
+            from gear_agent.store.es_nodes import ElasticsearchNodeStore
+
+            self._nodes = ElasticsearchNodeStore(self)
+        return self._nodes
 
     # ---- helpers -----------------------------------------------------------
     def _search(self, what: str, index: str | None, request: dict[str, Any]) -> dict[str, Any]:
@@ -219,8 +265,10 @@ class ElasticsearchStore(Store):
                 response = _body(self._client.mget(index=index, ids=list(chunk), **source))
             for doc in response["docs"]:
                 if "error" in doc:
-                    error = doc["error"]
-                    raise StoreError(f"reading {doc.get('_id')!r} from {index!r} failed: {error}")
+                    what = f"reading {len(chunk)} document(s) from {index!r}"
+                    raise missing_index(what, doc["error"]) or StoreError(
+                        f"{what}: {doc.get('_id')!r} failed: {error_cause(doc['error'])}"
+                    )
                 if doc.get("found"):
                     found[doc["_id"]] = doc.get("_source") or {}
         return found
@@ -313,7 +361,7 @@ class ElasticsearchStore(Store):
         """
         index = self.indices.passages
         stored = self._mget(index, [p.id for p in passages], [])
-        new, existing = _split_new(passages, stored)
+        new, existing = split_new(passages, stored)
         refused: list[BulkFailure] = []
 
         def actions() -> Iterator[Any]:
@@ -342,7 +390,7 @@ class ElasticsearchStore(Store):
         """
         index = self.indices.triples
         stored = self._mget(index, [t.id for t in triples], [])
-        new, existing = _split_new(triples, stored)
+        new, existing = split_new(triples, stored)
         parents = self._mget(self.indices.passages, [t.passage_id for t in new], [])
         orphans = sorted({t.passage_id for t in new if t.passage_id not in parents})
         if orphans:
@@ -372,19 +420,33 @@ class ElasticsearchStore(Store):
         return result
 
     def mark_extracted(self, passage_ids: Sequence[str]) -> None:
-        """Set ``extracted`` on these passages; ids that are not stored are ignored."""
+        """Set ``extracted`` on these passages; ids that are not stored are ignored.
+
+        The stored ids are looked up first: an ``update`` sent to a deleted index would make
+        Elasticsearch auto-create it (``action.auto_create_index`` is on by default) with a
+        dynamic mapping, leaving an index gear-agent cannot use; the look-up fails instead.
+        """
         index = self.indices.passages
-        actions = (q.update_action(index, pid, {"extracted": True}) for pid in _unique(passage_ids))
+        stored = self._mget(index, passage_ids, [])
+        actions = (
+            q.update_action(index, pid, {"extracted": True})
+            for pid in _unique(passage_ids)
+            if pid in stored
+        )
         outcome = self._write(actions, [index], [])
         if not outcome.ok:
             raise BulkWriteError(f"marking passages in {index!r}", outcome)
 
     def delete_passages(self, passage_ids: Sequence[str]) -> list[str]:
-        """Delete passages and, first, their triples (``delete_by_query`` on ``passage_id``).
+        """Delete passages and, first, their triples.
 
-        Triples go first so that a failure half-way never leaves triples of a
-        deleted passage behind as neighbours. Returns the ids that were stored
-        and are now deleted, in the order asked.
+        The triples are found by a ``terms`` query on ``passage_id`` and deleted by id in
+        ``_bulk`` requests, like every other write: each document's outcome is known and
+        rejections are retried. (``_delete_by_query`` would need the ``reindex`` module,
+        which not every cluster has, and reports failures in another shape.) Triples go
+        first so that a failure half-way never leaves triples of a deleted passage behind
+        as neighbours. Returns the ids that were stored and are now deleted, in the order
+        asked.
         """
         stored = self._mget(self.indices.passages, passage_ids, [])
         ids = [pid for pid in _unique(passage_ids) if pid in stored]
@@ -392,17 +454,15 @@ class ElasticsearchStore(Store):
             return []
         triples = self.indices.triples
         for chunk in _chunks(ids, _TERMS_CHUNK):
-            with translate_errors(f"deleting the triples of {len(chunk)} passage(s)"):
-                response = _body(
-                    self._client.delete_by_query(
-                        index=triples, query=q.terms("passage_id", chunk), refresh=True
-                    )
+            found = [hit["_id"] for hit in self._walk(triples, q.terms("passage_id", chunk), q.BY_ID)]
+            outcome = self._write((q.delete_action(triples, tid) for tid in found), [triples], [])
+            if not outcome.ok:
+                raise BulkWriteError(
+                    f"deleting the triples of {len(chunk)} passage(s) from {triples!r} (the "
+                    "passages were kept; retry the delete)",
+                    outcome,
                 )
-            if response.get("failures"):
-                raise StoreError(
-                    f"deleting triples from {triples!r} failed for some documents: "
-                    f"{response['failures'][:3]}; the passages were kept, retry the delete"
-                )
+        self.node_store().forget_passages(ids)
         index = self.indices.passages
         outcome = self._write((q.delete_action(index, pid) for pid in ids), [index], [])
         self._committed(self.generation)

@@ -163,10 +163,6 @@ class EmbeddedStore(Store):
     def tokenize(self) -> Any:
         return get_tokenizer(self.tokenizer)
 
-    @property
-    def derived_dir(self) -> Path:
-        return self.root
-
     def _check_model(self) -> None:
         model, dimension = self.db.meta("embedding_model"), self.db.meta("dimension")
         if model is None:
@@ -359,6 +355,11 @@ class EmbeddedStore(Store):
 
     def sources_like(self, source: str) -> list[str]:
         return self.passages.sources_like(source)
+
+    @property
+    def derived_dir(self) -> Path:
+        """Caches derived from the index (the PPR graph) live in its own folder."""
+        return self.root
 
     def maintain(self) -> None:
         """Bring the ANN parts up to date and fold the WAL into the database file (called at

@@ -17,7 +17,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from gear_agent.store.base import StoreError
-from gear_agent.store.es_client import import_elasticsearch, translate_errors
+from gear_agent.store.es_client import error_reason, import_elasticsearch, translate_errors
 from gear_agent.store.es_queries import BulkAction
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -162,7 +162,7 @@ class BulkWriter:
                         status = getattr(getattr(err, "meta", None), "status", None)
                         if status not in RETRY_STATUSES:
                             raise
-                        rejected = [(a, status, "rejected_request", str(err)) for a in pending]
+                        rejected = [(a, status, "rejected_request", error_reason(err)) for a in pending]
                         response = None
             except StoreError as err:
                 # The request itself failed for good: every document in it failed.

@@ -10,8 +10,10 @@ failing on the first request.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +43,8 @@ class ElasticsearchSettings:
         password: Basic-auth password (``GEAR_ES_PASSWORD``).
         verify_certs: Verify the server's TLS certificate (``GEAR_ES_VERIFY_CERTS``).
         index_prefix: Indices are ``{prefix}-passages`` and ``{prefix}-triples``.
+        cache_dir: Local folder for derived caches (``GEAR_ES_CACHE_DIR``): the PPR graph of
+            an index lives in ``{cache_dir}/{cluster_uuid}-{index_prefix}``.
 
     Example:
         >>> ElasticsearchSettings(url="http://localhost:9200").index_prefix
@@ -53,6 +57,7 @@ class ElasticsearchSettings:
     password: str | None = None
     verify_certs: bool = True
     index_prefix: str = "gear"
+    cache_dir: Path = Path(".gear/es-cache")
 
     @classmethod
     def from_gear(cls, settings: GearSettings) -> ElasticsearchSettings:
@@ -60,7 +65,7 @@ class ElasticsearchSettings:
         return cls(
             url=settings.es_url, api_key=settings.es_api_key, username=settings.es_username,
             password=settings.es_password, verify_certs=settings.es_verify_certs,
-            index_prefix=settings.es_index_prefix,
+            index_prefix=settings.es_index_prefix, cache_dir=settings.es_cache_dir,
         )
 
     @classmethod
@@ -129,11 +134,11 @@ def parse_version(number: str) -> tuple[int, int]:
         raise StoreError(f"cannot read the Elasticsearch server version {number!r}") from err
 
 
-def check_server(client: Elasticsearch, where: str) -> str:
+def check_server(client: Elasticsearch, where: str) -> tuple[str, str]:
     """Ask the cluster who it is; refuse anything but an 8.x (>= 8.4) Elasticsearch.
 
     Returns:
-        The server version string, e.g. ``"8.15.2"``.
+        The server version string, e.g. ``"8.15.2"``, and the cluster's UUID.
 
     Raises:
         StoreError: unreachable, refused credentials, or an unsupported server.
@@ -153,16 +158,51 @@ def check_server(client: Elasticsearch, where: str) -> str:
             f"{SUPPORTED_CLIENT_MAJOR}.x Python client. Use an {SUPPORTED_SERVER_MAJOR}.x "
             "cluster (see docs/elasticsearch.md)."
         )
-    return number
+    return number, str(info.get("cluster_uuid") or "_na_")
 
 
-def _reason(err: Exception) -> str:
+def error_cause(error: Any) -> dict[str, Any]:
+    """The useful part of an Elasticsearch ``error`` object: its first root cause when the
+    error itself only says that shards failed (``search_phase_execution_exception: all
+    shards failed``, where the reason is in ``root_cause``), else the error."""
+    if not isinstance(error, dict):
+        return {"type": "?", "reason": str(error)}
+    causes = error.get("root_cause")
+    if error.get("type") == "search_phase_execution_exception" and causes and isinstance(causes[0], dict):
+        return causes[0]
+    return error
+
+
+def error_reason(err: Exception) -> str:
     """The error type and reason Elasticsearch gave, else the exception's text."""
     body = getattr(err, "body", None)
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        error = body["error"]
-        return f"{error.get('type', '?')}: {error.get('reason', '?')}"
+        cause = error_cause(body["error"])
+        return f"{cause.get('type', '?')}: {cause.get('reason', '?')}"
     return str(getattr(err, "message", None) or err)
+
+
+def missing_index(what: str, error: Any) -> StoreError | None:
+    """A :class:`StoreError` for ``index_not_found_exception`` (None for any other error):
+    the index was deleted while gear-agent had it open, or was never created."""
+    cause = error_cause(error)
+    if cause.get("type") != "index_not_found_exception":
+        return None
+    name = cause.get("index") or cause.get("resource.id") or "?"
+    return StoreError(
+        f"{what}: index {name!r} does not exist (deleted while in use?). Nothing was written; "
+        "rebuild it with `gear index` (GEAR_BACKEND=elasticsearch), or check GEAR_ES_INDEX_PREFIX."
+    )
+
+
+def _connection_reason(err: Exception) -> str:
+    """The innermost reason of a connection error (``[Errno 111] Connection refused``,
+    ``timed out``), not the client's nested retelling of it."""
+    text = str(err)
+    errno = re.search(r"\[Errno -?\d+\] [^)'\"\]]+", text)
+    if errno:
+        return errno.group(0).strip()
+    return text.rsplit("caused by: ", 1)[-1][:200]
 
 
 @contextlib.contextmanager
@@ -176,21 +216,26 @@ def translate_errors(what: str) -> Iterator[None]:
         yield
     except es.AuthenticationException as err:
         raise StoreError(
-            f"{what}: authentication failed (HTTP 401, {_reason(err)}). Set GEAR_ES_API_KEY, "
+            f"{what}: authentication failed (HTTP 401, {error_reason(err)}). Set GEAR_ES_API_KEY, "
             "or GEAR_ES_USERNAME and GEAR_ES_PASSWORD."
         ) from err
     except es.AuthorizationException as err:
         raise StoreError(
-            f"{what}: the user lacks a privilege (HTTP 403, {_reason(err)}). It needs "
+            f"{what}: the user lacks a privilege (HTTP 403, {error_reason(err)}). It needs "
             "'monitor' on the cluster and 'create_index', 'read', 'write', 'view_index_metadata' "
             "on the gear indices."
         ) from err
     except es.ApiError as err:
+        body = getattr(err, "body", None)
+        gone = missing_index(what, body.get("error")) if isinstance(body, dict) else None
+        if gone is not None:
+            raise gone from err
         status = getattr(getattr(err, "meta", None), "status", "?")
-        raise StoreError(f"{what}: Elasticsearch answered HTTP {status}, {_reason(err)}") from err
+        raise StoreError(f"{what}: Elasticsearch answered HTTP {status}, {error_reason(err)}") from err
     except es.ConnectionError as err:
         raise StoreError(
-            f"{what}: cannot reach the cluster ({err}). Is it running and is GEAR_ES_URL right? "
+            f"{what}: cannot reach the cluster ({_connection_reason(err)}). Is it running and is "
+            "GEAR_ES_URL right? "
             f"For local development: `{COMPOSE_HINT}`. For a self-signed HTTPS certificate "
             "set GEAR_ES_VERIFY_CERTS=false."
         ) from err

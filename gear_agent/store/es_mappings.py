@@ -163,6 +163,54 @@ def index_mappings(collection: Collection, model: str, dimension: int) -> dict[s
     }
 
 
+def _meta(collection: str, model: str, dimension: int) -> dict[str, Any]:
+    return {"gear_agent": {"schema_version": SCHEMA_VERSION, "collection": collection,
+                           "embedding_model": model, "dimension": dimension}}
+
+
+def node_mappings(model: str, dimension: int) -> dict[str, Any]:
+    """The mapping of ``{prefix}-nodes`` (SiReRAG nodes, :mod:`gear_agent.store.es_nodes`)."""
+    keyword = {"type": "keyword"}
+    return {
+        "dynamic": "strict",
+        "_meta": _meta("node", model, dimension),
+        "properties": {
+            "id": keyword, "kind": keyword, "tree": keyword, "level": {"type": "integer"},
+            "entity": keyword, "text": _stored_text(), "children": keyword,
+            "passage_ids": keyword, "added_ns": {"type": "long"}, "position": {"type": "integer"},
+            VECTOR_FIELD: _vector(dimension),
+        },
+    }
+
+
+def node_meta_mappings(model: str) -> dict[str, Any]:
+    """The mapping of ``{prefix}-nodes-meta``: what the SiReRAG builder records, one
+    document per key."""
+    return {
+        "dynamic": "strict",
+        "_meta": _meta("node-meta", model, 0),
+        "properties": {"key": {"type": "keyword"}, "value": _stored_text()},
+    }
+
+
+def check_owned(index: str, actual: dict[str, Any], collection: str, model: str) -> None:
+    """Refuse an index gear-agent did not create for ``collection`` or built with another
+    model (the node indices; passages and triples get the full :func:`check_mapping`)."""
+    meta = (actual.get("_meta") or {}).get("gear_agent")
+    if not isinstance(meta, dict) or meta.get("collection") != collection:
+        raise StoreError(
+            f"index {index!r} exists but was not created by gear-agent for {collection}s (no "
+            "matching _meta.gear_agent in its mapping). Delete it, or choose another "
+            "GEAR_ES_INDEX_PREFIX."
+        )
+    if meta.get("embedding_model") != model:
+        raise ModelMismatchError(
+            f"index {index!r} was built with embedding model {meta.get('embedding_model')!r}, "
+            f"but the configured model is {model!r}. Rebuild the SiReRAG nodes "
+            "(`gear sirerag build`) after deleting it, or set GEAR_EMBEDDING_MODEL."
+        )
+
+
 _CHECKED_KEYS = ("type", "dims", "similarity", "index")
 _ALWAYS_SHOWN = ("type", "dims")
 

@@ -5,15 +5,15 @@ Every test in this folder that takes ``backend`` runs once per backend:
 * ``embedded``: :class:`gear_agent.store.embedded.EmbeddedStore` in ``tmp_path``;
 * ``es-fake``: :class:`ElasticsearchStore` through the real ``elasticsearch``
   client against the in-memory emulation in ``es_fake.py`` (no cluster);
-* ``elasticsearch``: :class:`ElasticsearchStore` against the live cluster at
-  ``GEAR_ES_URL`` (credentials from the other ``GEAR_ES_*`` variables), in
-  fresh indices ``gear-conformance-<random>-*`` deleted afterwards. Skipped
-  when ``GEAR_ES_URL`` is not set.
+* ``elasticsearch``: :class:`ElasticsearchStore` against a live cluster (the ``es_url``
+  fixture: ``GEAR_ES_URL`` with the other ``GEAR_ES_*`` variables, else the test cluster
+  that ``tests/support/es_cluster.py`` starts), in fresh indices
+  ``gear-conformance-<random>-*`` deleted afterwards. Skipped, with the reason, where no
+  cluster can be had (no Java 17 or Maven); ``-m "not es"`` leaves them out.
 """
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -25,6 +25,9 @@ from gear_agent.config import GearSettings
 from gear_agent.embedding.base import Embedder
 from gear_agent.embedding.hashing import HashingEmbedder
 from gear_agent.store.base import Store
+
+_INDICES = ("passages", "triples", "nodes", "nodes-meta")
+"""Every index a store of one prefix may create."""
 
 
 @dataclass
@@ -49,14 +52,15 @@ def _embedded(tmp_path: Path, opened: list[Store]) -> Backend:
     return Backend("embedded", open_store)
 
 
-def _es_fake(opened: list[Store]) -> Backend:
+def _es_fake(tmp_path: Path, opened: list[Store]) -> Backend:
     pytest.importorskip("elasticsearch", reason="the elasticsearch client is not installed")
     from es_fake import FakeElasticsearch
 
     from gear_agent.store.elasticsearch import ElasticsearchStore
 
     server = FakeElasticsearch()
-    settings = GearSettings(backend="elasticsearch", es_index_prefix="conformance")
+    settings = GearSettings(backend="elasticsearch", es_index_prefix="conformance",
+                            es_cache_dir=tmp_path / "es-cache")
 
     def open_store(embedder: Embedder) -> Store:
         client = server.client()
@@ -67,16 +71,16 @@ def _es_fake(opened: list[Store]) -> Backend:
     return Backend("es-fake", open_store)
 
 
-def _es_live(opened: list[Store], cleanup: list[Callable[[], None]]) -> Backend:
-    url = os.environ.get("GEAR_ES_URL")
-    if not url:
-        pytest.skip("GEAR_ES_URL is not set: no live Elasticsearch to run against")
+def _es_live(
+    url: str, tmp_path: Path, opened: list[Store], cleanup: list[Callable[[], None]]
+) -> Backend:
     pytest.importorskip("elasticsearch", reason="the elasticsearch client is not installed")
     from gear_agent.store.elasticsearch import ElasticsearchStore
     from gear_agent.store.es_client import make_client
 
     prefix = f"gear-conformance-{uuid.uuid4().hex[:10]}"
-    settings = GearSettings(backend="elasticsearch", es_url=url, es_index_prefix=prefix)
+    settings = GearSettings(backend="elasticsearch", es_url=url, es_index_prefix=prefix,
+                            es_cache_dir=tmp_path / "es-cache")
 
     def open_store(embedder: Embedder) -> Store:
         store = ElasticsearchStore(settings, embedder)
@@ -89,7 +93,7 @@ def _es_live(opened: list[Store], cleanup: list[Callable[[], None]]) -> Backend:
         client = make_client(settings)
         try:
             client.indices.delete(
-                index=f"{prefix}-passages,{prefix}-triples", ignore_unavailable=True
+                index=",".join(f"{prefix}-{name}" for name in _INDICES), ignore_unavailable=True
             )
         finally:
             client.close()
@@ -104,9 +108,9 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
     if request.param == "embedded":
         chosen = _embedded(tmp_path, opened)
     elif request.param == "es-fake":
-        chosen = _es_fake(opened)
+        chosen = _es_fake(tmp_path, opened)
     else:
-        chosen = _es_live(opened, cleanup)
+        chosen = _es_live(request.getfixturevalue("es_url"), tmp_path, opened, cleanup)
     try:
         yield chosen
     finally:

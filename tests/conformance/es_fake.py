@@ -16,6 +16,21 @@ without a cluster, through the real ``elasticsearch`` client (a custom
 * the indexing statistics (``_stats/indexing``: ``index_total``, ``delete_total``);
 * the 8.x media-type check (``compatible-with=8``) and the product header.
 
+Corrected after running the backend against a real 8.19.4 cluster
+(``tests/conformance/test_es_fake_fidelity.py`` holds both to the same answers):
+
+* a bulk ``create``/``index``/``update`` naming a missing index creates it, with a
+  dynamic mapping (``action.auto_create_index`` is on by default), as a real cluster does;
+* ``_mget`` on a missing index answers 200 with an ``error`` per document, not 404;
+* a query that fails on the shard answers ``search_phase_execution_exception: all shards
+  failed`` with the real reason in ``root_cause`` (as a real cluster does);
+* a ``keyword`` field takes numbers and booleans, a ``boolean`` the strings
+  ``"true"``/``"false"`` (coerced, as a real cluster does).
+
+Deliberately stricter than a real cluster: a ``term``/``terms``/``prefix``/``range`` on an
+analysed ``text`` field answers 400 (a real cluster matches tokens silently; here it flags a
+backend bug).
+
 Scores: BM25 (Lucene form, the index's k1/b) over the project's
 standard-analyzer approximation; kNN is exact cosine, ``_score = (1 + cos) / 2``.
 Passing the suite against this fake checks the backend's logic and request
@@ -45,8 +60,25 @@ class EsError(Exception):
         super().__init__(reason)
         self.status, self.error_type, self.reason = status, error_type, reason
 
+    def error(self) -> dict[str, Any]:
+        cause = {"type": self.error_type, "reason": self.reason}
+        return {"root_cause": [cause], **cause}
+
     def body(self) -> dict[str, Any]:
-        return {"error": {"type": self.error_type, "reason": self.reason}, "status": self.status}
+        return {"error": self.error(), "status": self.status}
+
+
+class ShardError(EsError):
+    """A query that fails on the shard: a real cluster wraps it in
+    ``search_phase_execution_exception`` and gives the reason in ``root_cause``."""
+
+    def error(self) -> dict[str, Any]:
+        return {
+            "root_cause": [{"type": self.error_type, "reason": self.reason}],
+            "type": "search_phase_execution_exception",
+            "reason": "all shards failed",
+            "phase": "query",
+        }
 
 
 @dataclass
@@ -85,8 +117,9 @@ class FakeIndex:
 class FakeElasticsearch:
     """One fake single-node cluster; ``requests`` records every request it answered."""
 
-    def __init__(self, version: str = "8.15.0") -> None:
+    def __init__(self, version: str = "8.15.0", *, auto_create_index: bool = True) -> None:
         self.version = version
+        self.auto_create_index = auto_create_index
         self.indices: dict[str, FakeIndex] = {}
         self.pits: dict[str, dict[str, dict[str, Any]]] = {}
         self.pit_index: dict[str, str] = {}
@@ -202,6 +235,13 @@ class FakeElasticsearch:
             for n in index_names:
                 self._index(n).refresh()
             return 200, {"_shards": {"total": 1, "successful": 1, "failed": 0}}
+        if op == "_mget" and index_names[0] not in self.indices:
+            missing = EsError(404, "index_not_found_exception", f"no such index [{index_names[0]}]")
+            return 200, {
+                "docs": [
+                    {"_index": index_names[0], "_id": i, "error": missing.error()} for i in body["ids"]
+                ]
+            }
         index = self._index(index_names[0])
         if op == "_mget":
             return 200, self._mget(index, body, params)
@@ -220,16 +260,6 @@ class FakeElasticsearch:
                     1 for i, d in index.visible.items() if self._matches(index, i, d, query)
                 )
             }
-        if op == "_delete_by_query":
-            doomed = [
-                i for i, d in index.visible.items() if self._matches(index, i, d, body["query"])
-            ]
-            for doc_id in doomed:
-                index.live.pop(doc_id, None)
-            index.deleted += len(doomed)
-            if params.get("refresh") in ("true", ""):
-                index.refresh()
-            return 200, {"deleted": len(doomed), "failures": [], "version_conflicts": 0}
         if op == "_pit":
             if "keep_alive" not in params:
                 raise EsError(
@@ -278,6 +308,10 @@ class FakeElasticsearch:
         props = index.properties
         for fname, value in doc.items():
             spec = props.get(fname)
+            if isinstance(value, list) and (spec or {}).get("type") not in (None, "dense_vector", "nested"):
+                for element in value:  # any field takes an array of its values
+                    self._check_document(index, {fname: element})
+                continue
             if spec is None:
                 if index.mappings.get("dynamic") == "strict":
                     raise EsError(
@@ -285,8 +319,9 @@ class FakeElasticsearch:
                         "strict_dynamic_mapping_exception",
                         f"mapping set to strict, dynamic introduction of [{fname}] within [_doc] is not allowed",
                     )
+                index.mappings.setdefault("properties", {})[fname] = _dynamic_mapping(value)
                 continue
-            if spec["type"] == "dense_vector":
+            if spec.get("type") == "dense_vector":
                 if not isinstance(value, list) or len(value) != spec["dims"]:
                     raise EsError(
                         400,
@@ -299,13 +334,13 @@ class FakeElasticsearch:
                         "document_parsing_exception",
                         f"The [cosine] similarity does not support vectors with zero magnitude. Preview of invalid vector: {value[:3]}",
                     )
-            if spec["type"] == "keyword" and not isinstance(value, str):
+            if spec.get("type") == "keyword" and not isinstance(value, str | int | float | bool):
                 raise EsError(
                     400,
                     "document_parsing_exception",
                     f"failed to parse field [{fname}] of type [keyword]",
                 )
-            if spec["type"] == "boolean" and not isinstance(value, bool):
+            if spec.get("type") == "boolean" and not (isinstance(value, bool) or value in ("true", "false")):
                 raise EsError(
                     400,
                     "document_parsing_exception",
@@ -321,6 +356,9 @@ class FakeElasticsearch:
             body = lines[i + 1] if op in ("index", "create", "update") else None
             i += 2 if body is not None else 1
             try:
+                if op != "delete" and self.auto_create_index and header["_index"] not in self.indices:
+                    # A real cluster creates a missing index for any write but a delete.
+                    self.indices[header["_index"]] = FakeIndex(header["_index"], {}, {})
                 index = self._index(header["_index"])
                 touched.add(index.name)
                 status = self._bulk_item(index, op, header["_id"], body)
@@ -412,7 +450,7 @@ class FakeElasticsearch:
             docs = index.visible
         size = body.get("size", 10)
         if size > 10_000:
-            raise EsError(
+            raise ShardError(
                 400,
                 "illegal_argument_exception",
                 "Result window is too large, from + size must be less than or equal to: [10000]",
@@ -445,6 +483,11 @@ class FakeElasticsearch:
             "timed_out": False,
             "hits": {"hits": hits, "max_score": None},
         }
+        if "aggs" in body:
+            matched = [docs[i] for i, _ in scored]
+            response["aggregations"] = {
+                name: _composite(spec["composite"], matched) for name, spec in body["aggs"].items()
+            }
         if pit is not None:
             response["pit_id"] = pit["id"]
         return response
@@ -473,14 +516,16 @@ class FakeElasticsearch:
         for clause in sort:
             ((fname, order),) = clause.items()
             if fname == "_id":
-                raise EsError(
+                raise ShardError(
                     400,
                     "illegal_argument_exception",
                     "Fielddata access on the _id field is disallowed",
                 )
             spec = index.properties.get(fname)
             if spec is None or spec["type"] == "text":
-                raise EsError(400, "illegal_argument_exception", f"cannot sort on field [{fname}]")
+                raise ShardError(
+                    400, "illegal_argument_exception", f"Fielddata is disabled on [{fname}]"
+                )
             if order != "asc":
                 raise EsError(400, "unsupported", "the fake sorts ascending only")
             key.append(doc.get(fname))
@@ -501,25 +546,23 @@ class FakeElasticsearch:
             raise EsError(
                 400, "illegal_argument_exception", "the fake wants explicit k and num_candidates"
             )
-        if k > candidates or candidates > 10_000:
-            raise EsError(
-                400,
-                "illegal_argument_exception",
-                "[num_candidates] cannot be less than [k] or exceed [10000]",
-            )
+        if k > candidates:
+            raise EsError(400, "illegal_argument_exception", "[num_candidates] cannot be less than [k]")
+        if candidates > 10_000:
+            raise EsError(400, "illegal_argument_exception", "[num_candidates] cannot exceed [10000]")
         query = knn["query_vector"]
         if len(query) != spec["dims"]:
-            raise EsError(
+            raise ShardError(
                 400,
-                "illegal_argument_exception",
-                f"the query vector has a different number of dimensions [{len(query)}] than the document vectors [{spec['dims']}]",
+                "query_shard_exception",
+                f"failed to create query: The query vector has a different number of dimensions [{len(query)}] than the document vectors [{spec['dims']}].",
             )
         qnorm = math.sqrt(sum(x * x for x in query))
         if qnorm == 0:
-            raise EsError(
+            raise ShardError(
                 400,
-                "illegal_argument_exception",
-                "The [cosine] similarity does not support vectors with zero magnitude",
+                "query_shard_exception",
+                "failed to create query: The [cosine] similarity does not support vectors with zero magnitude.",
             )
         flt = knn.get("filter")
         filters = flt if isinstance(flt, list) else ([flt] if flt else [])
@@ -550,21 +593,20 @@ class FakeElasticsearch:
             ((fname, value),) = spec.items()
             value = value["value"] if isinstance(value, dict) else value
             self._check_indexed(index, fname, text_ok=False)
-            return doc.get(fname) == value
+            return value in _values(doc.get(fname))
         if kind == "terms":
             ((fname, values),) = spec.items()
             self._check_indexed(index, fname, text_ok=False)
             if len(values) > 65_536:
                 raise EsError(400, "illegal_argument_exception", "too many terms")
-            return doc.get(fname) in values
+            return any(v in values for v in _values(doc.get(fname)))
         if kind == "ids":
             return doc_id in spec["values"]
         if kind == "prefix":
             ((fname, value),) = spec.items()
             value = value["value"] if isinstance(value, dict) else value
             self._check_indexed(index, fname, text_ok=False)
-            have = doc.get(fname)
-            return isinstance(have, str) and have.startswith(value)
+            return any(isinstance(v, str) and v.startswith(value) for v in _values(doc.get(fname)))
         if kind == "range":
             ((fname, bounds),) = spec.items()
             self._check_indexed(index, fname, text_ok=False)
@@ -614,7 +656,7 @@ class FakeElasticsearch:
         if spec is None:
             return  # ES matches nothing on an unmapped field
         if spec.get("index") is False:
-            raise EsError(
+            raise ShardError(
                 400,
                 "query_shard_exception",
                 f"failed to create query: Cannot search on field [{fname}] since it is not indexed.",
@@ -657,6 +699,49 @@ class FakeElasticsearch:
             idf = math.log(1 + (len(corpus) - df + 0.5) / (df + 0.5))
             score += idf * tf / (tf + k1 * (1 - b + b * len(tokens) / avgdl))
         return score
+
+
+def _composite(spec: dict[str, Any], docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """A ``composite`` aggregation of ``terms`` sources (what the backend sends), in key
+    order, ``size`` buckets after ``after``."""
+    names = [next(iter(source)) for source in spec["sources"]]
+    fields = [source[name]["terms"]["field"] for source, name in zip(spec["sources"], names)]
+    counts: dict[tuple[Any, ...], int] = {}
+    for doc in docs:
+        for key in itertools.product(*(_values(doc.get(f)) for f in fields)):
+            counts[key] = counts.get(key, 0) + 1
+    keys = sorted(counts)
+    if spec.get("after") is not None:
+        after = tuple(spec["after"][n] for n in names)
+        keys = [k for k in keys if k > after]
+    page = keys[: spec.get("size", 10)]
+    buckets = [{"key": dict(zip(names, k)), "doc_count": counts[k]} for k in page]
+    result: dict[str, Any] = {"buckets": buckets}
+    if buckets:
+        result["after_key"] = buckets[-1]["key"]
+    return result
+
+
+def _values(value: Any) -> list[Any]:
+    """A field's values: a list's elements, a scalar alone, nothing for a missing field."""
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def _dynamic_mapping(value: Any) -> dict[str, Any]:
+    """The field Elasticsearch's dynamic mapping makes for a first value (``_doc`` defaults)."""
+    if isinstance(value, list):
+        return _dynamic_mapping(value[0]) if value else {"type": "keyword"}
+    if isinstance(value, bool):
+        return {"type": "boolean"}
+    if isinstance(value, int):
+        return {"type": "long"}
+    if isinstance(value, float):
+        return {"type": "float"}
+    if isinstance(value, dict):
+        return {"properties": {k: _dynamic_mapping(v) for k, v in value.items()}}
+    return {"type": "text", "fields": {"keyword": {"type": "keyword", "ignore_above": 256}}}
 
 
 def _as_list(value: Any) -> list[Any]:

@@ -64,3 +64,14 @@ def test_ask_errors_are_one_line(demo, tmp_path: Path) -> None:
     missing = CliRunner().invoke(app, ["ask", QUESTION, "--index", str(tmp_path / "nowhere")])
     assert missing.exit_code == 2 and "error:" in missing.output
     assert not (tmp_path / "nowhere").exists()  # asking never creates an index
+
+
+def test_ask_streams_the_answer_from_the_model_and_can_wait_instead(demo) -> None:
+    index, server = demo
+    streamed = CliRunner().invoke(app, ["ask", QUESTION, "--index", str(index)])
+    asked = [r.body for r in server.completions if r.body.get("stream")]
+    assert asked, "the model was not asked to stream"
+    waited = CliRunner().invoke(app, ["ask", QUESTION, "--index", str(index), "--no-stream"])
+    assert waited.exit_code == streamed.exit_code == 0
+    assert waited.stdout.splitlines()[0] == streamed.stdout.splitlines()[0] == f"{ANSWER} [1]"
+    assert len([r for r in server.completions if r.body.get("stream")]) == len(asked)  # none more

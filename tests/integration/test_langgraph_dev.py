@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,15 @@ def server(tmp_path_factory: pytest.TempPathFactory, fake_llm: FaultServer) -> I
         env=_env(**settings), capture_output=True, text=True, cwd=ROOT, timeout=300,
     )
     assert built.returncode == 0, built.stderr[-2000:]
+    env = _env(**settings, OPENAI_BASE_URL=fake_llm.base_url, GEAR_LLM_MODELS=OTHER_MODEL,
+               GEAR_MAX_ITERATIONS="3")
+    with _langgraph_dev(work, env) as url:
+        yield url
+
+
+@contextmanager
+def _langgraph_dev(work: Path, env: dict[str, str]) -> Iterator[str]:
+    """``langgraph dev`` in ``work`` on a free loopback port; yields its URL."""
     # The shipped langgraph.json, with its graph paths made absolute, so the server's own
     # files (.langgraph_api/) go to the temporary folder and not into the checkout.
     config = json.loads((ROOT / "langgraph.json").read_text())
@@ -75,9 +85,8 @@ def server(tmp_path_factory: pytest.TempPathFactory, fake_llm: FaultServer) -> I
     config["dependencies"] = [str(ROOT)]
     (work / "langgraph.json").write_text(json.dumps(config))
     port = _free_port()
-    env = _env(**settings, OPENAI_BASE_URL=fake_llm.base_url, GEAR_LLM_MODELS=OTHER_MODEL,
-               GEAR_MAX_ITERATIONS="3", LANGSMITH_TRACING="false",
-               LANGGRAPH_CLI_NO_ANALYTICS="1", LANGSMITH_API_KEY="")
+    env = {**env, "LANGSMITH_TRACING": "false", "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+           "LANGSMITH_API_KEY": ""}
     log = (work / "server.log").open("wb")
     process = subprocess.Popen(
         [sys.executable, "-c", "from langgraph_cli.cli import cli; cli()", "dev",
@@ -172,3 +181,21 @@ def test_project_errors_reach_the_client_with_their_message(server: str) -> None
         if part.event == "error"]
     assert errors[0]["error"] == "LLMConfigError"
     assert "'anthropic:claude-x' may not be chosen per run" in errors[0]["message"]
+
+
+def test_schemas_and_the_drawing_need_no_llm_and_no_index(tmp_path: Path) -> None:
+    """Studio asks for the schemas and the drawing before any run: with no LLM configured
+    and no index they are still answered (the graph is described, nothing is loaded), and
+    only a run says what is missing, in one line."""
+    env = _env(GEAR_INDEX_DIR=str(tmp_path / "no-index"), GEAR_EMBEDDING_MODEL="hashing-384")
+    with _langgraph_dev(tmp_path, env) as url:
+        client = get_sync_client(url=url)
+        assistant = _assistant(client)
+        schemas = client.assistants.get_schemas(assistant)
+        assert "question" in schemas["input_schema"]["properties"]
+        assert "start" in json.dumps(client.assistants.get_graph(assistant))
+        thread = client.threads.create()["thread_id"]
+        run = client.runs.wait(thread, "gear", input={"question": QUESTION}, raise_error=False)
+        log = (tmp_path / "server.log").read_text(errors="replace")
+    assert "LLMConfigError" not in log.split("threads")[0]  # nothing failed before the run
+    assert "no index" in json.dumps(run) or "No LLM" in json.dumps(run) or "OPENAI" in json.dumps(run)

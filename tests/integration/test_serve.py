@@ -206,7 +206,9 @@ def test_stream_log_ends_with_the_final_output(remote: RemoteRunnable) -> None:
 @pytest.mark.parametrize(
     ("body", "field", "says"),
     [
-        ({"input": {}}, "question", "Field required"),
+        ({"input": {}}, "body", 'give a "question", or "messages"'),
+        ({"input": {"messages": [{"content": "q"}]}}, "messages.0", "either a role"),
+        ({"input": {"messages": [{"role": "robot", "content": "q"}]}}, "messages.0.role", "Input should be"),
         ({"input": {"question": ""}}, "question", "at least 1 character"),
         ({"input": {"question": "   \n "}}, "question", "at least 1 character"),
         ({"input": {"question": "x" * (MAX_CHARS + 1)}}, "question", f"at most {MAX_CHARS} characters"),
@@ -301,7 +303,8 @@ def test_llm_failure_mid_stream_is_an_error_event_without_a_trace(http, remote) 
 def test_schemas_and_playground(http: httpx.Client) -> None:
     schema = http.get("/gear/input_schema").json()
     assert schema["properties"]["question"]["maxLength"] == MAX_CHARS
-    assert schema["required"] == ["question"]
+    assert "required" not in schema  # a question, or messages ending with one
+    assert {"question", "messages"} <= set(schema["properties"])
     # The playground's form renderer fails on "anyOf [integer, null]" and on "default": null.
     assert "anyOf" not in json.dumps(schema) and '"default": null' not in json.dumps(schema)
     assert "answer" in http.get("/gear/output_schema").json()["properties"]
@@ -359,3 +362,17 @@ def test_gear_runnable_checks_direct_python_calls(tmp_path: Path) -> None:
         runnable.invoke({"question": "  "})
     out = runnable.invoke({"question": QUESTION, "max_iterations": None, "top_k": 3})
     assert out["answer"] == "Sacramento County" and len(out["passages"]) == 3
+
+
+def test_chat_messages_are_accepted_as_the_readme_says(http: httpx.Client) -> None:
+    """``{"messages": [...]}`` to /gear/invoke (was a 422 "question: Field required")."""
+    body = {"input": {"messages": [{"role": "user", "content": QUESTION}]}}
+    response = http.post("/gear/invoke", json=body)
+    assert response.status_code == 200, response.text
+    output = response.json()["output"]
+    assert output["answer"] == "Sacramento County"
+    assert [m["type"] for m in output["messages"]] == ["human", "ai"]
+    follow_up = {"input": {"messages": [
+        {"role": "user", "content": QUESTION}, {"role": "assistant", "content": "Sacramento County"},
+        {"type": "human", "content": QUESTION}]}}
+    assert http.post("/gear/invoke", json=follow_up).status_code == 200

@@ -13,14 +13,16 @@ is the package's own model-free :class:`~gear_agent.embedding.hashing.HashingEmb
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import ConfigDict, Field
 
 from gear_agent.embedding.hashing import HashingEmbedder
@@ -116,6 +118,43 @@ class ScriptedChatModel(BaseChatModel):
             return self._result(messages)
         finally:
             self.in_flight -= 1
+
+
+class StreamingChatModel(ScriptedChatModel):
+    """A :class:`ScriptedChatModel` that also streams: each reply comes out in word-sized
+    tokens (a word with the space before it), ``token_delay_s`` apart, through LangChain's
+    ``_stream``/``_astream``, as a server streaming its reply would."""
+
+    token_delay_s: float = 0.0
+
+    def _tokens(self, messages: list[BaseMessage]) -> list[str]:
+        result = self._result(messages)
+        if not result.generations:
+            return []
+        text = str(result.generations[0].message.content)
+        return re.findall(r"\s*\S+|\s+$", text) or [text]
+
+    def _stream(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> Iterator[ChatGenerationChunk]:
+        for token in self._tokens(messages):
+            if self.token_delay_s:
+                time.sleep(self.token_delay_s)
+            chunk = ChatGenerationChunk(message=AIMessageChunk(content=token))
+            if run_manager is not None:
+                run_manager.on_llm_new_token(token, chunk=chunk)
+            yield chunk
+
+    async def _astream(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        for token in self._tokens(messages):
+            if self.token_delay_s:
+                await asyncio.sleep(self.token_delay_s)
+            chunk = ChatGenerationChunk(message=AIMessageChunk(content=token))
+            if run_manager is not None:
+                await run_manager.on_llm_new_token(token, chunk=chunk)
+            yield chunk
 
 
 def make_passages(count: int, source: str = "test") -> list[Passage]:

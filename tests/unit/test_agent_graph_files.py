@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -42,8 +43,11 @@ def test_graph_factory_builds_once_lazily_without_a_checkpointer(monkeypatch: py
     monkeypatch.setenv("GEAR_MAX_ITERATIONS", "2")
     module = _load_graph_module("gear_graph_test")
     assert seen == []  # importing builds nothing
-    assert asyncio.run(module.graph()) == "compiled"
-    assert asyncio.run(module.graph()) == "compiled"
+    schemas = asyncio.run(module.graph(SimpleNamespace(access_context="assistants.read")))
+    assert seen == [] and "question" in schemas.get_input_jsonschema()["properties"]  # described
+    run = SimpleNamespace(access_context="threads.create_run")
+    assert asyncio.run(module.graph(run)) == "compiled"
+    assert asyncio.run(module.graph(run)) == "compiled"
     assert len(seen) == 1  # built once, then reused
     settings, kwargs = seen[0]
     assert kwargs == {}  # no checkpointer: the LangGraph server brings its own
@@ -64,9 +68,15 @@ def test_graph_module_imports_fast_loading_nothing_heavy() -> None:
 
 
 def test_graph_factory_signature_is_one_langgraph_accepts() -> None:
+    """One parameter whose annotation langgraph-api resolves to its ServerRuntime (so it
+    passes the runtime, which says whether a run or a schema request asks)."""
     module = _load_graph_module("gear_graph_sig")
     assert inspect.iscoroutinefunction(module.graph)
-    assert inspect.signature(module.graph).parameters == {}  # a zero-argument factory
+    [param] = inspect.signature(module.graph).parameters.values()
+    assert param.annotation == "ServerRuntime"
+    langgraph_api = pytest.importorskip("langgraph_api._factory_utils")
+    hints = langgraph_api._resolve_hints(module.graph)
+    assert langgraph_api._is_runtime_annotation(hints["runtime"])
 
 
 def test_docs_graph_md_is_up_to_date() -> None:

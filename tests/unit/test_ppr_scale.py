@@ -23,13 +23,24 @@ from test_ppr import (
 from gear_agent.config import GearSettings
 from gear_agent.expansion import ppr_synonyms
 from gear_agent.expansion.hipporag import HippoRAGRetriever, hipporag_scores, query_node_mass
-from gear_agent.expansion.ppr import PPRRetriever, ppr_expand
+from gear_agent.expansion.ppr import (
+    PPRRetriever,
+    _lowest_score,
+    choose_seeds,
+    passage_mass,
+    ppr_expand,
+    seed_phrase_mass,
+    sparse_personalized_pagerank,
+    tail_mass,
+)
 from gear_agent.expansion.ppr_graph import PPRGraph, load_or_build
 from gear_agent.expansion.ppr_graph_files import delta_path, manifest_path
 from gear_agent.expansion.ppr_push import push_personalized_pagerank
 from gear_agent.expansion.ppr_synonyms import PhraseANN, exact_pairs
+from gear_agent.expansion.ppr_walk import walk_of
 from gear_agent.questions import RunOptionError
 from gear_agent.retrieval.search import QueryEncoder
+from gear_agent.store.embedded import EmbeddedStore
 
 HAND_EDGES = [(0, 1, 1.0), (1, 2, 2.0), (2, 0, 0.5), (2, 3, 3.0), (3, 4, 1.0), (4, 1, 0.25)]
 
@@ -289,26 +300,21 @@ def test_build_reports_progress_by_stage(tmp_path: Path) -> None:
         assert done == total
 
 
+def _five_passages(tmp_path: Path) -> tuple[EmbeddedStore, PPRGraph, np.ndarray]:
+    """Five passages, each with triples (no dangling vertex), their graph and a query."""
+    passages, (first, second) = _batches()
+    embedder = TableEmbedder(SYNONYMS)
+    store = _store(tmp_path, embedder)
+    store.add_passages(passages[:5])
+    store.add_triples(first + second)
+    return store, PPRGraph.build(store, embedder), embedder.embed_one("alpha meets gamma")
+
+
 def test_local_tail_is_a_uniform_mass_on_every_passage(tmp_path: Path) -> None:
     # dense_passages below the passage count: the passages left out get mass c each (the
     # tail's estimated mean), which by linearity is the global walk of that restart vector
-    from gear_agent.expansion.ppr import (
-        _lowest_score,
-        choose_seeds,
-        passage_mass,
-        seed_phrase_mass,
-        sparse_personalized_pagerank,
-        tail_mass,
-    )
 
-    passages, (first, second) = _batches()
-    passages = passages[:5]  # every passage has triples: no dangling vertex
-    embedder = TableEmbedder(SYNONYMS)
-    store = _store(tmp_path, embedder)
-    store.add_passages(passages)
-    store.add_triples(first + second)
-    graph = PPRGraph.build(store, embedder)
-    q = embedder.embed_one("alpha meets gamma")
+    store, graph, q = _five_passages(tmp_path)
     got = ppr_expand(store, graph, "x", q, None, k=2, dense_passages=2, tolerance=1e-13)
 
     triples, scores = choose_seeds(store, "x", q, None, 5, None)
@@ -357,3 +363,30 @@ def test_tail_mass_recovers_the_mean_below_the_cut_for_normal_cosines() -> None:
     masses = np.sort(0.05 * (cosines - cosines.min()) / np.ptp(cosines))[::-1]
     assert tail_mass(masses[:2000], 20_000) == pytest.approx(masses[2000:].mean(), rel=0.02)
     assert tail_mass(masses[:1], 20_000) == pytest.approx(masses[0] / 2)  # too few to fit
+
+
+def test_local_tail_with_sharpened_passage_weights(tmp_path: Path) -> None:
+    # sharpness 3: the tail's mean is fitted on the affine scale (cube root of mass / w) and
+    # cubed back; the walk equals the global walk of that restart vector, title edges too
+    store, graph, q = _five_passages(tmp_path)
+    walk = walk_of(graph, store, 2.0)
+    got = ppr_expand(store, graph, "x", q, None, k=2, dense_passages=2, tolerance=1e-13,
+                     passage_sharpness=3.0, walk=walk)
+
+    triples, scores = choose_seeds(store, "x", q, None, 5, None)
+    phrases = seed_phrase_mass(graph, triples, scores)
+    hits = store.vector_search("passage", q, 2)
+    low = _lowest_score(store, "passage", q)
+    top = passage_mass(graph, hits, low, hits[0].score, 0.05, sharpness=3.0)
+    linear = passage_mass(graph, hits, low, hits[0].score, 0.05)
+    c = 0.05 * (tail_mass(np.fromiter(linear.values(), dtype=np.float64),
+                          graph.n_passages) / 0.05) ** 3
+    assert 0 < c < min(top.values())
+    reset = np.zeros(graph.n_vertices)
+    reset[graph.passage_mask()] = c
+    for vertex, mass in {**top, **phrases}.items():
+        reset[vertex] = mass
+    expected = sparse_personalized_pagerank(walk.transition, walk.dangling, reset, 0.5,
+                                            tol=1e-14)
+    for passage in got:
+        assert passage.score == pytest.approx(expected[graph.passage_vertex(passage.id)], abs=1e-9)

@@ -1,0 +1,123 @@
+"""Parity of the Elasticsearch backend with the embedded index: `gear eval` on both, side by side.
+
+Runs ``gear eval`` twice on the same corpus, questions and OpenIE triples, once on the
+embedded index and once on Elasticsearch (the test cluster of ``tests/support/es_cluster.py``,
+or ``--url``), every LLM-free retriever by default, and prints one Markdown table with the
+difference per row. With ``--replay`` it also runs the LLM rows of the replay guard
+(``../shared/data/musique_dev/llm-replay/README.md``) on Elasticsearch.
+
+    python benchmarks/es_parity.py                       # MuSiQue dev slice, ~10 minutes
+    python benchmarks/es_parity.py --replay              # and the replayed LLM rows on ES
+
+The indexes are kept under ``--work`` (default /work/scratch-es/parity) so a rerun only
+evaluates; ``--fresh`` rebuilds them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "tests")]
+
+from support import es_cluster  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "data" / "musique_dev"
+LLM_FREE = "bm25,dense,hybrid,bm25+naive_ge,dense+naive_ge,hybrid+naive_ge,ppr,hipporag,hybrid+naive_ge+ppr,sirerag"
+REPLAY = "syncge,syncge-ppr,syncge-fused,gear,gear-ppr,gear-fused,hipporag+ner"
+REPLAY_ENV = {
+    "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "replay", "GEAR_LLM_MODEL": "recorded",
+    "GEAR_LLM_MAX_RETRIES": "0", "GEAR_MAX_ITERATIONS": "3", "GEAR_ANSWER": "true",
+}
+
+
+def gear_eval(data: Path, retrievers: str, env: dict[str, str], out: Path, extra: list[str]) -> dict:
+    command = [
+        sys.executable, "-m", "gear_agent.cli", "eval",
+        "--questions", str(data / "questions.json"), "--corpus", str(data / "corpus.json"),
+        "--openie", str(next(data.glob("openie*.json"))), "--retrievers", retrievers,
+        "--json", str(out), *extra,
+    ]
+    done = subprocess.run(command, env={**os.environ, **env}, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-12:])
+        raise SystemExit(f"gear eval failed ({env.get('GEAR_BACKEND')}):\n{tail}")
+    return {row["retriever"]: row for row in json.loads(out.read_text())["rows"]}
+
+
+def recall(row: dict | None) -> str:
+    if row is None:
+        return "–"
+    return " / ".join(f"{row[f'recall@{k}']:.1f}" for k in (5, 10, 15))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--retrievers", default=LLM_FREE)
+    parser.add_argument("--url", help="an Elasticsearch cluster to use instead of the test cluster")
+    parser.add_argument("--nodes", type=int, default=1)
+    parser.add_argument("--heap", default="1g")
+    parser.add_argument("--work", type=Path, default=Path("/work/scratch-es/parity"))
+    parser.add_argument("--fresh", action="store_true", help="rebuild both indexes")
+    parser.add_argument("--replay", action="store_true", help="also the replayed LLM rows on ES")
+    parser.add_argument("--reuse-embedded", action="store_true",
+                        help="take the embedded rows from an earlier run's embedded.json")
+    args = parser.parse_args()
+    if args.fresh and args.work.exists():
+        shutil.rmtree(args.work)
+    args.work.mkdir(parents=True, exist_ok=True)
+    prefix = f"gear-parity-{args.data.name.replace('_', '-')}"
+    common = ["--tokenizer", "standard"]
+    if "sirerag" in args.retrievers:
+        common += ["--sirerag", "ablation"]
+    saved = args.work / "embedded.json"
+    if args.reuse_embedded and saved.exists():
+        embedded = {row["retriever"]: row for row in json.loads(saved.read_text())["rows"]}
+    else:
+        embedded = gear_eval(args.data, args.retrievers, {"GEAR_BACKEND": "embedded"}, saved,
+                             [*common, "--index", str(args.work / "embedded")])
+    cluster = None
+    url = args.url
+    if url is None:
+        cluster = es_cluster.start(args.nodes, args.heap, home=args.work / "cluster")
+        url = cluster.url
+    try:
+        es_env = {"GEAR_BACKEND": "elasticsearch", "GEAR_ES_URL": url, "GEAR_ES_INDEX_PREFIX": prefix,
+                  "GEAR_ES_CACHE_DIR": str(args.work / "es-cache")}
+        es = gear_eval(args.data, args.retrievers, es_env, args.work / "elasticsearch.json",
+                       [*common, "--index", str(args.work / "es-eval")])
+        replay = None
+        if args.replay:
+            env = {**es_env, **REPLAY_ENV, "GEAR_LLM_CACHE_DIR": str(args.data / "llm-replay" / "cache")}
+            replay = gear_eval(args.data, REPLAY, env, args.work / "replay-es.json",
+                               ["--tokenizer", "word", "--concurrency", "8", "--index", str(args.work / "es-eval")])
+    finally:
+        if cluster is not None:
+            cluster.close()
+    print(f"\n{args.data.name}: {len(json.loads((args.work / 'embedded.json').read_text())['rows'])} rows, "
+          f"Elasticsearch {cluster.version if cluster else url}\n")
+    print("| retriever | embedded R@5 / 10 / 15 | Elasticsearch R@5 / 10 / 15 | Δ R@15 | ms/query embedded / ES |")
+    print("|---|---|---|---|---|")
+    for name in args.retrievers.split(","):
+        a, b = embedded.get(name), es.get(name)
+        delta = f"{b['recall@15'] - a['recall@15']:+.1f}" if a and b else "–"
+        ms = f"{a['ms_per_query']:.1f} / {b['ms_per_query']:.1f}" if a and b else "–"
+        print(f"| {name} | {recall(a)} | {recall(b)} | {delta} | {ms} |")
+    if replay is not None:
+        print("\nReplayed LLM rows on Elasticsearch:\n")
+        print("| retriever | R@5 / 10 / 15 | EM / F1 | failed questions |")
+        print("|---|---|---|---|")
+        for name, row in replay.items():
+            em = f"{row['em']:.1f} / {row['f1']:.1f}" if row.get("em") is not None else "–"
+            print(f"| {name} | {recall(row)} | {em} | {row.get('errors', 0)} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,262 @@
+"""The web page at ``/``: Ask, Explore and Documents, over the index the server serves.
+
+Hand-written HTML, CSS and plain JavaScript from ``gear_agent/serve/static/`` (no build
+step, no third-party script, no request to any other host); graphs arrive as SVG drawn on
+the server. The page's own JSON routes live under ``/ui/api/``:
+
+=========================================  ==================================================
+``GET  /ui/api/config``                     retrievers, defaults, limits
+``POST /ui/api/ask/stream``                 server-sent events of one run (:mod:`.web_ask`)
+``GET  /ui/api/entities?q=``                entities whose name contains ``q``
+``GET  /ui/api/entity?name=&hops=``         an entity's neighbourhood (SVG and triples)
+``GET  /ui/api/passage/{id}``               a passage and its triples
+``GET  /ui/api/documents?offset=&source=``  passages with source and metadata
+``POST /ui/api/documents/stream``           add a document; progress as server-sent events
+``POST /ui/api/documents/preview-delete``   what a deletion would remove (removes nothing)
+``POST /ui/api/documents/delete``           delete by ids and/or source
+``GET  /ui/api/health``                     ``gear check`` and the index's size
+=========================================  ==================================================
+
+Every request passes the server's limits first (:mod:`gear_agent.serve.limits`): the two
+``.../stream`` routes count as runs; bodies are JSON (an uploaded file is read in the
+browser and sent as text), at most ``GEAR_SERVE_MAX_BODY_BYTES``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable
+from importlib import resources
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Query
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, Response, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from gear_agent.config import GearSettings
+from gear_agent.errors import GearError
+from gear_agent.filters import parse_where
+from gear_agent.questions import check_question
+from gear_agent.retrieval.base import Retriever
+from gear_agent.retrieval.filtering import checked_where
+from gear_agent.retrievers import RETRIEVERS, check_name, make_retriever
+from gear_agent.runtime import Runtime
+from gear_agent.serve import web_explore
+from gear_agent.serve.web_ask import AGENT, ask_events, search_result
+from gear_agent.serve.web_documents import Documents
+
+logger = logging.getLogger(__name__)
+
+STATIC = {"app.js": "text/javascript", "app.css": "text/css"}
+"""The page's files besides ``index.html``, with their media types."""
+
+
+class AskBody(BaseModel):
+    """One question from the Ask page, with the thread so far for a follow-up."""
+
+    model_config = ConfigDict(extra="forbid")
+    question: str
+    thread: list[dict[str, str]] = Field(default_factory=list, max_length=40)
+    retriever: str = AGENT
+    k: int = Field(5, ge=1, le=50)
+    where: list[str] = Field(default_factory=list, max_length=20)
+
+
+class AddBody(BaseModel):
+    """A document: a file's name and text, or pasted text with a title."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = ""
+    text: str
+    title: str | None = None
+    source: str | None = None
+    extract: bool = False
+
+
+class DeleteBody(BaseModel):
+    """Passages to delete: ids and/or one source."""
+
+    model_config = ConfigDict(extra="forbid")
+    ids: list[str] = Field(default_factory=list, max_length=10_000)
+    source: str | None = None
+
+
+def _sse(name: str, data: Any) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n".encode()
+
+
+async def _guarded(events: AsyncIterator[tuple[str, Any]]) -> AsyncIterator[bytes]:
+    """The events as server-sent events; a failure becomes a last ``error`` event whose
+    message is the project's own one-line error, never a traceback."""
+    try:
+        async for name, data in events:
+            yield _sse(name, data)
+    except GearError as exc:
+        yield _sse("error", {"message": " ".join(str(exc).split())})
+    except Exception as exc:  # logged with its traceback; the page gets one line
+        logger.exception("page request failed: %s", type(exc).__name__, exc_info=exc)
+        yield _sse("error", {"message": "internal server error (see the server log)"})
+
+
+def _stream(events: AsyncIterator[tuple[str, Any]]) -> StreamingResponse:
+    return StreamingResponse(_guarded(events), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+
+class WebPage:
+    """The page's routes over one runtime and agent; owns the retrievers it builds.
+
+    Args:
+        agent: The compiled GEAR graph the server runs.
+        runtime: Its index, embedder and settings.
+        llm: Returns the chat client (for extraction), or raises ``LLMConfigError``.
+    """
+
+    def __init__(self, agent: Any, runtime: Runtime, llm: Callable[[], Any]) -> None:
+        self.agent = agent
+        self.runtime = runtime
+        self.documents = Documents(runtime, llm)
+        self._retrievers: dict[str, Retriever] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def settings(self) -> GearSettings:
+        return self.runtime.settings
+
+    def retriever(self, name: str) -> Retriever:
+        spec = check_name(name)
+        if spec.needs_llm:
+            raise GearError(f"the page ranks with LLM-free retrievers or the agent ({AGENT}); "
+                            f"{spec.name} needs an LLM of its own")
+        with self._lock:
+            if spec.name not in self._retrievers:
+                self._retrievers[spec.name] = make_retriever(spec.name, self.runtime)
+            return self._retrievers[spec.name]
+
+    def config(self) -> dict[str, Any]:
+        s = self.settings
+        return {
+            "retrievers": [AGENT] + [n for n, spec in RETRIEVERS.items() if not spec.needs_llm],
+            "default_k": s.top_k, "max_question_chars": s.max_question_chars,
+            "backend": s.backend, "llm_model": s.llm_model,
+        }
+
+    # ---- ask --------------------------------------------------------------------------
+    def ask(self, body: AskBody) -> StreamingResponse:
+        question = check_question(body.question, self.settings.max_question_chars)
+        where = parse_where(body.where or None)  # a bad filter is a 400 here, before the stream
+        checked_where(self.runtime.store, where)  # and so is one that no passage passes
+        if body.retriever != AGENT:
+            retriever = self.retriever(body.retriever)
+
+            async def ranked() -> AsyncIterator[tuple[str, Any]]:
+                yield "step", {"node": "retrieve", "iteration": 1, "text": f"ranking with {body.retriever}"}
+                result = await run_in_threadpool(
+                    search_result, self.runtime, body.retriever, question, body.k, where, retriever)
+                yield "result", result
+
+            return _stream(ranked())
+        messages = [{"role": "assistant" if m.get("role") == "assistant" else "user",
+                     "content": str(m.get("content", ""))} for m in body.thread]
+        inputs: dict[str, Any] = {"messages": [*messages, {"role": "user", "content": question}],
+                                  "top_k": body.k}
+        if where is not None:
+            inputs["where"] = where.to_dict()
+        return _stream(ask_events(self.agent, inputs))
+
+    # ---- documents ------------------------------------------------------------------------
+    def add(self, body: AddBody) -> StreamingResponse:
+        passages = self.documents.read(body.name, body.text, title=body.title, source=body.source)
+        if body.extract:
+            self.documents.chat_client()  # no chat model: a 400 now, before anything is written
+
+        async def events() -> AsyncIterator[tuple[str, Any]]:
+            loop = asyncio.get_running_loop()
+            queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+
+            def progress(stage: str, done: int, total: int) -> None:
+                loop.call_soon_threadsafe(queue.put_nowait,
+                                          ("progress", {"stage": stage, "done": done, "total": total}))
+
+            def work() -> None:
+                try:
+                    report = self.documents.add(passages, extract=body.extract, progress=progress)
+                    loop.call_soon_threadsafe(queue.put_nowait, ("done", report))
+                except BaseException as exc:  # handed to the event stream below
+                    loop.call_soon_threadsafe(queue.put_nowait, ("failed", exc))
+
+            yield "progress", {"stage": "read", "done": len(passages), "total": len(passages)}
+            task = loop.run_in_executor(None, work)
+            while True:
+                name, data = await queue.get()
+                if name == "failed":
+                    raise data
+                yield name, data
+                if name == "done":
+                    break
+            await task
+
+        return _stream(events())
+
+
+def add_web_routes(app: FastAPI, page: WebPage) -> None:
+    """Mount the page at ``/`` and its routes under ``/ui/``."""
+    router = APIRouter()
+    files = resources.files("gear_agent.serve") / "static"
+
+    @router.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def index() -> HTMLResponse:
+        return HTMLResponse((files / "index.html").read_text(encoding="utf-8"),
+                            headers={"Content-Security-Policy": _CSP})
+
+    @router.get("/ui/static/{name}", include_in_schema=False)
+    def static(name: str) -> Response:
+        if name not in STATIC:
+            return Response(status_code=404)
+        return Response((files / name).read_bytes(), media_type=STATIC[name],
+                        headers={"Cache-Control": "no-cache"})
+
+    router.add_api_route("/ui/api/config", page.config, methods=["GET"])
+    router.add_api_route("/ui/api/ask/stream", page.ask, methods=["POST"])
+    router.add_api_route("/ui/api/documents/stream", page.add, methods=["POST"])
+
+    @router.get("/ui/api/entities")
+    def entities(q: str = Query("", max_length=200)) -> dict[str, Any]:
+        return {"entities": web_explore.find_entities(page.runtime.store, q)}
+
+    @router.get("/ui/api/entity")
+    def entity(name: str = Query(..., max_length=500), hops: int = 1) -> dict[str, Any]:
+        return web_explore.neighbourhood(page.runtime.store, name, hops)
+
+    @router.get("/ui/api/passage/{passage_id}")
+    def passage(passage_id: str) -> dict[str, Any]:
+        return web_explore.passage_triples(page.runtime.store, passage_id)
+
+    @router.get("/ui/api/documents")
+    def documents(offset: int = Query(0, ge=0), source: str | None = None) -> dict[str, Any]:
+        return page.documents.listing(offset, source=source)
+
+    @router.post("/ui/api/documents/preview-delete")
+    def preview(body: DeleteBody) -> dict[str, Any]:
+        return page.documents.preview_delete(body.ids, body.source)
+
+    @router.post("/ui/api/documents/delete")
+    def delete(body: DeleteBody) -> dict[str, Any]:
+        return page.documents.delete(body.ids, body.source)
+
+    @router.get("/ui/api/health")
+    def health() -> dict[str, Any]:
+        return page.documents.health()
+
+    app.include_router(router)
+
+
+_CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
+"""The page may load and call nothing but this server."""
+
+__all__ = ["AddBody", "AskBody", "DeleteBody", "WebPage", "add_web_routes"]

@@ -1,0 +1,158 @@
+"""The Ask page's run: the agent's steps as they happen, the answer as it is written, and
+the result with cited quotes located in their passages and each passage's chain drawn.
+
+:func:`ask_events` runs the agent (:func:`~gear_agent.agent.streaming.arun_events`) and
+yields page events, each a ``(name, data)`` pair sent as one server-sent event:
+
+* ``step``: a node finished: ``{"node", "iteration", "text"}`` (one line a person reads),
+  plus ``memory`` (the whole gist memory, after ``link``) and ``verdict`` (after
+  ``reason``: ``{"answerable", "answer", "reason"}``) and ``query`` (the query in use);
+* ``token``: ``{"text"}``, a piece of the answer as the model writes it;
+* ``result``: the answer, its citations (number, passage, quote) and the ranked passages,
+  each with ``quote_spans`` (where its citations' quotes are in its text) and ``svg`` (its
+  triple chain drawn by :mod:`gear_agent.serve.graph_svg`).
+
+:func:`search_result` gives an LLM-free retriever's ranking in the same ``result`` shape.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from gear_agent.agent.state import merge_memory
+from gear_agent.agent.streaming import arun_events
+from gear_agent.llm.usage import merge_usage
+from gear_agent.retrieval.base import Retriever
+from gear_agent.retrieval.filtering import checked_where
+from gear_agent.retrieval.records import passage_records
+from gear_agent.retrievers import make_retriever
+from gear_agent.runtime import Runtime
+from gear_agent.serve.graph_svg import chain_svg
+
+AGENT = "gear"
+"""The Ask page's retriever choice that runs the agent (the others only rank passages)."""
+
+
+def quote_spans(text: str, quote: str | None) -> list[int] | None:
+    """``[start, end]`` of ``quote`` in ``text``, matching words case-insensitively across
+    any spacing and punctuation (as citations are checked), or None when it is not there.
+
+    Example:
+        >>> text = "He was married to the painter Ilse Brenner."
+        >>> quote_spans(text, "married to the painter ilse brenner")
+        [7, 42]
+    """
+    words = re.findall(r"\w+", quote or "")
+    if not words:
+        return None
+    pattern = r"\W+".join(re.escape(w) for w in words)
+    match = re.search(pattern, text, re.IGNORECASE)
+    return [match.start(), match.end()] if match else None
+
+
+def _passages_out(passages: Sequence[dict[str, Any]], citations: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    cited: dict[str, list[tuple[int, str | None]]] = {}
+    for number, citation in enumerate(citations, start=1):
+        cited.setdefault(citation.get("passage_id", ""), []).append((number, citation.get("quote")))
+    out = []
+    for rank, passage in enumerate(passages, start=1):
+        marks = cited.get(passage.get("id", ""), [])
+        text = str(passage.get("text", ""))
+        spans = [s for s in (quote_spans(text, q) for _, q in marks) if s]
+        out.append({
+            "rank": rank, "id": passage.get("id"), "title": passage.get("title", ""), "text": text,
+            "score": passage.get("score"), "source": passage.get("source", ""),
+            "metadata": passage.get("metadata") or {}, "chain": passage.get("chain") or [],
+            "cited": [n for n, _ in marks], "quote_spans": spans,
+            "svg": chain_svg(passage.get("chain") or [], str(passage.get("id")), str(passage.get("title", ""))),
+        })
+    return out
+
+
+def result_of(state: dict[str, Any]) -> dict[str, Any]:
+    """The ``result`` event of a finished run's output state."""
+    citations = list(state.get("citations") or [])
+    tokens = state.get("tokens") or {}
+    return {
+        "answer": state.get("answer"),
+        "citations": [{"number": n, "passage_id": c.get("passage_id"), "title": c.get("title", ""),
+                       "quote": c.get("quote")} for n, c in enumerate(citations, start=1)],
+        "passages": _passages_out(state.get("passages") or [], citations),
+        "iterations": state.get("iterations"), "stop_reason": state.get("stop_reason"),
+        "queries": list(state.get("queries") or []),
+        "tokens": int(tokens.get("input", 0)) + int(tokens.get("output", 0)),
+        "dropped": len(state.get("dropped") or []),
+    }
+
+
+class _Steps:
+    """Follows a run's updates and says each step in one line."""
+
+    def __init__(self) -> None:
+        self.iteration = 1
+        self.query = ""
+        self.memory: list[list[str]] = []
+        self.tokens: dict[str, Any] = {}
+
+    def step(self, node: str, update: dict[str, Any]) -> dict[str, Any]:
+        if "tokens" in update:
+            self.tokens = merge_usage(self.tokens, update["tokens"])
+        out: dict[str, Any] = {"node": node, "iteration": self.iteration}
+        if node == "start":
+            self.query = str(update.get("query", ""))
+            out["text"] = f"question: {update.get('question', '')}"
+        elif node == "retrieve":
+            out["text"] = f"retrieved {len(update.get('base') or [])} passages for “{self.query}”"
+        elif node == "read":
+            out["text"] = f"read {len(update.get('proximal') or [])} triple(s) from them"
+        elif node == "link":
+            self.memory = merge_memory(self.memory, update.get("gist_memory") or [])
+            out["text"] = f"linked to the graph; gist memory: {len(self.memory)} triple(s)"
+            out["memory"] = self.memory
+        elif node == "expand":
+            ranked = (update.get("retrieved") or [[]])[-1]
+            out["text"] = f"expanded over the graph: {len(ranked)} passages"
+        elif node == "reason":
+            verdict = {k: update.get(k) for k in ("answerable", "answer", "reason")}
+            out["verdict"] = verdict
+            out["text"] = (f"answerable: {verdict['answer']}" if verdict["answerable"]
+                           else f"not yet answerable: missing {verdict['reason'] or 'more facts'}")
+        elif node == "rewrite":
+            self.iteration = int(update.get("iteration", self.iteration + 1))
+            self.query = str(update.get("query", ""))
+            out.update(iteration=self.iteration, text=f"next query: “{self.query}”")
+        elif node == "finalize":
+            out["text"] = f"ranked {len(update.get('passages') or [])} passages"
+        elif node == "answer":
+            out["text"] = "answered" if update.get("answer") else "no answer"
+        else:
+            out["text"] = node
+        out["query"] = self.query
+        out["tokens"] = int(self.tokens.get("input", 0)) + int(self.tokens.get("output", 0))
+        return out
+
+
+async def ask_events(agent: Any, inputs: dict[str, Any]) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    """The page events of one agent run on ``inputs`` (see the module docstring)."""
+    steps = _Steps()
+    async for event in arun_events(agent, inputs):
+        if event.kind == "update" and event.node is not None:
+            yield "step", steps.step(event.node, event.data)
+        elif event.kind == "token":
+            yield "token", event.data
+        elif event.kind == "final":
+            yield "result", result_of(event.data)
+
+
+def search_result(runtime: Runtime, name: str, question: str, k: int, where: Any,
+                  retriever: Retriever | None = None) -> dict[str, Any]:
+    """The top ``k`` of retriever ``name`` (``retriever``, when already built) for
+    ``question`` as a ``result`` event (no answer)."""
+    checked = checked_where(runtime.store, where)
+    ranked = (retriever or make_retriever(name, runtime)).retrieve(question, k, checked)
+    records = [r.to_dict() for r in passage_records(runtime.store, ranked)]
+    return {"answer": None, "citations": [], "passages": _passages_out(records, []),
+            "iterations": 0, "stop_reason": None, "queries": [question], "tokens": 0, "dropped": 0,
+            "retriever": name}

@@ -1,0 +1,195 @@
+"""The Documents page's work: add documents (an uploaded file's text or pasted text), list
+passages with their source and metadata, say what a deletion would remove before it is
+done, delete, and report the index's health and size.
+
+Adding reads the document with the CLI's readers (``.json`` HippoRAG corpus, ``.jsonl``,
+``.txt``/``.md`` chunked), stores and embeds only new passages and, when asked and a chat
+model is configured, extracts their triples; progress is reported through a callback as
+``(stage, done, total)``, like ``gear index``. Writes run one at a time (a lock), beside
+the agent runs reading the same store.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from gear_agent.config import GearSettings
+from gear_agent.errors import GearError
+from gear_agent.indexing import IndexReport, add_passages, delete_passages, extract_with_llm
+from gear_agent.ingest.corpus import read_corpus, read_text_file
+from gear_agent.llm.errors import LLMConfigError
+from gear_agent.runtime import Runtime
+from gear_agent.types import Passage
+
+Progress = Callable[[str, int, int], None]
+
+MAX_LIST = 200
+"""Passages listed per page."""
+PREVIEW_CHARS = 240
+"""Characters of a passage's text in the list."""
+_SAFE_NAME = re.compile(r"[^\w.\- ]+")
+
+
+class DocumentError(GearError, ValueError):
+    """A document the page cannot add or a deletion it cannot do, said in one line."""
+
+
+class Documents:
+    """Adds, lists and deletes passages of one runtime's index; owns the write lock.
+
+    Args:
+        runtime: The index the server serves (its embedder embeds new passages).
+        llm: Returns the chat client for extraction, or raises ``LLMConfigError``.
+    """
+
+    def __init__(self, runtime: Runtime, llm: Callable[[], Any]) -> None:
+        self.runtime = runtime
+        self._llm = llm
+        self._lock = threading.Lock()
+
+    @property
+    def settings(self) -> GearSettings:
+        return self.runtime.settings
+
+    def chat_client(self) -> Any:
+        """The chat client extraction calls.
+
+        Raises:
+            DocumentError: No chat model is configured (the message says how to set one).
+        """
+        try:
+            return self._llm()
+        except LLMConfigError as exc:
+            raise DocumentError(f"cannot extract triples: {exc}") from None
+
+    # ---- reading documents -------------------------------------------------------------
+    def read(self, name: str, text: str, *, title: str | None = None, source: str | None = None) -> list[Passage]:
+        """The passages of one document: a file's ``name`` and ``text`` (its suffix picks the
+        reader), or pasted text with a ``title`` (then ``name`` is only the source).
+
+        Raises:
+            DocumentError: empty text, an unsupported file type, or a file of the wrong shape.
+        """
+        if not text.strip():
+            raise DocumentError("the document is empty: paste some text or choose a file with text in it")
+        s = self.settings
+        safe = _SAFE_NAME.sub("_", Path(name or "pasted.txt").name).strip() or "pasted.txt"
+        with tempfile.TemporaryDirectory(prefix="gear-upload-") as folder:
+            try:
+                if title is not None:
+                    path = Path(folder) / "pasted.md"
+                    path.write_text(f"# {title.strip() or 'Untitled'}\n{text}", encoding="utf-8")
+                    passages = list(read_text_file(path, source or safe, s.chunk_words, s.chunk_overlap_words))
+                else:
+                    path = Path(folder) / safe
+                    path.write_text(text, encoding="utf-8")
+                    passages = read_corpus(path, s.chunk_words, s.chunk_overlap_words, s.record_max_words)
+            except GearError as exc:
+                raise DocumentError(str(exc).replace(str(path), safe).replace(folder + "/", "")) from None
+        if source is not None and title is None:
+            passages = [Passage(p.id, p.title, p.text, source, p.metadata) for p in passages]
+        if not passages:
+            raise DocumentError(f"{safe} holds no passage text")
+        return passages
+
+    # ---- writing --------------------------------------------------------------------------
+    def add(self, passages: Sequence[Passage], *, extract: bool, progress: Progress) -> dict[str, Any]:
+        """Store and embed the new ``passages``; with ``extract``, extract their triples
+        with the chat model. Returns what the run did.
+
+        Raises:
+            LLMConfigError: ``extract`` and no chat model is configured (before any write).
+        """
+        llm = self.chat_client() if extract else None
+        report = IndexReport()
+        with self._lock:
+            add_passages(self.runtime.store, list(passages), report, progress)
+            if llm is not None:
+                from gear_agent.prompts import load_prompt
+
+                summary = extract_with_llm(
+                    self.runtime.store, llm, report, progress,
+                    concurrency=self.settings.llm_concurrency,
+                    prompt=load_prompt("extraction", self.settings.prompts_dir),
+                    ground=self.settings.ground_triples,
+                )
+                report.warnings.extend(summary.warnings())
+        out = {k: v for k, v in asdict(report).items() if k not in ("extraction", "malformed_examples")}
+        out["ids"] = [p.id for p in passages]
+        return out
+
+    def preview_delete(self, ids: Sequence[str] = (), source: str | None = None) -> dict[str, Any]:
+        """What :meth:`delete` with the same arguments would remove, removing nothing (the
+        dry run of :meth:`gear_agent.Gear.delete`): the passages (id, title, source) with
+        their triple counts, the ids not stored, and what the caller should know.
+
+        Raises:
+            DocumentError: neither ids nor a source are given.
+        """
+        ids, source = self._asked(ids, source)
+        result = delete_passages(self.runtime.store, ids, source=source, dry_run=True)
+        return {
+            "passages": [{"id": p.id, "title": p.title, "source": p.source,
+                          "triples": result.triples_by_passage.get(p.id, 0)} for p in result.passages],
+            "unknown_ids": result.unknown_ids,
+            "notes": result.messages(),
+        }
+
+    def delete(self, ids: Sequence[str] = (), source: str | None = None) -> dict[str, Any]:
+        """Delete passages by id and/or every passage of ``source`` (exact, as
+        :meth:`gear_agent.Gear.delete`), with their triples."""
+        ids, source = self._asked(ids, source)
+        store = self.runtime.store
+        with self._lock:
+            result = delete_passages(store, ids, source=source)
+        return {"deleted": result.ids, "unknown_ids": result.unknown_ids, "notes": result.messages(),
+                "passages": store.count("passage"), "triples": store.count("triple")}
+
+    @staticmethod
+    def _asked(ids: Sequence[str], source: str | None) -> tuple[list[str], str | None]:
+        ids = [i for i in (str(x).strip() for x in ids) if i]
+        source = (source or "").strip() or None
+        if not ids and source is None:
+            raise DocumentError("name passage ids or a source to delete")
+        return ids, source
+
+    # ---- reading the index ------------------------------------------------------------------
+    def listing(self, offset: int = 0, limit: int = MAX_LIST, source: str | None = None) -> dict[str, Any]:
+        """Passages in index order from ``offset`` (``source``: only that source's)."""
+        rows, total = [], 0
+        for passage in self.runtime.store.iter_passages():
+            if source and passage.source != source:
+                continue
+            if offset <= total < offset + limit:
+                text = " ".join(passage.text.split())
+                rows.append({"id": passage.id, "title": passage.title, "source": passage.source,
+                             "metadata": dict(passage.metadata),
+                             "text": text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "…"})
+            total += 1
+        return {"passages": rows, "total": total, "offset": offset}
+
+    def health(self) -> dict[str, Any]:
+        """``gear check``'s items (embedded index) and the index's counts and size."""
+        store, s = self.runtime.store, self.settings
+        out: dict[str, Any] = {
+            "backend": s.backend, "passages": store.count("passage"), "triples": store.count("triple"),
+            "unextracted": len(store.unextracted_passages()),
+            "embedding_model": f"{store.embedding_model} (dimension {store.dimension})",
+        }
+        root = getattr(store, "root", None)
+        if s.backend != "embedded" or root is None:
+            out.update(ok=None, items=[], size_bytes=None)
+            return out
+        from gear_agent.store.check import check_index
+
+        report = check_index(Path(root))
+        out.update(ok=report.ok, size_bytes=store.size_on_disk(),
+                   items=[{"name": i.name, "ok": i.ok, "detail": i.detail, "derived": i.derived}
+                          for i in report.items])
+        return out

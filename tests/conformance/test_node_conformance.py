@@ -1,0 +1,148 @@
+"""The SiReRAG node collection (``store.node_store()``), once per backend: embedded,
+the Elasticsearch fake and a live Elasticsearch (marker ``es``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gear_agent.ids import node_id, passage_id, triple_id
+from gear_agent.retrieval.search import QueryEncoder
+from gear_agent.sirerag import SiReRAGRetriever, build_ablation
+from gear_agent.store.base import Store, StoreError
+from gear_agent.types import Node, Passage, Triple
+
+
+def passage(title: str, text: str) -> Passage:
+    return Passage(passage_id(title, text), title, text, "test")
+
+
+def triple(p: Passage, s: str, r: str, o: str) -> Triple:
+    return Triple(triple_id(p.id, s, r, o), s, r, o, p.id)
+
+
+KESTREL = passage("Kestrel Observatory", "Oskar Brenner founded the Kestrel Observatory in 1923.")
+BRENNER = passage("Oskar Brenner", "Oskar Brenner was married to Ilse Brenner, a painter.")
+ILSE = passage("Ilse Brenner", "Ilse Brenner painted the Harbour at Dusk.")
+ROME = passage("Rome", "Rome is the capital of Italy.")
+TRIPLES = [
+    triple(KESTREL, "Oskar Brenner", "founded", "Kestrel Observatory"),
+    triple(KESTREL, "Kestrel Observatory", "founded in", "1923"),
+    triple(BRENNER, "Oskar  Brenner", "spouse", "Ilse Brenner"),
+    triple(ILSE, "ilse brenner", "painted", "Harbour at Dusk"),
+    triple(ROME, "Rome", "capital of", "Italy"),
+]
+
+
+@pytest.fixture
+def filled(store: Store) -> Store:
+    store.add_passages([KESTREL, BRENNER, ILSE, ROME])
+    store.add_triples(TRIPLES)
+    return store
+
+
+def test_an_index_without_nodes_reads_as_empty(filled: Store) -> None:
+    nodes = filled.node_store()
+    assert nodes.count() == 0 and list(nodes.iter_nodes()) == [] and nodes.levels() == {}
+    assert nodes.get_meta("mode") is None and nodes.meta_items("") == {}
+    assert nodes.search(filled.embedder.embed_one("Oskar"), 3) == []
+    assert nodes.delete_nodes(["n-1"]) == [] and nodes.clear() == 0
+
+
+def test_ablation_build_stores_nodes_with_provenance_and_is_incremental(filled: Store) -> None:
+    report = build_ablation(filled)
+    assert report.propositions == 5 and report.nodes_added == 3 and report.nodes_deleted == 0
+    assert report.level_rows() == [("relatedness", "aggregate", 0, 3)]
+    nodes = filled.node_store()
+    stored = list(nodes.iter_nodes())
+    assert nodes.count() == 3 and nodes.get_meta("mode") == "ablation"
+    provenance = nodes.passages_of([n.id for n in stored])
+    for node in stored:
+        assert provenance[node.id] == list(node.passage_ids)
+        assert [p.id for p in filled.get_passages(provenance[node.id])] == list(node.passage_ids)
+        assert nodes.get_nodes([node.id]) == [node]
+    again = build_ablation(filled)
+    assert (again.nodes_added, again.nodes_kept, again.nodes_deleted) == (0, 3, 0)
+    extra = passage("Harbour at Dusk", "The Harbour at Dusk hangs in Kiel.")
+    filled.add_passages([extra])
+    filled.add_triples([triple(extra, "Harbour at Dusk", "hangs in", "Kiel")])
+    grown = build_ablation(filled)
+    assert (grown.nodes_added, grown.nodes_kept, grown.nodes_deleted) == (1, 3, 0)
+    harbour = next(n for n in nodes.iter_nodes() if n.entity == "harbour at dusk")
+    # in reading order, which follows iter_triples: insertion order embedded, id order on ES
+    assert sorted(nodes.passages_of([harbour.id])[harbour.id]) == sorted([ILSE.id, extra.id])
+    assert [n.id for n in nodes.iter_nodes()][-1] == harbour.id  # in the order stored
+
+
+def test_deleting_a_passage_drops_it_from_every_provenance(filled: Store) -> None:
+    build_ablation(filled)
+    nodes = filled.node_store()
+    oskar = next(n for n in nodes.iter_nodes() if n.entity == "oskar brenner")
+    filled.delete_passages([BRENNER.id])
+    assert nodes.passages_of([oskar.id])[oskar.id] == [KESTREL.id]
+    filled.delete_passages([KESTREL.id])  # nodes left with no passage go with it
+    assert [(n.entity, n.passage_ids) for n in nodes.iter_nodes()] == [("ilse brenner", (ILSE.id,))]
+    assert nodes.passages_of([oskar.id]) == {}
+    assert nodes.count() == 1
+    assert [h.id for h in nodes.search(filled.embedder.embed_one("Oskar Brenner"), 5)] == [
+        n.id for n in nodes.iter_nodes()]
+
+
+def test_a_node_naming_an_unknown_passage_is_refused(filled: Store) -> None:
+    bad = Node(node_id("summary", "similarity", 1, "x"), "summary", "similarity", 1, "x", ("p-nope",))
+    with pytest.raises(StoreError, match="p-nope.*not stored"):
+        filled.node_store().add_nodes([bad])
+    assert filled.node_store().count() == 0
+
+
+def test_meta_values_clear_and_delete(filled: Store) -> None:
+    nodes = filled.node_store()
+    nodes.set_meta({"mode": "full", "propositions:p1": "[1]", "propositions:p2": "[2]"})
+    nodes.set_meta({"mode": "ablation"})
+    assert nodes.get_meta("mode") == "ablation"
+    assert nodes.meta_items("propositions:") == {"propositions:p1": "[1]", "propositions:p2": "[2]"}
+    build_ablation(filled)
+    first = next(nodes.iter_nodes())
+    assert nodes.delete_nodes([first.id, "n-unknown", first.id]) == [first.id]
+    assert nodes.clear() == 2 and nodes.count() == 0
+
+
+def test_retriever_counts_a_node_as_its_passages_once_each(filled: Store) -> None:
+    encode = QueryEncoder(filled.embedder)
+    build_ablation(filled)
+    retriever = SiReRAGRetriever(filled, encode)
+    pool = retriever.pool("Oskar Brenner spouse", 4)
+    assert any(item.is_node for item in pool)
+    assert [i.score for i in pool] == sorted((i.score for i in pool), reverse=True)
+    ranked = retriever.retrieve("Oskar Brenner spouse", 3)
+    expected: list[str] = []
+    for item in pool:
+        expected.extend(p for p in item.passages if p not in expected)
+    assert [p.id for p in ranked] == expected[:3]
+
+
+def test_node_search_matches_an_exact_cosine(filled: Store) -> None:
+    build_ablation(filled)
+    nodes = filled.node_store()
+    stored = list(nodes.iter_nodes())
+    q = filled.embedder.embed_one("Ilse Brenner painter")
+    scores = nodes.vectors([n.id for n in stored]) @ q
+    assert nodes.search(q, 1)[0].id == stored[int(np.argmax(scores))].id
+    assert nodes.search(q, 1)[0].score == pytest.approx(float(scores.max()), abs=1e-4)
+    passages = nodes.passage_vectors([KESTREL.id])
+    assert passages.shape == (1, filled.dimension)
+    with pytest.raises(KeyError):
+        nodes.vectors(["n-unknown"])
+
+
+def test_the_ppr_graph_is_cached_outside_the_cluster_and_reused(filled: Store) -> None:
+    from gear_agent.expansion.ppr import PPRRetriever
+    from gear_agent.store.derived_files import PPR_GRAPH_FILE
+
+    encode = QueryEncoder(filled.embedder)
+    first = PPRRetriever(filled, encode).retrieve("Who was Oskar Brenner married to?", 3)
+    cache = filled.derived_dir / PPR_GRAPH_FILE
+    assert cache.is_file()  # a local file, beside the embedded index or under GEAR_ES_CACHE_DIR
+    again = PPRRetriever(filled, encode)
+    assert [p.id for p in again.retrieve("Who was Oskar Brenner married to?", 3)] == [p.id for p in first]
+    assert BRENNER.id in [p.id for p in first]
