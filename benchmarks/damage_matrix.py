@@ -18,8 +18,9 @@ Each case ends in one class:
 * **clear error**: refused with one ``error:`` line, by the queries or by ``gear check
   --repair`` (the data it needs does not survive: the texts in ``index.sqlite``, a lost
   commit), and never answered wrongly;
-* **silent**: a query answered differently from the undamaged index, exit 0 (a wrong
-  answer nobody is told about);
+* **silent**: a query answered differently from the undamaged index, exit 0, and said
+  nothing beside its answer (a wrong answer nobody is told about; an answer from exact
+  search while an ANN part is rebuilt, with a warning saying so, is not silent);
 * **lost**: after ``--repair`` the index answers, but differently (data gone for good);
 * **unrepaired**: answers right, but ``gear check`` still fails after ``--repair``;
 * **traceback**: any step printed a Python traceback.
@@ -83,14 +84,15 @@ for args in steps:
     crashed = result.exception is not None and not isinstance(result.exception, SystemExit)
     if crashed:
         text += "".join(traceback.format_exception(result.exception))
-    ids = None
+    ids, notes = None, ""
     if args[0] == "search" and result.exit_code == 0:
         try:
+            notes = text[:text.index("{")].strip()[:500]  # what it said beside its answer
             ids = [p["id"] for p in json.loads(text[text.index("{"):])["passages"]]
         except (ValueError, KeyError):
             ids = None
     out.append({"args": args, "exit": result.exit_code, "output": text[-3000:], "ids": ids,
-                "traceback": crashed or "Traceback" in text})
+                "notes": notes, "traceback": crashed or "Traceback" in text})
 print(json.dumps(out))
 '''
 
@@ -146,20 +148,24 @@ def read_only_supported(work: Path) -> bool:
 
 
 # ---- building the index ---------------------------------------------------------------
-def build(code: Path, work: Path, passages: int, with_triples: bool = True) -> tuple[Path, list[str]]:
-    """The pristine index and the probe questions."""
+def build(code: Path, work: Path, passages: int, with_triples: bool = True,
+          reuse: bool = False) -> tuple[Path, list[str]]:
+    """The pristine index and the probe questions (``reuse``: the index a previous run of
+    the same code left under ``work``, when there is one)."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from synthetic_corpus import write
 
     data = work / f"data-{passages}"
     corpus, openie = write(passages, data)
     index = work / f"pristine-{passages}"
-    shutil.rmtree(index, ignore_errors=True)
     docs = json.loads(openie.read_text(encoding="utf-8"))["docs"]
     questions = [f"What did {d['extracted_triples'][0][0]} {d['extracted_triples'][0][1]}?"
                  for d in (docs[7], docs[len(docs) // 2], docs[-3])]
     if with_triples:  # finds the passage of the last commit (the one left in the WAL)
         questions.append("Which passage holds the last commit before the crash?")
+    if reuse and (index / "index.sqlite").exists():
+        return index, questions
+    shutil.rmtree(index, ignore_errors=True)
     steps = [["index", str(corpus), *(["--openie", str(openie)] if with_triples else []), "--index", str(index)]]
     if with_triples:
         steps += [["search", questions[0], "--retriever", "ppr", "--index", str(index)],  # the graph cache
@@ -216,7 +222,8 @@ def classify(first: list[Any], baseline: list[Any], repair: dict[str, Any], fina
     """The case's class (see the module docstring)."""
     if any(s["traceback"] for s in steps):
         return "traceback"
-    if any(a != b and not isinstance(a, tuple) for a, b in zip(first, baseline)):
+    if any(a != b and not isinstance(a, tuple) and not said
+           for a, b, said in zip(first, baseline, said_something(steps[:len(first)]))):
         return "silent"
     if final == baseline and final_check["exit"] == 0:
         return "repaired"
@@ -227,6 +234,13 @@ def classify(first: list[Any], baseline: list[Any], repair: dict[str, Any], fina
     if any(isinstance(a, tuple) for a in first):
         return "clear error"
     return "lost"
+
+
+def said_something(steps: list[dict[str, Any]]) -> list[bool]:
+    """Per probe step: whether it told the user something beside its JSON (a warning such
+    as "ANN index ... is missing; searching those rows exactly"), so that a different
+    answer is not a silent one."""
+    return [bool(step.get("notes")) for step in steps]
 
 
 def one_line(steps: list[dict[str, Any]]) -> bool:
@@ -268,7 +282,8 @@ def run_case(code: Path, pristine: Path, work: Path, questions: list[str], basel
     return {**row, "file": target.name, "class": verdict, "one_line": one_line(steps),
             "first": "same" if first == baseline else ("error" if all(isinstance(a, tuple) for a in first) else "differs"),
             "check_exit": check["exit"], "repair_exit": repair["exit"], "final_check_exit": final_check["exit"],
-            "error": errors[0] if errors else "", "seconds": round(time.perf_counter() - started, 1)}
+            "error": errors[0] if errors else "",
+            "notes": next((s["notes"][:160] for s in first_steps[:-1] if s.get("notes")), ""), "seconds": round(time.perf_counter() - started, 1)}
 
 
 def baseline_of(code: Path, pristine: Path, work: Path, questions: list[str],
@@ -293,24 +308,34 @@ def main() -> None:
                         help="Passages of the second index (its passage ANN part); 0 skips it.")
     parser.add_argument("--kinds", default="", help="Only these file kinds (comma-separated).")
     parser.add_argument("--json", type=Path, default=None, help="Also write the rows here.")
+    parser.add_argument("--modes", default="", help="Only these damages (comma-separated).")
+    parser.add_argument("--print-rows", nargs="+", type=Path, default=None, metavar="FILE",
+                        help="Only print the matrix of rows saved before (JSON lines, as printed on "
+                             "standard error; a later row of a case replaces an earlier one).")
+    parser.add_argument("--reuse", action="store_true",
+                        help="Reuse the pristine indexes a previous run of the same --code left in --work.")
     args = parser.parse_args()
+    if args.print_rows:
+        print_matrix(saved_rows(args.print_rows))
+        return
     args.work.mkdir(parents=True, exist_ok=True)
     read_only_ok = read_only_supported(args.work)
-    pristine, questions = build(args.code, args.work, args.passages)
+    pristine, questions = build(args.code, args.work, args.passages, reuse=args.reuse)
     baseline = baseline_of(args.code, pristine, args.work, questions, RETRIEVERS)
     wanted = set(filter(None, args.kinds.split(",")))
+    modes = [m for m in MODES if m in args.modes.split(",")] if args.modes else list(MODES)
     rows = []
     for kind, pattern in {**KINDS, **EXTRA_KINDS}.items():
         if wanted and kind not in wanted:
             continue
-        for mode in MODES:
+        for mode in modes:
             rows.append(run_case(args.code, pristine, args.work, questions, baseline, kind, pattern, mode,
                                  RETRIEVERS, read_only_ok))
             print(json.dumps(rows[-1]), file=sys.stderr)
     if args.ann_passages and (not wanted or "passage ANN part" in wanted):
-        big, big_questions = build(args.code, args.work, args.ann_passages, with_triples=False)
+        big, big_questions = build(args.code, args.work, args.ann_passages, with_triples=False, reuse=args.reuse)
         big_base = baseline_of(args.code, big, args.work, big_questions, ("dense", "hybrid"))
-        for mode in MODES:
+        for mode in modes:
             rows.append(run_case(args.code, big, args.work, big_questions, big_base, "passage ANN part",
                                  "passage-*.usearch", mode, ("dense", "hybrid"), read_only_ok))
             print(json.dumps(rows[-1]), file=sys.stderr)
@@ -318,6 +343,19 @@ def main() -> None:
     print_matrix(rows)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")
+
+
+def saved_rows(files: list[Path]) -> list[dict[str, Any]]:
+    """The rows in ``files`` (JSON lines among other output), one per case, in matrix order."""
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for file in files:
+        for line in file.read_text(encoding="utf-8").splitlines():
+            if line.startswith("{"):
+                row = json.loads(line)
+                found[(row["kind"], row["mode"])] = row
+    order = [*KINDS, *EXTRA_KINDS, "passage ANN part"]
+    return sorted(found.values(), key=lambda r: (order.index(r["kind"]) if r["kind"] in order else len(order),
+                                                 MODES.index(r["mode"])))
 
 
 def print_matrix(rows: list[dict[str, Any]]) -> None:
