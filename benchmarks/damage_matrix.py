@@ -237,10 +237,12 @@ def classify(first: list[Any], baseline: list[Any], repair: dict[str, Any], fina
 
 
 def said_something(steps: list[dict[str, Any]]) -> list[bool]:
-    """Per probe step: whether it told the user something beside its JSON (a warning such
-    as "ANN index ... is missing; searching those rows exactly"), so that a different
-    answer is not a silent one."""
-    return [bool(step.get("notes")) for step in steps]
+    """Per probe step: whether it told the user about damage beside its JSON (a warning
+    such as "ANN index ... is missing or fails its checksum; searching those rows
+    exactly"), so that a different answer is not a silent one. Progress bars do not count."""
+    words = ("missing", "fails", "damaged", "rebuil", "cannot", "warning", "error")
+    return [any(w in line.lower() for line in str(step.get("notes", "")).splitlines()
+                if "━" not in line for w in words) for step in steps]
 
 
 def one_line(steps: list[dict[str, Any]]) -> bool:
