@@ -76,7 +76,7 @@ def main() -> None:
         timed = TimedEmbedder(sequence_encoder)
         runtime = Runtime(s, embedder, store, encode)
         base = BaseRetriever(store, encode, "hybrid", s.rrf_k)
-        beam = TripleBeamSearch(store, timed, runtime.beam_settings(with_llm=False))  # type: ignore[arg-type]
+        beam = TripleBeamSearch(store, timed, runtime.settings)  # type: ignore[arg-type]
         retriever = NaiveGERetriever(base, beam, encode, s.base_k, s.rrf_k)
         times, recalls = [], {k: [] for k in (5, 10, 15)}
         for q in questions:

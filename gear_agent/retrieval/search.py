@@ -12,9 +12,7 @@ from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
 from gear_agent.retrieval.fusion import rrf
 from gear_agent.store.base import Store
-from gear_agent.types import Collection, Hit
-
-BASE_MODES = ("bm25", "dense", "hybrid")
+from gear_agent.types import BASE_MODES, Collection, Hit
 
 
 class QueryEncoder:
