@@ -327,11 +327,9 @@ class AgentSettings(RetrievalSettings, PromptSettings, GroundingSettings, BeamSe
     answer_top_k: int = Field(5, ge=1, description="Passages shown to the QA prompt.")
     max_question_chars: int = Field(2000, ge=1, description="Longer questions are refused.")
     deadline_s: float = Field(
-        300.0,
-        ge=0,
-        description="Seconds one question may take in all (every LLM call, retry and "
-        "Retry-After wait); then the run stops with stop_reason='deadline'. 0: no deadline.",
-    )
+        300.0, ge=0, description="Seconds one question may take in all (every LLM call, "
+        "retry and Retry-After wait); then the run stops with stop_reason='deadline'. "
+        "0: no deadline.")
 
 
 class ServeSettings(Section):

@@ -58,9 +58,9 @@ class RetrieverSpec:
 
 def _base(mode: str) -> Builder:
     def build(runtime: Runtime, llm: LLMClient | None) -> Retriever:
-        from gear_agent.retrieval.search import BaseRetriever
+        from gear_agent.retrieval.search import SearchRetriever
 
-        return BaseRetriever(runtime.store, runtime.encode, mode, runtime.settings.rrf_k)
+        return SearchRetriever(runtime.store, runtime.encode, mode, runtime.settings.rrf_k)
 
     return build
 
@@ -71,10 +71,10 @@ def naive_ge(mode: str) -> Builder:
     def build(runtime: Runtime, llm: LLMClient | None) -> Retriever:
         from gear_agent.expansion.beam import TripleBeamSearch
         from gear_agent.expansion.naive_ge import NaiveGERetriever
-        from gear_agent.retrieval.search import BaseRetriever
+        from gear_agent.retrieval.search import SearchRetriever
 
         s = runtime.settings
-        base = BaseRetriever(runtime.store, runtime.encode, mode, s.rrf_k)
+        base = SearchRetriever(runtime.store, runtime.encode, mode, s.rrf_k)
         beam = TripleBeamSearch(runtime.store, runtime.sequence_encoder(), s, llm_in_loop=False)
         return NaiveGERetriever(base, beam, runtime.encode, s.base_k, s.rrf_k)
 

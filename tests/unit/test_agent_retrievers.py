@@ -19,7 +19,7 @@ from gear_agent.expansion.beam import TripleBeamSearch, beams_to_passages
 from gear_agent.ids import triple_id
 from gear_agent.retrieval.base import Outcome
 from gear_agent.retrieval.fusion import rrf
-from gear_agent.retrieval.search import BaseRetriever
+from gear_agent.retrieval.search import SearchRetriever
 
 READ = json.dumps({"triples": [["Rainbow Bridge", "located in", "Folsom"]]})
 YES = json.dumps({"answerable": True, "answer": "Sacramento County", "reason": None})
@@ -33,7 +33,7 @@ def runtime(tmp_path: Path):
 def test_syncge_is_base_plus_beam_from_linked_triples(runtime) -> None:
     syncge = SyncGERetriever(runtime, client(scripted([READ])))
     ranked = syncge.retrieve(QUESTION, k=6)
-    base = BaseRetriever(runtime.store, runtime.encode).retrieve(QUESTION, runtime.settings.base_k)
+    base = SearchRetriever(runtime.store, runtime.encode).retrieve(QUESTION, runtime.settings.base_k)
     start = triple_id(pid("Rainbow Bridge (Folsom)"), "Rainbow Bridge", "located in", "Folsom")
     beam = TripleBeamSearch(runtime.store, runtime.embedder, runtime.settings, llm_in_loop=True)
     expanded = beams_to_passages(runtime.store, beam.run(runtime.encode(QUESTION), [start]))

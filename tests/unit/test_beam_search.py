@@ -24,7 +24,7 @@ from gear_agent.expansion.beam import (
 from gear_agent.expansion.naive_ge import NaiveGERetriever
 from gear_agent.expansion.scorers import sequence_text
 from gear_agent.ids import passage_id, triple_id
-from gear_agent.retrieval.search import BaseRetriever, QueryEncoder
+from gear_agent.retrieval.search import QueryEncoder, SearchRetriever
 from gear_agent.store.embedded import EmbeddedStore
 from gear_agent.types import Passage, Triple
 
@@ -163,7 +163,7 @@ def test_sum_scorer_equals_normalised_sum_of_stored_vectors(graph_store):
 def test_naive_ge_passages_carry_the_chain_that_reached_them(graph_store):
     store, embedder, ids = graph_store
     encode = QueryEncoder(embedder)
-    base = BaseRetriever(store, encode, "bm25")
+    base = SearchRetriever(store, encode, "bm25")
     naive = NaiveGERetriever(
         base, TripleBeamSearch(store, embedder, BeamSettings(beam_width=2, beam_length=2)), encode, base_k=1
     )

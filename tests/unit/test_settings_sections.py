@@ -187,3 +187,4 @@ def test_derived_values_are_one_property_each() -> None:
     assert GearSettings(base_retriever="dense").link_search_mode == "dense"
     assert PPRSettings().knobs(seeds_given=False) == (2.0, 1.0, 0.25)
     assert isinstance(settings, LLMSettings) and isinstance(settings, TraceSettings)
+
