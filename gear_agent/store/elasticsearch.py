@@ -68,6 +68,8 @@ _MAX_FILTER_PASSAGES = 65_536
 _MGET_CHUNK = 1_000
 _TERMS_CHUNK = 1_000
 _NO_VECTOR = {"excludes": [VECTOR_FIELD]}
+_RECENT_TRIPLES = 4_096
+"""Triple documents of recent neighbours searches kept for the reads that follow."""
 
 
 def _unique(ids: Iterable[str]) -> list[str]:
@@ -155,6 +157,7 @@ class ElasticsearchStore(Store):
         self._where = settings.url or "the given client"
         self._last_ns = 0
         self._nodes: ElasticsearchNodeStore | None = None
+        self._recent_triples: dict[str, dict[str, Any]] = {}
         try:
             self.server_version, self.cluster_uuid = check_server(self._client, self._where)
             for collection in ("passage", "triple"):
@@ -354,6 +357,7 @@ class ElasticsearchStore(Store):
         self, actions: Iterable[Any], refresh: Sequence[str], failures: list[BulkFailure]
     ) -> BulkOutcome:
         """Run bulk actions, refresh, and add per-document failures found before sending."""
+        self._recent_triples.clear()
         outcome = self._writer.run(actions)
         outcome.failures[:0] = failures
         if outcome.done or outcome.retries or outcome.failures:
@@ -560,7 +564,7 @@ class ElasticsearchStore(Store):
         return [passage_from_source(found[i]) for i in ids if i in found]
 
     def get_triples(self, ids: Sequence[str]) -> list[Triple]:
-        found = self._mget(self.indices.triples, ids)
+        found = self._triple_sources(ids, None)
         return [triple_from_source(found[i]) for i in ids if i in found]
 
     def triple_vectors(self, ids: Sequence[str]) -> np.ndarray:
@@ -569,7 +573,7 @@ class ElasticsearchStore(Store):
         Raises:
             KeyError: some ids are not stored triples.
         """
-        found = self._mget(self.indices.triples, ids, [VECTOR_FIELD])
+        found = self._triple_sources(ids, [VECTOR_FIELD])
         missing = [i for i in ids if i not in found]
         if missing:
             raise KeyError(f"not stored triples: {', '.join(missing[:5])}")
@@ -591,16 +595,43 @@ class ElasticsearchStore(Store):
         With ``query_vector``: a kNN search filtered to those triples, the
         ``limit`` most similar first. Without: the first ``limit`` by id.
         An unknown ``triple_id`` has no neighbours.
+
+        One request: the search looks the triple's entities up itself (a ``terms``
+        lookup), and the hits bring their documents back, so the :meth:`get_triples` and
+        :meth:`triple_vectors` of a beam search's candidates that follow are answered
+        from them (see :meth:`_remember`).
         """
-        index = self.indices.triples
-        found = self._mget(index, [triple_id], ["head", "tail"])
-        if triple_id not in found or limit <= 0:
+        if limit <= 0:
             return []
-        entities = [found[triple_id]["head"], found[triple_id]["tail"]]
+        index = self.indices.triples
         vector = None if query_vector is None else self._query_vector(query_vector)
-        request = q.neighbours_request(triple_id, entities, vector, limit)
+        request = q.neighbours_request(index, triple_id, vector, limit)
         response = self._search(f"neighbours of {triple_id!r} in {index!r}", index, request)
-        return [hit["_id"] for hit in response["hits"]["hits"]]
+        hits = response["hits"]["hits"]
+        self._remember(hits)
+        return [hit["_id"] for hit in hits]
+
+    def _remember(self, hits: Sequence[dict[str, Any]]) -> None:
+        """Keep the triple documents a neighbours search returned (the latest
+        ``_RECENT_TRIPLES``), so reading them again right after costs no request. An id is
+        the hash of the triple's content and the model is fixed per index, so a kept
+        document cannot differ from the stored one; every write or delete through this
+        store forgets them all (a deletion by another process is seen once they age out)."""
+        recent = self._recent_triples
+        for hit in hits:
+            recent.pop(hit["_id"], None)
+            recent[hit["_id"]] = hit["_source"]
+        for stale in list(recent)[: max(0, len(recent) - _RECENT_TRIPLES)]:
+            del recent[stale]
+
+    def _triple_sources(self, ids: Sequence[str], fields: Sequence[str] | None) -> dict[str, dict[str, Any]]:
+        """Triple documents by id: kept ones from :meth:`_remember`, the rest by ``_mget``."""
+        recent = self._recent_triples
+        found = {i: recent[i] for i in ids if i in recent}
+        rest = [i for i in ids if i not in found]
+        if rest:
+            found.update(self._mget(self.indices.triples, rest, fields))
+        return found
 
     def unextracted_passages(self) -> list[Passage]:
         hits = self._walk(
