@@ -124,7 +124,7 @@ def build_from_vectors(data: Path, index: Path, es_env: dict[str, str], sirerag:
     )
     embedder = StoredVectors(settings, stored_vectors(index, settings.embedding_model))
     report = IndexReport()
-    with open_store(settings, embedder, create=True) as store:
+    with open_store(settings, embedder, create=True) as store, store.bulk_load():
         add_passages(store, read_corpus(data / "corpus.json", settings.chunk_words, settings.chunk_overlap_words,
                                         settings.record_max_words), report)
         import_openie(store, next(data.glob("openie*.json")), report, drop_ungrounded=settings.ground_openie)

@@ -48,6 +48,7 @@ the encoder is out of the figures; ``--embedder all-MiniLM-L6-v2`` uses the real
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -156,7 +157,9 @@ def phase_build(args: argparse.Namespace) -> dict[str, Any]:
     written, cpu = io_written(), cpu_seconds()
     started = time.perf_counter()
     store = open_store(s, embedder, create=True)
-    build_index(store, args.corpus, args.openie, args.path)
+    # Elasticsearch: the bulk-load settings for the build (no periodic refresh, no replicas)
+    with store.bulk_load() if s.backend == "elasticsearch" else contextlib.nullcontext():
+        build_index(store, args.corpus, args.openie, args.path)
     seconds = time.perf_counter() - started
     counts = {"passages": store.count("passage"), "triples": store.count("triple")}
     store.close()

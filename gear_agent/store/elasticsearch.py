@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -158,6 +159,7 @@ class ElasticsearchStore(Store):
         self._last_ns = 0
         self._nodes: ElasticsearchNodeStore | None = None
         self._recent_triples: dict[str, dict[str, Any]] = {}
+        self._loading: set[str] | None = None  # indices written inside bulk_load(), else None
         try:
             self.server_version, self.cluster_uuid = check_server(self._client, self._where)
             for collection in ("passage", "triple"):
@@ -360,9 +362,53 @@ class ElasticsearchStore(Store):
         self._recent_triples.clear()
         outcome = self._writer.run(actions)
         outcome.failures[:0] = failures
-        if outcome.done or outcome.retries or outcome.failures:
+        if self._loading is not None:
+            self._loading.update(refresh)  # refreshed once, when the bulk load ends
+        elif outcome.done or outcome.retries or outcome.failures:
             self._refresh(*refresh)
         return outcome
+
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """Build in bulk: Elasticsearch's settings for a bulk load while the block runs.
+
+        The passage and triple indices get ``refresh_interval: -1`` and
+        ``number_of_replicas: 0`` (no periodic refresh, no copy to replicas while
+        writing), and writes are not refreshed one by one; when the block ends (also by
+        an exception) the indices' own values are put back (an unset one is reset to the
+        cluster's default) and every index written is refreshed once, so everything is
+        searchable when the block returns. Inside the block, reads by id (``_mget``) see
+        what was written; searches may not until it ends.
+
+        Example:
+            >>> with store.bulk_load():  # doctest: +SKIP
+            ...     add_passages(store, passages, report); import_openie(store, path, report)
+        """
+        if self._loading is not None:
+            yield
+            return
+        indices = list(self.indices)
+        keys = ("refresh_interval", "number_of_replicas")
+        with translate_errors(f"reading the settings of {', '.join(indices)}"):
+            current = _body(self._client.indices.get_settings(index=",".join(indices)))
+        saved = {
+            name: {key: ((current.get(name) or {}).get("settings", {}).get("index") or {}).get(key) for key in keys}
+            for name in indices
+        }
+        with translate_errors(f"setting {', '.join(indices)} up for a bulk load"):
+            self._client.indices.put_settings(
+                index=",".join(indices), settings={"index": {"refresh_interval": "-1", "number_of_replicas": 0}}
+            )
+        self._loading = set()
+        try:
+            yield
+        finally:
+            written, self._loading = self._loading, None
+            for name, values in saved.items():
+                with translate_errors(f"restoring the settings of {name!r} after a bulk load"):
+                    self._client.indices.put_settings(index=name, settings={"index": values})
+            if written:
+                self._refresh(*sorted(written))
 
     def _next_ns(self) -> int:
         """A strictly increasing clock, so later add calls sort after earlier ones."""
@@ -464,6 +510,8 @@ class ElasticsearchStore(Store):
         as neighbours. Returns the ids that were stored and are now deleted, in the order
         asked.
         """
+        if self._loading:  # the triples are found by a search: make the bulk load's writes visible
+            self._refresh(*sorted(self._loading))
         stored = self._mget(self.indices.passages, passage_ids, [])
         ids = [pid for pid in _unique(passage_ids) if pid in stored]
         if not ids:
@@ -488,6 +536,8 @@ class ElasticsearchStore(Store):
 
     def delete_source(self, source: str) -> list[str]:
         """Delete every passage whose ``source`` is exactly ``source`` (and its triples)."""
+        if self._loading:  # found by a search: make the bulk load's writes visible
+            self._refresh(*sorted(self._loading))
         index = self.indices.passages
         hits = self._walk(index, q.term("source", source), q.BY_ID, snapshot=True)
         return self.delete_passages([hit["_id"] for hit in hits])
