@@ -695,7 +695,10 @@ class ElasticsearchStore(Store):
             yield passage_from_source(hit["_source"])
 
     def iter_triples(self) -> Iterator[Triple]:
-        hits = self._walk(self.indices.triples, q.match_all(), q.BY_ID, _NO_VECTOR, snapshot=True)
+        """Every triple in the order it was added (the add call, its place in the call), as
+        the embedded store reads them: SiReRAG's aggregates join propositions in this order,
+        so another order would give other node texts, hence other embeddings."""
+        hits = self._walk(self.indices.triples, q.match_all(), q.EXTRACTION_ORDER, _NO_VECTOR, snapshot=True)
         for hit in hits:
             yield triple_from_source(hit["_source"])
 
