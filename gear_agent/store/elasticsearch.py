@@ -159,7 +159,7 @@ class ElasticsearchStore(Store):
         self._last_ns = 0
         self._nodes: ElasticsearchNodeStore | None = None
         self._recent_triples: dict[str, dict[str, Any]] = {}
-        self._loading: set[str] | None = None  # indices written inside bulk_load(), else None
+        self._loading: set[str] | None = None  # in bulk_load(): indices written, not yet refreshed
         try:
             self.server_version, self.cluster_uuid = check_server(self._client, self._where)
             for collection in ("passage", "triple"):
@@ -254,7 +254,16 @@ class ElasticsearchStore(Store):
         return self._nodes
 
     # ---- helpers -----------------------------------------------------------
+    def _settle(self) -> None:
+        """Inside :meth:`bulk_load`: refresh what was written since the last refresh, so the
+        search about to run sees it (a build's searches are few; its writes are many)."""
+        if self._loading:
+            dirty = sorted(self._loading)
+            self._loading.clear()
+            self._refresh(*dirty)
+
     def _search(self, what: str, index: str | None, request: dict[str, Any]) -> dict[str, Any]:
+        self._settle()
         with translate_errors(what):
             if index is None:  # a point-in-time search names no index
                 return _body(self._client.search(**request))
@@ -308,6 +317,7 @@ class ElasticsearchStore(Store):
         when the walk ends or is abandoned.
         """
         pit: str | None = None
+        self._settle()
         if snapshot:
             with translate_errors(f"opening a point in time on {index!r}"):
                 pit = _body(self._client.open_point_in_time(index=index, keep_alive="2m"))["id"]
@@ -378,7 +388,8 @@ class ElasticsearchStore(Store):
         an exception) the indices' own values are put back (an unset one is reset to the
         cluster's default) and every index written is refreshed once, so everything is
         searchable when the block returns. Inside the block, reads by id (``_mget``) see
-        what was written; searches may not until it ends.
+        what was written, and a search first refreshes the indices written since the last
+        refresh (so a build that searches, as SiReRAG's does, sees its own writes).
 
         Example:
             >>> with store.bulk_load():  # doctest: +SKIP
@@ -510,8 +521,6 @@ class ElasticsearchStore(Store):
         as neighbours. Returns the ids that were stored and are now deleted, in the order
         asked.
         """
-        if self._loading:  # the triples are found by a search: make the bulk load's writes visible
-            self._refresh(*sorted(self._loading))
         stored = self._mget(self.indices.passages, passage_ids, [])
         ids = [pid for pid in _unique(passage_ids) if pid in stored]
         if not ids:
@@ -536,8 +545,6 @@ class ElasticsearchStore(Store):
 
     def delete_source(self, source: str) -> list[str]:
         """Delete every passage whose ``source`` is exactly ``source`` (and its triples)."""
-        if self._loading:  # found by a search: make the bulk load's writes visible
-            self._refresh(*sorted(self._loading))
         index = self.indices.passages
         hits = self._walk(index, q.term("source", source), q.BY_ID, snapshot=True)
         return self.delete_passages([hit["_id"] for hit in hits])
@@ -567,6 +574,7 @@ class ElasticsearchStore(Store):
         index = self.indices.of(collection)
         flt = self._filter(collection, parse_where(where))
         body = {} if flt is None else {"query": {"bool": {"filter": [flt]}}}
+        self._settle()
         with translate_errors(f"counting {index!r}"):
             return int(_body(self._client.count(index=index, **body))["count"])
 

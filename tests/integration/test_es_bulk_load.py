@@ -1,6 +1,6 @@
 """``ElasticsearchStore.bulk_load`` against a real cluster: the bulk settings while the block
-runs, the indices' own values back afterwards, everything searchable when it returns, and a
-delete inside the block still finds the triples written in it."""
+runs, the indices' own values back afterwards, everything searchable when it returns, and
+searches inside the block (a count, a walk, a delete's look-up) see what it wrote."""
 
 from __future__ import annotations
 
@@ -44,6 +44,9 @@ def test_bulk_load_sets_and_restores_the_index_settings_and_refreshes_once(es_ur
             store.add_passages(PASSAGES)
             store.add_triples(TRIPLES)
             assert len(store.get_triples([t.id for t in TRIPLES])) == len(TRIPLES)  # reads by id see them
+            assert store.count("triple") == len(TRIPLES)  # a search refreshes what was written first
+            assert len(list(store.iter_triples())) == len(TRIPLES)
+            store.add_triples([])
         assert {name: _index_settings(store, name) for name in store.indices} == before
         assert store.count("passage") == len(PASSAGES)  # searchable once the block returns
         assert store.count("triple") == len(TRIPLES)
