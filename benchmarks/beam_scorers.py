@@ -46,7 +46,7 @@ def main() -> None:
     from gear_agent.evaluation.metrics import recall_at_k
     from gear_agent.expansion.beam import TripleBeamSearch
     from gear_agent.expansion.naive_ge import NaiveGERetriever
-    from gear_agent.retrieval.search import BaseRetriever, QueryEncoder
+    from gear_agent.retrieval.search import QueryEncoder, SearchRetriever
     from gear_agent.runtime import Runtime
     from gear_agent.store import open_store
 
@@ -75,8 +75,8 @@ def main() -> None:
             variant += " (float model)"
         timed = TimedEmbedder(sequence_encoder)
         runtime = Runtime(s, embedder, store, encode)
-        base = BaseRetriever(store, encode, "hybrid", s.rrf_k)
-        beam = TripleBeamSearch(store, timed, runtime.beam_settings(with_llm=False))  # type: ignore[arg-type]
+        base = SearchRetriever(store, encode, "hybrid", s.rrf_k)
+        beam = TripleBeamSearch(store, timed, runtime.settings)  # type: ignore[arg-type]
         retriever = NaiveGERetriever(base, beam, encode, s.base_k, s.rrf_k)
         times, recalls = [], {k: [] for k in (5, 10, 15)}
         for q in questions:

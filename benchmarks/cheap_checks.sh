@@ -18,7 +18,7 @@ run() {  # LABEL CODE ARGS...: time one command
   local label=$1 code=$2; shift 2
   local start end out
   start=$(date +%s.%N)
-  out=$(PYTHONPATH="$code" python -c "from gear_agent.cli import main; main()" "$@" 2>&1 | tr '\n' ' ' | cut -c1-100) || true
+  out=$(cd / && PYTHONPATH="$code" python -c "from gear_agent.cli import main; main()" "$@" 2>&1 | tr '\n' ' ' | cut -c1-100) || true
   end=$(date +%s.%N)
   printf '%-7s %6.2f s  gear %-55s -> %s\n' "$label" "$(echo "$end - $start" | bc)" "$(echo "$*" | cut -c1-55)" "$out"
 }

@@ -142,7 +142,7 @@ def musique(args: argparse.Namespace) -> None:
     from gear_agent.evaluation.dataset import load_questions
     from gear_agent.evaluation.metrics import recall_at_k
     from gear_agent.expansion.ppr_graph import load_or_build
-    from gear_agent.retrieval.search import BaseRetriever, QueryEncoder
+    from gear_agent.retrieval.search import QueryEncoder, SearchRetriever
     from gear_agent.retrievers import make_retriever
     from gear_agent.runtime import Runtime
     from gear_agent.store import open_store
@@ -165,7 +165,7 @@ def musique(args: argparse.Namespace) -> None:
     for text in texts:  # encoded once up front: ms/query is retrieval only
         encode(text)
     runtime = Runtime(settings, embedder, store, encode)
-    rows: dict[str, Any] = {"dense": BaseRetriever(store, encode, "dense")}
+    rows: dict[str, Any] = {"dense": SearchRetriever(store, encode, "dense")}
     rows.update({f"ppr ({m})": r for m, r in ppr_retrievers(store, encode, settings, graph).items()})
     if "hipporag" in args.extra:
         rows["hipporag"] = make_retriever("hipporag", runtime)

@@ -1,33 +1,72 @@
-"""All settings in one place: one pydantic-settings object, environment prefix ``GEAR_``.
+"""All settings in one place: typed sections, composed into one pydantic-settings object.
 
-Defaults are the GEAR paper's values (Shen et al., 2024/25, section 4 and
-appendix B) where the paper gives one. Every field can be set from the
-environment, e.g. ``GEAR_EMBEDDING_MODEL=all-mpnet-base-v2`` or
-``GEAR_BEAM_WIDTH=5``, or passed as a keyword: ``GearSettings(beam_width=5)``.
+Each component's settings are a *section*: a pydantic model declaring its fields once, with
+their defaults, bounds and descriptions (:class:`LLMSettings`, :class:`BeamSettings`,
+:class:`PPRSettings`, ...). :class:`GearSettings` inherits every section, so it *is* each of
+them: a component takes its section as a parameter (``TripleBeamSearch(..., settings:
+BeamSettings)``) and is given the whole ``GearSettings`` or a section built on its own
+(``BeamSettings(beam_width=2)``, validated by the same declarations), with nothing copied
+between the two. The field names are the flat ``GEAR_*`` names (``GEAR_BEAM_WIDTH`` is
+``beam_width`` in every section and in ``GearSettings``), so the environment variables,
+``GearSettings(beam_width=5)`` and ``settings.beam_width`` mean one thing everywhere.
+
+Defaults are the GEAR paper's values (Shen et al., 2024/25, section 4 and appendix B)
+where the paper gives one. Every field can be set from the environment, e.g.
+``GEAR_EMBEDDING_MODEL=all-mpnet-base-v2`` or ``GEAR_BEAM_WIDTH=5``, or passed as a
+keyword: ``GearSettings(beam_width=5)``. Only ``GearSettings`` reads the environment.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import Field, SecretStr, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from gear_agent.errors import SettingsError
-from gear_agent.types import ResponseFormatMode
+from gear_agent.types import BaseMode, ResponseFormatMode
+
+Expansion = Literal["beam", "ppr", "both"]
+"""How an iteration expands its linked triples: the paper's beam search, PPR, or RRF of both."""
+EXPANSIONS: tuple[Expansion, ...] = get_args(Expansion)
+
+BeamScorer = Literal["sum", "concat", "rerank", "shortlist"]
+"""A sequence scorer of the beam search (:mod:`gear_agent.expansion.scorers`)."""
 
 
-class GearSettings(BaseSettings):
-    """Configuration of the index, retrieval, expansion, the agent and its services."""
+class Section(BaseModel):
+    """A group of settings one component reads; :class:`GearSettings` inherits every one."""
 
-    model_config = SettingsConfigDict(env_prefix="GEAR_", extra="forbid", validate_default=True)
+    model_config = ConfigDict(extra="forbid", validate_default=True)
 
-    # ---- index -------------------------------------------------------------
+
+def split_names(names: str) -> tuple[str, ...]:
+    """Names from a comma-separated setting, stripped, empty ones left out.
+
+    Example:
+        >>> split_names(" ollama:llama3.1, anthropic:claude-3-5-haiku-latest ,")
+        ('ollama:llama3.1', 'anthropic:claude-3-5-haiku-latest')
+    """
+    return tuple(name.strip() for name in names.split(",") if name.strip())
+
+
+class StoreSettings(Section):
+    """Where the index lives and how it tokenises (``open_store``)."""
+
     index_dir: Path = Field(Path(".gear/index"), description="Directory of the embedded index.")
     backend: Literal["embedded", "elasticsearch"] = Field(
         "embedded", description="Where passages and triples live."
     )
+    bm25_tokenizer: Literal["standard", "word"] = Field(
+        "standard", description="'standard' approximates Elasticsearch's standard analyzer; "
+        "'word' is lower-cased \\w+ runs (HippoRAG-style scripts).",
+    )
+
+
+class IngestSettings(Section):
+    """How texts are split into passages (folder and record input)."""
+
     chunk_words: int = Field(
         200, ge=20, description="Words per passage when long texts are split (folder ingest)."
     )
@@ -38,14 +77,34 @@ class GearSettings(BaseSettings):
         description="A JSON/JSONL record or dict longer than this is split into chunk_words "
         "chunks like folder input (title kept, one id per chunk); shorter ones stay whole.",
     )
-    prompt_passage_tokens: int = Field(
-        12_000,
-        ge=200,
-        description="Budget for the passages of one reader or QA prompt (estimated at 4 "
-        "characters a token); the longest passages are cut first, the instructions never.",
+
+    @model_validator(mode="after")
+    def _check_overlap(self) -> IngestSettings:
+        if self.chunk_overlap_words >= self.chunk_words:
+            raise ValueError(
+                f"chunk_overlap_words ({self.chunk_overlap_words}) must be smaller than "
+                f"chunk_words ({self.chunk_words})"
+            )
+        return self
+
+
+class GroundingSettings(Section):
+    """Which extracted and reader triples are checked against their source text."""
+
+    ground_triples: bool = Field(
+        True,
+        description="Drop LLM-extracted and reader triples whose subject or object is not "
+        "found in their source text (text/grounding.py); counted as dropped.",
+    )
+    ground_openie: bool = Field(
+        False,
+        description="Also drop ungrounded triples of an imported OpenIE file (always counted).",
     )
 
-    # ---- embeddings --------------------------------------------------------
+
+class EmbeddingSettings(Section):
+    """The embedding model (``make_embedder``)."""
+
     embedding_model: str = Field(
         "sentence-transformers/all-MiniLM-L6-v2",
         description="sentence-transformers name or local path, or a model name served at "
@@ -58,7 +117,10 @@ class GearSettings(BaseSettings):
     embedding_batch_size: int = Field(64, ge=1, description="Texts per embedding batch.")
     embedding_device: str = Field("cpu", description="torch device for sentence-transformers.")
 
-    # ---- LLM ---------------------------------------------------------------
+
+class LLMSettings(Section):
+    """How the chat model is built and called (``LLMClient.from_settings``, ``ChatModels``)."""
+
     llm_model: str = Field(
         "gpt-4o-mini",
         description="Chat model: 'provider:model' (any LangChain integration) or a plain "
@@ -84,9 +146,33 @@ class GearSettings(BaseSettings):
         None, description="On-disk response cache; a repeated evaluation then costs nothing."
     )
     llm_concurrency: int = Field(4, ge=1, le=64, description="Concurrent LLM calls (extraction, eval).")
-    prompts_dir: Path | None = Field(None, description="Folder of your own prompt templates.")
 
-    # ---- retrieval ---------------------------------------------------------
+    @property
+    def run_models(self) -> tuple[str, ...]:
+        """``llm_models`` as names: the other models a run may choose (``"*"``: any).
+
+        Example:
+            >>> LLMSettings(llm_models=" ollama:llama3.1 ,, anthropic:claude ").run_models
+            ('ollama:llama3.1', 'anthropic:claude')
+        """
+        return split_names(self.llm_models)
+
+
+class PromptSettings(Section):
+    """Where prompt templates come from, and how much passage text one prompt shows."""
+
+    prompts_dir: Path | None = Field(None, description="Folder of your own prompt templates.")
+    prompt_passage_tokens: int = Field(
+        12_000,
+        ge=200,
+        description="Budget for the passages of one reader or QA prompt (estimated at 4 "
+        "characters a token); the longest passages are cut first, the instructions never.",
+    )
+
+
+class RetrievalSettings(Section):
+    """Base retrieval and fusion: what every retriever and the agent's searches read."""
+
     rrf_k: int = Field(60, ge=1, description="Reciprocal Rank Fusion constant (ranks are 1-based).")
     base_k: int = Field(15, ge=1, description="Passages the base retriever hands to expansion.")
     top_k: int = Field(15, ge=1, description="Passages returned to the caller.")
@@ -94,20 +180,35 @@ class GearSettings(BaseSettings):
         "hybrid", description="The agent's and SyncGE's base retriever (their retrieve "
         "step): any retriever of `gear retrievers` that needs no LLM (bm25, dense, hybrid, "
         "ppr, hybrid+naive_ge, ...); checked when the agent is built.")
-    link_mode: Literal["bm25", "dense", "hybrid"] | None = Field(
+    link_mode: BaseMode | None = Field(
         None, description="The search of tripleLink and passageLink; default: "
         "base_retriever when it is bm25, dense or hybrid, else hybrid.")
-    bm25_tokenizer: Literal["standard", "word"] = Field(
-        "standard", description="'standard' approximates Elasticsearch's standard analyzer; "
-        "'word' is lower-cased \\w+ runs (HippoRAG-style scripts).",
-    )
 
-    # ---- diverse triple beam search (paper, Algorithm 1) ---------------------
+    @property
+    def link_search_mode(self) -> BaseMode:
+        """The search of tripleLink and passageLink: ``link_mode``, else the base retriever
+        when it is ``bm25``, ``dense`` or ``hybrid``, else ``hybrid``.
+
+        Example:
+            >>> RetrievalSettings(base_retriever="ppr").link_search_mode
+            'hybrid'
+            >>> RetrievalSettings(base_retriever="dense").link_search_mode
+            'dense'
+        """
+        if self.link_mode is not None:
+            return self.link_mode
+        base = self.base_retriever
+        return base if base in get_args(BaseMode) else "hybrid"  # type: ignore[return-value]
+
+
+class BeamSettings(Section):
+    """The diverse triple beam search (paper, Algorithm 1), the paper's values as defaults."""
+
     beam_width: int = Field(10, ge=1, description="b: beams kept.")
     beam_length: int = Field(2, ge=1, description="l: triples per beam.")
     beam_neighbours: int = Field(100, ge=1, description="Neighbours per beam, most query-similar.")
     beam_gamma: float | None = Field(None, gt=0, description="gamma; defaults to 2 x beam_width.")
-    beam_scorer: Literal["auto", "sum", "concat", "rerank", "shortlist"] = Field(
+    beam_scorer: Literal["auto", BeamScorer] = Field(
         "auto", description="Sequence scorer: normalised sum of stored triple vectors, the "
         "paper's encoding of the concatenated triples, sum with the best beam_rerank "
         "candidates per beam re-scored by concat, or sum with the best beam_shortlist "
@@ -127,34 +228,36 @@ class GearSettings(BaseSettings):
     )
     beam_diverse: bool = Field(True, description="Rank penalty on; False is plain beam search.")
 
-    # ---- grounding -----------------------------------------------------------
-    ground_triples: bool = Field(
-        True,
-        description="Drop LLM-extracted and reader triples whose subject or object is not "
-        "found in their source text (text/grounding.py); counted as dropped.",
-    )
-    ground_openie: bool = Field(
-        False,
-        description="Also drop ungrounded triples of an imported OpenIE file (always counted).",
-    )
+    @property
+    def gamma(self) -> float:
+        """The beam rank-penalty constant: ``beam_gamma`` or 2 x ``beam_width`` (paper)."""
+        return self.beam_gamma if self.beam_gamma is not None else 2.0 * self.beam_width
 
-    # ---- agent -------------------------------------------------------------
-    max_iterations: int = Field(4, ge=1, le=16, description="4 for MuSiQue, 2 for 2Wiki/HotpotQA.")
-    expansion: Literal["beam", "ppr", "both"] = Field(
-        "ppr", description="Expansion node: PPR (measured best, README), beam (the paper), both."
-    )
-    passage_link_k: int = Field(5, ge=1, description="Hits per index in passageLink.")
-    answer: bool = Field(True, description="Answer the question from the top passages.")
-    answer_top_k: int = Field(5, ge=1, description="Passages shown to the QA prompt.")
-    max_question_chars: int = Field(2000, ge=1, description="Longer questions are refused.")
-    deadline_s: float = Field(
-        300.0,
-        ge=0,
-        description="Seconds one question may take in all (every LLM call, retry and "
-        "Retry-After wait); then the run stops with stop_reason='deadline'. 0: no deadline.",
-    )
+    @property
+    def shortlist_size(self) -> int:
+        """Sequences per step the ``shortlist`` scorer re-scores: ``beam_shortlist`` or
+        2 x ``beam_width``."""
+        return self.beam_shortlist if self.beam_shortlist is not None else 2 * self.beam_width
 
-    # ---- PPR (HippoRAG 2) --------------------------------------------------
+    def scorer_for(self, llm_in_loop: bool) -> BeamScorer:
+        """The scorer a search uses: ``beam_scorer``, with ``auto`` read as ``shortlist``
+        where an LLM is in the loop (SyncGE and the agent: the paper's ``concat`` quality
+        for tens of ms beside seconds of LLM calls) and ``sum`` for the LLM-free NaiveGE,
+        whose whole query takes a few ms.
+
+        Example:
+            >>> BeamSettings().scorer_for(True), BeamSettings().scorer_for(False)
+            ('shortlist', 'sum')
+        """
+        if self.beam_scorer == "auto":
+            return "shortlist" if llm_in_loop else "sum"
+        return self.beam_scorer
+
+
+class PPRSettings(Section):
+    """Personalized PageRank: ``ppr``, ``ppr+filter``, ``hipporag`` and the PPR expansion
+    (HippoRAG 2, and HippoRAG 1 for the ``hipporag_*`` fields)."""
+
     ppr_damping: float = Field(0.5, gt=0, lt=1)
     ppr_synonym_threshold: float = Field(0.8, ge=0, le=1)
     ppr_passage_weight: float = Field(0.05, ge=0)
@@ -191,20 +294,47 @@ class GearSettings(BaseSettings):
         1.0, ge=1, description="PPR expansion of the agent and SyncGE: passage sharpness; "
         "1 keeps the walk the LLM replay recorded.")
 
-    # ---- Elasticsearch -----------------------------------------------------
-    es_url: str | None = Field(None, description="Cluster URL, e.g. http://localhost:9200.")
-    es_api_key: str | None = None
-    es_username: str | None = None
-    es_password: str | None = None
-    es_verify_certs: bool = True
-    es_index_prefix: str = Field("gear", pattern=r"^[a-z0-9][a-z0-9_\-]*$")
-    es_cache_dir: Path = Field(
-        Path(".gear/es-cache"),
-        description="Local folder for what is derived from an Elasticsearch index (the PPR "
-        "graph cache), one subfolder per cluster and index prefix; never inside the cluster.",
-    )
+    @classmethod
+    def hipporag2(cls, **changes: Any) -> PPRSettings:
+        """HippoRAG 2's walk exactly: no title edges, linear passage weights, no query
+        names; for checks against its formula (``changes`` set other fields)."""
+        return cls(**{"ppr_title_weight": 0.0, "ppr_passage_sharpness": 1.0,
+                      "ppr_query_entities": 0.0, **changes})
 
-    # ---- server (gear serve) -----------------------------------------------
+    def knobs(self, seeds_given: bool) -> tuple[float, float, float]:
+        """``(title_weight, passage_sharpness, query_entity_weight)`` of a walk whose seeds
+        come from the query (``seeds_given`` False) or are given (the agent's linked triples).
+
+        Example:
+            >>> PPRSettings().knobs(False), PPRSettings().knobs(True)
+            ((2.0, 1.0, 0.25), (0.0, 1.0, 0.0))
+        """
+        if seeds_given:
+            return self.ppr_expand_title_weight, self.ppr_expand_passage_sharpness, 0.0
+        return self.ppr_title_weight, self.ppr_passage_sharpness, self.ppr_query_entities
+
+
+class AgentSettings(RetrievalSettings, PromptSettings, GroundingSettings, BeamSettings, PPRSettings):
+    """The GEAR loop (and SyncGE, one step of it): its own knobs, plus the sections its
+    steps read (retrieval, prompts, grounding, and its expansions: beam search and PPR)."""
+
+    max_iterations: int = Field(4, ge=1, le=16, description="4 for MuSiQue, 2 for 2Wiki/HotpotQA.")
+    expansion: Expansion = Field(
+        "ppr", description="Expansion node: PPR (measured best, README), beam (the paper), both."
+    )
+    passage_link_k: int = Field(5, ge=1, description="Hits per index in passageLink.")
+    answer: bool = Field(True, description="Answer the question from the top passages.")
+    answer_top_k: int = Field(5, ge=1, description="Passages shown to the QA prompt.")
+    max_question_chars: int = Field(2000, ge=1, description="Longer questions are refused.")
+    deadline_s: float = Field(
+        300.0, ge=0, description="Seconds one question may take in all (every LLM call, "
+        "retry and Retry-After wait); then the run stops with stop_reason='deadline'. "
+        "0: no deadline.")
+
+
+class ServeSettings(Section):
+    """What ``gear serve`` accepts at its door (:mod:`gear_agent.serve.limits`)."""
+
     serve_max_body_bytes: int = Field(1_000_000, ge=1_000, description="Largest request body.")
     serve_max_batch: int = Field(16, ge=1, description="Most inputs in one /gear/batch request.")
     serve_max_concurrent: int = Field(
@@ -224,23 +354,51 @@ class GearSettings(BaseSettings):
         None, description="GEAR_API_KEY: when set, requests need Authorization: Bearer <key>."
     )
 
-    # ---- tracing -----------------------------------------------------------
+    @property
+    def allowed_origins(self) -> tuple[str, ...]:
+        """``serve_cors_origins`` as origins; empty: CORS off.
+
+        Example:
+            >>> ServeSettings(serve_cors_origins="https://a.example, ").allowed_origins
+            ('https://a.example',)
+        """
+        return split_names(self.serve_cors_origins)
+
+
+class TraceSettings(Section):
+    """Where run trees are written (:class:`~gear_agent.tracing.jsonl_tracer.JsonlTracer`)."""
+
     trace_dir: Path | None = Field(None, description="Folder for JSON Lines run trees.")
     trace_max_bytes: int = Field(20_000_000, ge=10_000, description="Rotate a trace file past this.")
 
-    @model_validator(mode="after")
-    def _check(self) -> GearSettings:
-        if self.chunk_overlap_words >= self.chunk_words:
-            raise ValueError(
-                f"chunk_overlap_words ({self.chunk_overlap_words}) must be smaller than "
-                f"chunk_words ({self.chunk_words})"
-            )
-        return self
 
-    @property
-    def gamma(self) -> float:
-        """The beam rank-penalty constant: ``beam_gamma`` or 2 x ``beam_width`` (paper)."""
-        return self.beam_gamma if self.beam_gamma is not None else 2.0 * self.beam_width
+class GearSettings(
+    StoreSettings,
+    IngestSettings,
+    EmbeddingSettings,
+    LLMSettings,
+    AgentSettings,
+    ServeSettings,
+    TraceSettings,
+    BaseSettings,
+):
+    """Configuration of the index, retrieval, expansion, the agent and its services: every
+    section above, read from ``GEAR_*`` environment variables and keywords."""
+
+    model_config = SettingsConfigDict(env_prefix="GEAR_", extra="forbid", validate_default=True)
+
+    # ---- Elasticsearch (read by store/es_client.py; a section of its own in phase B) ----
+    es_url: str | None = Field(None, description="Cluster URL, e.g. http://localhost:9200.")
+    es_api_key: str | None = None
+    es_username: str | None = None
+    es_password: str | None = None
+    es_verify_certs: bool = True
+    es_index_prefix: str = Field("gear", pattern=r"^[a-z0-9][a-z0-9_\-]*$")
+    es_cache_dir: Path = Field(
+        Path(".gear/es-cache"),
+        description="Local folder for what is derived from an Elasticsearch index (the PPR "
+        "graph cache), one subfolder per cluster and index prefix; never inside the cluster.",
+    )
 
 
 def settings_from(**values: Any) -> GearSettings:

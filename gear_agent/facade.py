@@ -28,7 +28,6 @@ from gear_agent.indexing import IndexReport, Progress, add_passages, extract_wit
 from gear_agent.ingest.items import Item, passages_from_items
 from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMConfigError
-from gear_agent.llm.settings import LLMSettings
 from gear_agent.llm.usage import UsageDict
 from gear_agent.questions import check_question
 from gear_agent.retrieval.base import Retriever
@@ -174,7 +173,7 @@ class Gear:
             LLMConfigError: No chat model was given and none is configured.
         """
         if self._llm is None:
-            self._llm = LLMClient.from_settings(LLMSettings.from_gear(self.settings), self._chat_model)
+            self._llm = LLMClient.from_settings(self.settings, self._chat_model)
         return self._llm
 
     @property
@@ -185,7 +184,7 @@ class Gear:
             from gear_agent.agent.graph import build_graph
             from gear_agent.agent.models import ChatModels
 
-            models = ChatModels(LLMSettings.from_gear(self.settings), self.llm)
+            models = ChatModels(self.settings, self.llm)
             self._agent = build_graph(self.runtime, models, self.settings).compile(name="gear")
         return self._agent
 

@@ -19,14 +19,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from gear_agent.errors import UnknownNameError
+from gear_agent.types import BASE_MODES
 
 if TYPE_CHECKING:  # the table itself imports nothing heavy: `gear --help` lists its names
     from gear_agent.llm.client import LLMClient
     from gear_agent.retrieval.base import Retriever
     from gear_agent.runtime import Runtime
-
-BASE_MODES = ("bm25", "dense", "hybrid")
-"""The base retrievers' modes (:data:`gear_agent.retrieval.search.BASE_MODES`)."""
 
 ScoreKind = Literal["bm25", "cosine", "rrf", "ppr"]
 """What a retriever's scores are: a BM25 score, a cosine similarity, a Reciprocal Rank
@@ -60,9 +58,9 @@ class RetrieverSpec:
 
 def _base(mode: str) -> Builder:
     def build(runtime: Runtime, llm: LLMClient | None) -> Retriever:
-        from gear_agent.retrieval.search import BaseRetriever
+        from gear_agent.retrieval.search import SearchRetriever
 
-        return BaseRetriever(runtime.store, runtime.encode, mode, runtime.settings.rrf_k)
+        return SearchRetriever(runtime.store, runtime.encode, mode, runtime.settings.rrf_k)
 
     return build
 
@@ -73,13 +71,11 @@ def naive_ge(mode: str) -> Builder:
     def build(runtime: Runtime, llm: LLMClient | None) -> Retriever:
         from gear_agent.expansion.beam import TripleBeamSearch
         from gear_agent.expansion.naive_ge import NaiveGERetriever
-        from gear_agent.retrieval.search import BaseRetriever
+        from gear_agent.retrieval.search import SearchRetriever
 
         s = runtime.settings
-        base = BaseRetriever(runtime.store, runtime.encode, mode, s.rrf_k)
-        beam = TripleBeamSearch(
-            runtime.store, runtime.sequence_encoder(), runtime.beam_settings(with_llm=False)
-        )
+        base = SearchRetriever(runtime.store, runtime.encode, mode, s.rrf_k)
+        beam = TripleBeamSearch(runtime.store, runtime.sequence_encoder(), s, llm_in_loop=False)
         return NaiveGERetriever(base, beam, runtime.encode, s.base_k, s.rrf_k)
 
     return build

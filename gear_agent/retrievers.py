@@ -42,9 +42,8 @@ DEFAULT_RETRIEVER = "hybrid+naive_ge"
 
 def _client(runtime: Runtime, llm: LLMClient | None) -> LLMClient:
     from gear_agent.llm.client import LLMClient
-    from gear_agent.llm.settings import LLMSettings
 
-    return llm if llm is not None else LLMClient.from_settings(LLMSettings.from_gear(runtime.settings))
+    return llm if llm is not None else LLMClient.from_settings(runtime.settings)
 
 
 def _hipporag_ner(runtime: Runtime, llm: LLMClient | None) -> Retriever:

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from gear_agent.config import GearSettings
 from gear_agent.embedding import Embedder, make_embedder, make_sequence_encoder
-from gear_agent.expansion.beam import BeamSettings
 from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.store import Store, open_store
 
@@ -45,9 +44,8 @@ class Runtime:
         """One PPR retriever per runtime, so its graph is built (or loaded) once."""
         if self._ppr is None:
             from gear_agent.expansion.ppr import PPRRetriever
-            from gear_agent.expansion.ppr_settings import PPRSettings
 
-            self._ppr = PPRRetriever(self.store, self.encode, PPRSettings.from_gear(self.settings))
+            self._ppr = PPRRetriever(self.store, self.encode, self.settings)
         return self._ppr
 
     def part(self, key: str, build: Callable[[], T]) -> T:
@@ -56,23 +54,6 @@ class Runtime:
         if key not in self._parts:
             self._parts[key] = build()
         return self._parts[key]
-
-    def beam_settings(self, *, with_llm: bool) -> BeamSettings:
-        """The beam search's knobs from the settings.
-
-        ``beam_scorer=auto`` is ``shortlist`` where an LLM is in the loop (SyncGE and the
-        agent: the paper's ``concat`` quality for tens of ms beside seconds of LLM calls)
-        and ``sum`` for the LLM-free NaiveGE, whose whole query takes a few ms.
-        """
-        s = self.settings
-        scorer = s.beam_scorer
-        if scorer == "auto":
-            scorer = "shortlist" if with_llm else "sum"
-        return BeamSettings(
-            width=s.beam_width, length=s.beam_length, neighbours=s.beam_neighbours,
-            gamma=s.beam_gamma, scorer=scorer, diverse=s.beam_diverse,
-            rerank=s.beam_rerank, shortlist=s.beam_shortlist,
-        )
 
     def sequence_encoder(self) -> Embedder:
         """The beam search's encoder of sequence texts (``beam_encoder``), made once: the

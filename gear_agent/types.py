@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 Collection = Literal["passage", "triple"]
 """The two things a store indexes: passages, and the triples extracted from them."""
@@ -15,6 +15,12 @@ concatenated) or an LLM summary of a cluster of nodes or passages."""
 
 TreeName = Literal["similarity", "relatedness"]
 """The SiReRAG tree a node belongs to."""
+
+BaseMode = Literal["bm25", "dense", "hybrid"]
+"""How a plain search ranks: BM25, cosine of embeddings, or RRF of the two (hybrid)."""
+
+BASE_MODES: tuple[BaseMode, ...] = get_args(BaseMode)
+"""The base search modes, in the order tables list them."""
 
 ResponseFormatMode = Literal["text", "json_object", "json_schema", "json_object_schema"]
 """How JSON replies are asked of a chat model (``GEAR_LLM_RESPONSE_FORMAT``); see

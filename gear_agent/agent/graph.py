@@ -20,7 +20,6 @@ from gear_agent.agent.steps import Expansion
 from gear_agent.config import GearSettings
 from gear_agent.errors import GearError
 from gear_agent.llm.client import LLMClient
-from gear_agent.llm.settings import LLMSettings
 from gear_agent.llm_free_retrievers import check_llm_free
 from gear_agent.retrieval.base import Retriever
 from gear_agent.runtime import Runtime
@@ -66,14 +65,14 @@ def build_graph(
     graph = StateGraph(
         GearState, context_schema=GearContext, input_schema=InputState, output_schema=OutputState
     )
-    graph.add_node("start", nodes.make_start(runtime, llm))
-    graph.add_node("retrieve", nodes.make_retrieve(runtime, base))
-    graph.add_node("read", nodes.make_read(runtime, llm))
-    graph.add_node("link", nodes.make_link(runtime))
-    graph.add_node("expand", nodes.make_expand(runtime, expansion or settings.expansion))
-    graph.add_node("reason", nodes.make_reason(runtime, llm))
-    graph.add_node("rewrite", nodes.make_rewrite(runtime, llm))
-    graph.add_node("finalize", nodes.make_finalize(runtime))
+    graph.add_node("start", nodes.make_start(runtime, settings, llm))
+    graph.add_node("retrieve", nodes.make_retrieve(runtime, settings, base))
+    graph.add_node("read", nodes.make_read(runtime, settings, llm))
+    graph.add_node("link", nodes.make_link(runtime, settings))
+    graph.add_node("expand", nodes.make_expand(runtime, settings, expansion or settings.expansion))
+    graph.add_node("reason", nodes.make_reason(settings, llm))
+    graph.add_node("rewrite", nodes.make_rewrite(settings, llm))
+    graph.add_node("finalize", nodes.make_finalize(runtime, settings))
     graph.add_edge(START, "start")
     graph.add_edge("start", "retrieve")
     graph.add_edge("retrieve", "read")
@@ -88,7 +87,7 @@ def build_graph(
     graph.add_conditional_edges("reason", after_reason, ["rewrite", "finalize"])
     graph.add_edge("rewrite", "retrieve")
     if settings.answer:
-        graph.add_node("answer", nodes.make_answer(runtime, llm))
+        graph.add_node("answer", nodes.make_answer(settings, llm))
         graph.add_edge("finalize", "answer")
         graph.add_edge("answer", END)
     else:
@@ -134,9 +133,8 @@ def build_agent(
     if settings is None:
         settings = runtime.settings if runtime is not None else GearSettings()
     if models is None:
-        llm_settings = LLMSettings.from_gear(settings)
-        default = LLMClient.from_settings(llm_settings, chat_model)  # fails fast
-        models = ChatModels(llm_settings, default)
+        default = LLMClient.from_settings(settings, chat_model)  # fails fast
+        models = ChatModels(settings, default)
     if runtime is None:
         runtime = Runtime.open(settings)
     return build_graph(runtime, models, settings).compile(checkpointer=checkpointer, name="gear")

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
+from gear_agent.config import LLMSettings
 from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMConfigError
-from gear_agent.llm.settings import LLMSettings
 
 CONTEXT_KEY = "model"
 """The key that names a run's chat model, in ``context`` and in ``configurable``."""
@@ -27,12 +26,12 @@ class ChatModels:
     """One :class:`LLMClient` per model name, built lazily and kept (thread-safe).
 
     Args:
-        settings: How to build a client; ``settings.model`` is the default model and
-            ``settings.run_models`` the others a run may choose.
+        settings: How to build a client (the LLM section; a ``GearSettings`` is one):
+            ``llm_model`` is the default model and ``llm_models`` the others a run may choose.
         default: A ready client for the default model (a test double, or a chat model the
             caller passed); built from ``settings`` on first use when None.
         clients: Ready clients of other models, by name (test doubles, or models built by
-            hand); each must still be allowed by ``settings.run_models``.
+            hand); each must still be allowed by ``settings.llm_models``.
 
     Example:
         >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
@@ -57,7 +56,7 @@ class ChatModels:
                 raise LLMConfigError(f"the model {name!r} is not in run_models {settings.run_models}")
             self._clients[name] = client
         if default is not None:
-            self._clients[settings.model] = default
+            self._clients[settings.llm_model] = default
         self._lock = threading.Lock()
 
     @property
@@ -72,7 +71,7 @@ class ChatModels:
     def allows(self, name: str) -> bool:
         """Whether a run may choose the model ``name``."""
         allowed = self.settings.run_models
-        return name == self.settings.model or "*" in allowed or name in allowed
+        return name == self.settings.llm_model or "*" in allowed or name in allowed
 
     def get(self, name: str | None) -> LLMClient:
         """The client of the model ``name`` (the default one when None or empty).
@@ -81,7 +80,7 @@ class ChatModels:
             LLMConfigError: ``name`` is not the configured model nor in ``GEAR_LLM_MODELS``,
                 or its client cannot be built (the message names the missing package or key).
         """
-        name = (name or "").strip() or self.settings.model
+        name = (name or "").strip() or self.settings.llm_model
         client = self._clients.get(name)
         if client is not None:
             return client
@@ -89,13 +88,13 @@ class ChatModels:
             listed = ", ".join(self.settings.run_models) or "none"
             raise LLMConfigError(
                 f"the model {name!r} may not be chosen per run: this deployment serves "
-                f"{self.settings.model!r} and GEAR_LLM_MODELS lists {listed}; add it there "
+                f"{self.settings.llm_model!r} and GEAR_LLM_MODELS lists {listed}; add it there "
                 "(comma-separated, or * for any)"
             )
         with self._lock:
             client = self._clients.get(name)
             if client is None:
-                client = LLMClient.from_settings(replace(self.settings, model=name))
+                client = LLMClient.from_settings(self.settings.model_copy(update={"llm_model": name}))
                 self._clients[name] = client
         return client
 

@@ -1,7 +1,9 @@
 """The GEAR agent's nodes (Shen et al., section 3.4 and Algorithm 2).
 
-Each factory takes the :class:`~gear_agent.runtime.Runtime` (and the
-:class:`~gear_agent.llm.LLMClient` for LLM nodes) by closure and returns a node:
+Each factory takes what its node reads by closure: the opened index
+(:class:`~gear_agent.runtime.Runtime`) where it searches, the loop's settings section
+(:class:`~gear_agent.config.AgentSettings`; a ``GearSettings`` is one), and the
+:class:`~gear_agent.llm.LLMClient` for LLM nodes. It returns a node:
 a function of the state that returns only the keys it changes. LLM nodes are
 ``RunnableLambda`` objects with a sync and an async body, so ``invoke`` calls the
 model's ``invoke`` and ``ainvoke`` awaits its ``ainvoke``.
@@ -24,6 +26,7 @@ from gear_agent.agent.chat import question_of, render_conversation
 from gear_agent.agent.citations import CITED_ANSWER_REPLY, read_cited_answer, render_citations
 from gear_agent.agent.models import ChatModels, run_option
 from gear_agent.agent.state import GearState
+from gear_agent.config import AgentSettings
 from gear_agent.filters import parse_where
 from gear_agent.llm.client import LLMClient, LLMReply
 from gear_agent.llm.errors import LLMCallError, LLMDeadlineError
@@ -171,7 +174,7 @@ def _llm_node(
     return RunnableLambda(run, afunc=afunc, name=name)
 
 
-def make_start(runtime: Runtime, models: Models | None = None) -> Node:
+def make_start(runtime: Runtime, settings: AgentSettings, models: Models | None = None) -> Node:
     """Take the question (from ``question`` or the last human message), check it
     (:class:`~gear_agent.questions.QuestionError` when missing, empty or too long) and the
     run's model (:class:`~gear_agent.llm.LLMConfigError` when it may not be chosen), and set
@@ -188,11 +191,11 @@ def make_start(runtime: Runtime, models: Models | None = None) -> Node:
             raise QuestionError(
                 "no question: give 'question', or 'messages' ending with a human message"
             )
-        question = steps.check_question(raw, runtime.settings.max_question_chars)
+        question = steps.check_question(raw, settings.max_question_chars)
         checked_where(runtime.store, state.get("where"))  # a bad or empty filter fails here
         if models is not None:
             _client(models, config)  # an unknown or unbuildable model fails here, before any work
-        budget = run_deadline_s(state, config, runtime.settings.deadline_s)
+        budget = run_deadline_s(state, config, settings.deadline_s)
         update: Update = {
             "deadline_at": None if budget is None else time.time() + budget,
             "question": question,
@@ -225,15 +228,13 @@ def make_start(runtime: Runtime, models: Models | None = None) -> Node:
     return start
 
 
-def make_retrieve(runtime: Runtime, base: Retriever | None = None) -> Node:
+def make_retrieve(runtime: Runtime, settings: AgentSettings, base: Retriever | None = None) -> Node:
     """Base retrieval of the current query: ``base_k`` passages (by ``base`` when given)."""
 
     def retrieve(state: GearState) -> Update:
-        k, where = runtime.settings.base_k, parse_where(state.get("where"))
-        if base is not None:
-            ranked = base.retrieve(state["query"], k, where)
-        else:
-            ranked = steps.base_retrieve(runtime, state["query"], k, where)
+        k, where = settings.base_k, parse_where(state.get("where"))
+        retriever = base if base is not None else steps.base_retriever(runtime, settings)
+        ranked = retriever.retrieve(state["query"], k, where)
         return {"base": steps.to_dicts(ranked)}
 
     return retrieve
@@ -243,7 +244,7 @@ UNGROUNDED = "subject or object not found in the passages shown"
 """The ``reason`` of a ``dropped`` reader triple that its passages do not support."""
 
 
-def make_read(runtime: Runtime, llm: Models) -> RunnableLambda:
+def make_read(runtime: Runtime, settings: AgentSettings, llm: Models) -> RunnableLambda:
     """Reader: proximal triples from the base passages (with the gist memory after iteration 1).
 
     Items the parser cannot read, triples whose subject or object is not in the passages
@@ -253,13 +254,14 @@ def make_read(runtime: Runtime, llm: Models) -> RunnableLambda:
 
     def prompt_of(state: GearState) -> str:
         ids = [p["id"] for p in state.get("base", [])]
-        return steps.reader_prompt(runtime, state["question"], ids, state.get("gist_memory", []))
+        memory = state.get("gist_memory", [])
+        return steps.reader_prompt(runtime, settings, state["question"], ids, memory)
 
     def update_of(state: GearState, reply: LLMReply) -> Update:
         triples, dropped = steps.read_reply(reply.text)
         iteration = state.get("iteration", 1)
         records = [{"iteration": iteration, "node": "read", "item": d} for d in dropped]
-        if runtime.settings.ground_triples and triples:
+        if settings.ground_triples and triples:
             ids = [p["id"] for p in state.get("base", [])]
             triples, ungrounded = steps.ground_triples(
                 runtime, ids, state.get("gist_memory", []), triples
@@ -274,35 +276,36 @@ def make_read(runtime: Runtime, llm: Models) -> RunnableLambda:
     return _llm_node("read", llm, prompt_of, update_of, on_call_error, TRIPLES_REPLY)
 
 
-def make_link(runtime: Runtime) -> Node:
+def make_link(runtime: Runtime, settings: AgentSettings) -> Node:
     """tripleLink: proximal triples to their nearest indexed triples; they join the gist memory."""
 
     def link(state: GearState) -> Update:
         proximal = state.get("proximal", [])
-        linked = steps.link_triples(runtime, proximal, parse_where(state.get("where")))
+        linked = steps.link_triples(runtime, settings, proximal, parse_where(state.get("where")))
         return {"linked": linked, "gist_memory": proximal}
 
     return link
 
 
-def make_expand(runtime: Runtime, expansion: steps.Expansion) -> Node:
+def make_expand(runtime: Runtime, settings: AgentSettings, expansion: steps.Expansion) -> Node:
     """Expansion (``beam``, ``ppr`` or ``both``) from the linked triples, fused (RRF) with
     the base list into this iteration's list."""
 
     def expand(state: GearState) -> Update:
         base = steps.from_dicts(state.get("base", []))
         where = parse_where(state.get("where"))
-        expanded = steps.expand(runtime, state["query"], state.get("linked", []), expansion, where)
+        linked = state.get("linked", [])
+        expanded = steps.expand(runtime, settings, state["query"], linked, expansion, where)
         size = max(len({p.id for p in base} | {p.id for p in expanded}), 1)
-        fused = fuse_passages([base, expanded], k=size, rrf_k=runtime.settings.rrf_k)
+        fused = fuse_passages([base, expanded], k=size, rrf_k=settings.rrf_k)
         return {"retrieved": [steps.to_dicts(fused)]}
 
     return expand
 
 
-def make_reason(runtime: Runtime, llm: Models) -> RunnableLambda:
+def make_reason(settings: AgentSettings, llm: Models) -> RunnableLambda:
     """Reasoner: can the question be answered from the gist memory? An unreadable reply counts as no."""
-    prompt = load_prompt("reasoner", runtime.settings.prompts_dir)
+    prompt = load_prompt("reasoner", settings.prompts_dir)
 
     def prompt_of(state: GearState) -> str:
         memory = render_triples([tuple(t) for t in state.get("gist_memory", [])])
@@ -333,13 +336,13 @@ def _fallback_query(state: GearState) -> str:
     return " ".join(filter(None, [state["question"], state.get("reason")]))
 
 
-def make_rewrite(runtime: Runtime, llm: Models) -> RunnableLambda:
+def make_rewrite(settings: AgentSettings, llm: Models) -> RunnableLambda:
     """Rewriter: the next query from the question, the memory and what is missing.
 
     An unreadable reply, or a call that fails after the client's retries, falls back to
     the question plus the reasoner's note, and is recorded in ``dropped``.
     """
-    prompt = load_prompt("rewriter", runtime.settings.prompts_dir)
+    prompt = load_prompt("rewriter", settings.prompts_dir)
 
     def prompt_of(state: GearState) -> str:
         memory = render_triples([tuple(t) for t in state.get("gist_memory", [])])
@@ -369,15 +372,15 @@ def make_rewrite(runtime: Runtime, llm: Models) -> RunnableLambda:
     return _llm_node("rewrite", llm, prompt_of, update_of, on_call_error)
 
 
-def make_finalize(runtime: Runtime) -> Node:
+def make_finalize(runtime: Runtime, settings: AgentSettings) -> Node:
     """passageLink of every memory triple, RRF with every iteration's list; the top ``top_k``."""
 
     def finalize(state: GearState) -> Update:
-        settings = runtime.settings
         k = state.get("top_k", settings.top_k)
         retrieved = [steps.from_dicts(r) for r in state.get("retrieved", [])]
         where = parse_where(state.get("where"))
-        ranked = steps.final_ranking(runtime, state.get("gist_memory", []), retrieved, k, where)
+        ranked = steps.final_ranking(
+            runtime, settings, state.get("gist_memory", []), retrieved, k, where)
         update: Update = {
             "passages": [r.to_dict() for r in passage_records(runtime.store, ranked)],
             "stop_reason": stop_reason_of(state, settings.max_iterations),
@@ -390,7 +393,7 @@ def make_finalize(runtime: Runtime) -> Node:
     return finalize
 
 
-def make_answer(runtime: Runtime, llm: Models) -> RunnableLambda:
+def make_answer(settings: AgentSettings, llm: Models) -> RunnableLambda:
     """QA: a short answer from the top ``answer_top_k`` final passages, with numbered
     citations of the passages it rests on, and the answer as an AI message for the chat.
 
@@ -400,16 +403,16 @@ def make_answer(runtime: Runtime, llm: Models) -> RunnableLambda:
     client's retries keeps the reasoner's answer (or None) and the ranked passages, with no
     citations, and is recorded in ``dropped``.
     """
-    prompt = load_prompt("qa", runtime.settings.prompts_dir)
+    prompt = load_prompt("qa", settings.prompts_dir)
 
     def shown_of(state: GearState) -> list[dict[str, Any]]:
-        return list(state.get("passages", [])[: runtime.settings.answer_top_k])
+        return list(state.get("passages", [])[: settings.answer_top_k])
 
     def prompt_of(state: GearState) -> str:
         shown = [Passage(p["id"], p["title"], p["text"]) for p in shown_of(state)]
         return prompt.format(
             question=state["question"],
-            passages=render_passages(shown, runtime.settings.prompt_passage_tokens),
+            passages=render_passages(shown, settings.prompt_passage_tokens),
             conversation=render_conversation(state.get("history") or []),
         )
 

@@ -1,20 +1,28 @@
 """GEAR's operations over an index, shared by the agent's nodes and the SyncGE retriever.
 
-Each is a plain function of the :class:`~gear_agent.runtime.Runtime` and its inputs:
-base retrieval, building the reader prompt and reading its reply, tripleLink,
-expansion (beam search, or PPR when that module exists), passageLink and the final
-fusion (Shen et al., sections 3.2-3.4).
+Each is a plain function of the opened index (:class:`~gear_agent.runtime.Runtime`: store,
+query encoder, shared parts), the settings section it reads, passed explicitly, and its
+inputs: base retrieval, building the reader prompt and reading its reply, tripleLink,
+expansion (beam search, PPR, or both), passageLink and the final fusion (Shen et al.,
+sections 3.2-3.4).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
-from gear_agent.config import GearSettings
+from gear_agent.config import (
+    EXPANSIONS,
+    AgentSettings,
+    BeamSettings,
+    Expansion,
+    PromptSettings,
+    RetrievalSettings,
+)
 from gear_agent.expansion.beam import TripleBeamSearch, beams_to_passages
 from gear_agent.filters import Where
-from gear_agent.llm_free_retrievers import BASE_MODES, check_llm_free, make_llm_free
+from gear_agent.llm_free_retrievers import check_llm_free, make_llm_free
 from gear_agent.parsing import parse_triples
 from gear_agent.prompts import load_prompt, render_passages, render_triples
 from gear_agent.questions import check_question
@@ -23,10 +31,6 @@ from gear_agent.retrieval.filtering import keep_passing
 from gear_agent.retrieval.search import search
 from gear_agent.runtime import Runtime
 from gear_agent.text.grounding import Grounding
-
-Expansion = Literal["beam", "ppr", "both"]
-"""How an iteration expands its linked triples: the paper's beam search, PPR, or RRF of both."""
-EXPANSIONS: tuple[Expansion, ...] = ("beam", "ppr", "both")
 
 
 def to_dicts(ranked: Sequence[RankedPassage]) -> list[dict[str, Any]]:
@@ -39,46 +43,26 @@ def from_dicts(ranked: Sequence[dict[str, Any]]) -> list[RankedPassage]:
     return [RankedPassage(p["id"], float(p["score"]), tuple(p.get("chain") or ())) for p in ranked]
 
 
-def base_retriever(runtime: Runtime) -> Retriever:
-    """The configured base retriever (``GEAR_BASE_RETRIEVER``: any LLM-free retriever of the
-    table), built once per runtime.
+def base_retriever(runtime: Runtime, settings: RetrievalSettings) -> Retriever:
+    """The base retriever ``settings.base_retriever`` names (``GEAR_BASE_RETRIEVER``: any
+    LLM-free retriever of the table), built once per runtime.
 
     Raises:
         UnknownNameError: The name is not an LLM-free retriever; the message lists them.
     """
-    name = runtime.settings.base_retriever
+    name = settings.base_retriever
     check_llm_free(name)
     return runtime.part(f"base retriever {name}", lambda: make_llm_free(name, runtime))
 
 
-def base_retrieve(
-    runtime: Runtime, query: str, k: int, where: Where | None = None
-) -> list[RankedPassage]:
-    """Base retrieval of ``query`` by the configured retriever (``hybrid`` by default),
-    among the passages that pass ``where``."""
-    return base_retriever(runtime).retrieve(query, k, where)
-
-
-def link_mode(settings: GearSettings) -> str:
-    """The search of tripleLink and passageLink: ``link_mode``, else the base retriever
-    when it is ``bm25``, ``dense`` or ``hybrid``, else ``hybrid``.
-
-    Example:
-        >>> link_mode(GearSettings(base_retriever="ppr")), link_mode(GearSettings())
-        ('hybrid', 'hybrid')
-    """
-    if settings.link_mode is not None:
-        return settings.link_mode
-    return settings.base_retriever if settings.base_retriever in BASE_MODES else "hybrid"
-
-
 def reader_prompt(
-    runtime: Runtime, question: str, passage_ids: Sequence[str], memory: Sequence[Sequence[str]]
+    runtime: Runtime, settings: PromptSettings, question: str, passage_ids: Sequence[str],
+    memory: Sequence[Sequence[str]],
 ) -> str:
     """The reader prompt over the passages; with the gist memory once there is one."""
-    budget = runtime.settings.prompt_passage_tokens
+    budget = settings.prompt_passage_tokens
     passages = render_passages(runtime.store.get_passages(list(passage_ids)), budget)
-    folder = runtime.settings.prompts_dir
+    folder = settings.prompts_dir
     if memory:
         return load_prompt("reader_with_memory", folder).format(
             question=question, passages=passages, memory=render_triples([tuple(t) for t in memory])
@@ -115,26 +99,30 @@ def ground_triples(
 
 
 def link_triples(
-    runtime: Runtime, triples: Sequence[Sequence[str]], where: Where | None = None
+    runtime: Runtime, settings: RetrievalSettings, triples: Sequence[Sequence[str]],
+    where: Where | None = None,
 ) -> list[str]:
-    """tripleLink: each triple's nearest indexed triple (hybrid search, top 1; a triple of a
-    passage that passes ``where``), unique, in order."""
-    s = runtime.settings
+    """tripleLink: each triple's nearest indexed triple (``link_search_mode`` search, top 1;
+    a triple of a passage that passes ``where``), unique, in order."""
+    mode, rrf_k = settings.link_search_mode, settings.rrf_k
     linked: list[str] = []
     for triple in triples:
         text = " ".join(triple)
-        hits = search(runtime.store, runtime.encode, "triple", text, 1, link_mode(s), s.rrf_k, where)
+        hits = search(runtime.store, runtime.encode, "triple", text, 1, mode, rrf_k, where)
         if hits and hits[0].id not in linked:
             linked.append(hits[0].id)
     return linked
 
 
-def beam_expand(runtime: Runtime, query: str, start: Sequence[str]) -> list[RankedPassage]:
-    """Diverse triple beam search from ``start`` triples; their passages with chains."""
+def beam_expand(
+    runtime: Runtime, settings: BeamSettings, query: str, start: Sequence[str]
+) -> list[RankedPassage]:
+    """Diverse triple beam search from ``start`` triples (an LLM in the loop: ``auto`` is
+    the ``shortlist`` scorer); their passages with chains."""
     if not start:
         return []
     beam = TripleBeamSearch(
-        runtime.store, runtime.sequence_encoder(), runtime.beam_settings(with_llm=True)
+        runtime.store, runtime.sequence_encoder(), settings, llm_in_loop=True
     )
     return beams_to_passages(runtime.store, beam.run(runtime.encode(query), list(start)))
 
@@ -148,6 +136,7 @@ def ppr_expand(runtime: Runtime, query: str, start: Sequence[str], k: int) -> li
 
 def expand(
     runtime: Runtime,
+    settings: AgentSettings,
     query: str,
     start: Sequence[str],
     expansion: Expansion,
@@ -155,30 +144,30 @@ def expand(
 ) -> list[RankedPassage]:
     """The expansion list: ``beam`` (Algorithm 1), ``ppr``, or ``both`` (RRF of the two);
     only passages that pass ``where``."""
-    s = runtime.settings
+    s = settings
     if expansion == "beam":
-        return keep_passing(runtime.store, beam_expand(runtime, query, start), where)
+        return keep_passing(runtime.store, beam_expand(runtime, s, query, start), where)
     if expansion == "ppr":
         return keep_passing(runtime.store, ppr_expand(runtime, query, start, s.base_k), where)
     if expansion != "both":
         raise ValueError(f"unknown expansion {expansion!r}; choose one of {', '.join(EXPANSIONS)}")
-    lists = [beam_expand(runtime, query, start), ppr_expand(runtime, query, start, s.base_k)]
+    lists = [beam_expand(runtime, s, query, start), ppr_expand(runtime, query, start, s.base_k)]
     fused = fuse_passages(lists, k=max(len(lists[0]) + len(lists[1]), 1), rrf_k=s.rrf_k)
     return keep_passing(runtime.store, fused, where)
 
 
 def passage_link(
-    runtime: Runtime, triple: Sequence[str], where: Where | None = None
+    runtime: Runtime, settings: AgentSettings, triple: Sequence[str], where: Where | None = None
 ) -> list[RankedPassage]:
     """passageLink of one memory triple: RRF of its top passages and its top triples' passages.
 
-    Both searches are hybrid and take ``passage_link_k`` hits (among passages that pass
-    ``where``); a passage reached through a triple carries that triple as its chain.
+    Both searches use ``link_search_mode`` and take ``passage_link_k`` hits (among passages
+    that pass ``where``); a passage reached through a triple carries that triple as its chain.
     """
-    s = runtime.settings
+    s = settings
     text = " ".join(triple)
     k = s.passage_link_k
-    mode = link_mode(s)
+    mode = s.link_search_mode
     direct = search(runtime.store, runtime.encode, "passage", text, k, mode, s.rrf_k, where)
     hits = search(runtime.store, runtime.encode, "triple", text, k, mode, s.rrf_k, where)
     via: list[RankedPassage] = []
@@ -193,20 +182,21 @@ def passage_link(
 
 def final_ranking(
     runtime: Runtime,
+    settings: AgentSettings,
     memory: Sequence[Sequence[str]],
     retrieved: Sequence[Sequence[RankedPassage]],
     k: int,
     where: Where | None = None,
 ) -> list[RankedPassage]:
     """One list: RRF of every memory triple's passageLink list and every iteration's list."""
-    lists = [passage_link(runtime, t, where) for t in memory] + [list(r) for r in retrieved]
-    return fuse_passages(lists, k=k, rrf_k=runtime.settings.rrf_k)
+    lists = [passage_link(runtime, settings, t, where) for t in memory]
+    lists += [list(r) for r in retrieved]
+    return fuse_passages(lists, k=k, rrf_k=settings.rrf_k)
 
 
 __all__ = [
     "EXPANSIONS",
     "Expansion",
-    "base_retrieve",
     "base_retriever",
     "beam_expand",
     "check_question",
@@ -214,7 +204,6 @@ __all__ = [
     "final_ranking",
     "from_dicts",
     "ground_triples",
-    "link_mode",
     "link_triples",
     "passage_link",
     "ppr_expand",

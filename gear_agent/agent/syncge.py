@@ -9,6 +9,7 @@ call per question.
 from __future__ import annotations
 
 from gear_agent.agent import steps
+from gear_agent.config import AgentSettings
 from gear_agent.filters import Where
 from gear_agent.llm.client import LLMClient, LLMReply
 from gear_agent.llm.response_format import TRIPLES_REPLY
@@ -31,10 +32,12 @@ class SyncGERetriever(Retriever):
     an unreadable reply gives no proximal triples, and then the base list alone.
 
     Args:
-        runtime: Index, embedder and settings.
+        runtime: The opened index (store, encoder, shared parts).
         llm: The client the reader calls.
         expansion: ``beam`` (the paper's Algorithm 1), ``ppr`` or ``both``.
         name: The name shown in tables.
+        settings: The loop's section (``base_k``, ``rrf_k``, prompts, beam, ...);
+            ``runtime.settings`` when None.
 
     Example:
         >>> syncge = SyncGERetriever(runtime, LLMClient.from_settings(llm_settings))  # doctest: +SKIP
@@ -47,16 +50,18 @@ class SyncGERetriever(Retriever):
         llm: LLMClient,
         expansion: steps.Expansion = "beam",
         name: str = "syncge",
+        settings: AgentSettings | None = None,
     ) -> None:
         if expansion not in steps.EXPANSIONS:
             raise ValueError(f"unknown expansion {expansion!r}; choose one of {steps.EXPANSIONS}")
         self.runtime, self.llm, self.expansion, self.name = runtime, llm, expansion, name
+        self.settings = settings if settings is not None else runtime.settings
 
     def _prepare(self, query: str, where: Where | None) -> tuple[str, list[RankedPassage], str]:
-        s = self.runtime.settings
+        s = self.settings
         question = steps.check_question(query, s.max_question_chars)
-        base = steps.base_retrieve(self.runtime, question, s.base_k, where)
-        prompt = steps.reader_prompt(self.runtime, question, [p.id for p in base], [])
+        base = steps.base_retriever(self.runtime, s).retrieve(question, s.base_k, where)
+        prompt = steps.reader_prompt(self.runtime, s, question, [p.id for p in base], [])
         return question, base, prompt
 
     def _finish(
@@ -64,9 +69,10 @@ class SyncGERetriever(Retriever):
         where: Where | None,
     ) -> list[RankedPassage]:
         proximal, _dropped = steps.read_reply(reply.text)
-        linked = steps.link_triples(self.runtime, proximal, where)
-        expanded = steps.expand(self.runtime, question, linked, self.expansion, where)
-        return fuse_passages([base, expanded], k=k, rrf_k=self.runtime.settings.rrf_k)
+        s = self.settings
+        linked = steps.link_triples(self.runtime, s, proximal, where)
+        expanded = steps.expand(self.runtime, s, question, linked, self.expansion, where)
+        return fuse_passages([base, expanded], k=k, rrf_k=s.rrf_k)
 
     def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
         check_request(query, k)

@@ -70,8 +70,8 @@ def _cheap_checks(settings: Any, where: Any) -> None:
     from gear_agent.cli.checks import require_index, require_llm, require_passing_filter
 
     require_index(settings)
-    require_llm(settings)
     require_passing_filter(settings, where)  # NothingMatchesError names the filter
+    require_llm(settings)  # last: building the client imports the provider's package (seconds)
 
 
 class _Run:

@@ -61,9 +61,8 @@ def require_llm(settings: GearSettings) -> None:
         LLMConfigError: No model is configured, or its integration is not installed.
     """
     from gear_agent.llm import factory
-    from gear_agent.llm.settings import LLMSettings
 
-    factory.make_chat_model(LLMSettings.from_gear(settings))
+    factory.make_chat_model(settings)
 
 
 def require_passing_filter(settings: GearSettings, where: Any) -> None:

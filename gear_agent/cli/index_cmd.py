@@ -40,7 +40,6 @@ def index(
     from gear_agent.ingest.corpus import read_corpus
     from gear_agent.ingest.openie import read_openie
     from gear_agent.llm import LLMClient
-    from gear_agent.llm.settings import LLMSettings
     from gear_agent.store import open_store
 
     settings = load_settings(index_dir, embedding_model=model)
@@ -53,7 +52,7 @@ def index(
     # Every input is checked before any embedding or writing: a bad OpenIE file or a
     # missing LLM configuration fails at once and leaves the index as it was.
     triples = read_openie(openie, settings.ground_openie) if openie is not None else None
-    llm = LLMClient.from_settings(LLMSettings.from_gear(settings)) if extract else None
+    llm = LLMClient.from_settings(settings) if extract else None
     require_index(settings, missing_ok=True)  # built by another model: say so before loading
     embedder = make_embedder(settings)
     store = open_store(settings, embedder)

@@ -84,9 +84,9 @@ def search(
     spec = check_name(retriever)
     parsed = parse_where(where)  # a malformed filter fails before anything loads
     require_index(settings)
-    if spec.needs_llm:
-        require_llm(settings)
     require_passing_filter(settings, parsed)  # and so does one that no passage passes
+    if spec.needs_llm:
+        require_llm(settings)  # last: building the client imports the provider package
     # Every check passed: only now load the embedding model and the index.
     from gear_agent.retrieval.filtering import checked_where
     from gear_agent.retrieval.records import passage_records

@@ -33,8 +33,7 @@ def serve(
     app = create_app(agent, settings, playground=playground, runtime=runtime)
     for line in startup_lines(host, port, settings.index_dir, playground=playground):
         console.print(line, highlight=False, markup=False, soft_wrap=True)
-    run_server(app, host=host, port=port, log_level=log_level,
-               header_timeout_s=settings.serve_header_timeout_s)
+    run_server(app, host=host, port=port, log_level=log_level, settings=settings)
 
 
 def startup_lines(host: str, port: int, index: Path, *, playground: bool) -> list[str]:

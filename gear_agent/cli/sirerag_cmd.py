@@ -45,10 +45,9 @@ def run_build(runtime: Runtime, mode: str, settings: SiReRAGSettings) -> BuildRe
     if check_mode(mode) == "ablation":
         return build_ablation(runtime.store, settings)
     from gear_agent.llm.client import LLMClient
-    from gear_agent.llm.settings import LLMSettings
     from gear_agent.sirerag.build import build_full
 
-    llm = LLMClient.from_settings(LLMSettings.from_gear(runtime.settings))
+    llm = LLMClient.from_settings(runtime.settings)
     return build_full(runtime.store, llm, settings, prompts_dir=runtime.settings.prompts_dir)
 
 

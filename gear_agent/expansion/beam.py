@@ -21,59 +21,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gear_agent.config import BeamSettings
 from gear_agent.embedding.base import Embedder
 from gear_agent.expansion.scorers import (
     EncodingCache,
     best_of_step,
     best_per_beam,
-    check_scorer,
     score_concat,
     score_sum,
     sequence_text,
 )
 from gear_agent.retrieval.base import RankedPassage
 from gear_agent.store.base import Store
-
-
-@dataclass(frozen=True)
-class BeamSettings:
-    """Algorithm 1's knobs, the paper's values as defaults.
-
-    Attributes:
-        width: ``b``, beams kept per step.
-        length: ``l``, triples per beam.
-        neighbours: candidates per beam: the neighbours most similar to the query.
-        gamma: rank-penalty constant; None means ``2 * width``.
-        scorer: ``"sum"``, ``"concat"``, ``"rerank"`` or ``"shortlist"``.
-        diverse: apply the rank penalty (False = plain beam search).
-        rerank: ``rerank`` scorer: candidates per beam re-scored by ``concat`` each step.
-        shortlist: ``shortlist`` scorer: sequences per step re-scored by ``concat``;
-            None means ``2 * width``.
-    """
-
-    width: int = 10
-    length: int = 2
-    neighbours: int = 100
-    gamma: float | None = None
-    scorer: str = "sum"
-    diverse: bool = True
-    rerank: int = 3
-    shortlist: int | None = None
-
-    def __post_init__(self) -> None:
-        check_scorer(self.scorer)
-        counts = (self.width, self.length, self.neighbours, self.rerank,
-                  1 if self.shortlist is None else self.shortlist)
-        if min(counts) < 1:
-            raise ValueError("beam width, length, neighbours, rerank and shortlist must be >= 1")
-
-    @property
-    def effective_shortlist(self) -> int:
-        return self.shortlist if self.shortlist is not None else 2 * self.width
-
-    @property
-    def effective_gamma(self) -> float:
-        return self.gamma if self.gamma is not None else 2.0 * self.width
 
 
 @dataclass(frozen=True)
@@ -92,13 +51,23 @@ def rank_penalty(n: int, gamma: float) -> float:
 class TripleBeamSearch:
     """Algorithm 1 over a store's entity graph.
 
+    Args:
+        store: The index whose triples are searched.
+        embedder: The encoder of sequence texts (``concat``, ``rerank``, ``shortlist``).
+        settings: The ``beam_*`` section (a ``GearSettings`` is one).
+        llm_in_loop: Whether an LLM is in the loop (SyncGE, the agent), which makes
+            ``beam_scorer=auto`` the ``shortlist`` scorer; ``sum`` without one (NaiveGE).
+
     Example:
         >>> search = TripleBeamSearch(store, embedder, BeamSettings())  # doctest: +SKIP
-        >>> beams = search.run(query_vector, start_triple_ids, query_text)  # doctest: +SKIP
+        >>> beams = search.run(query_vector, start_triple_ids)  # doctest: +SKIP
     """
 
-    def __init__(self, store: Store, embedder: Embedder, settings: BeamSettings) -> None:
+    def __init__(
+        self, store: Store, embedder: Embedder, settings: BeamSettings, *, llm_in_loop: bool = False
+    ) -> None:
         self.store, self.embedder, self.settings = store, embedder, settings
+        self.scorer = settings.scorer_for(llm_in_loop)
         self._texts: dict[str, str] = {}
         self._encodings = EncodingCache(embedder)
 
@@ -112,7 +81,7 @@ class TripleBeamSearch:
         self, query: np.ndarray, prefix: tuple[str, ...], prefix_sum: np.ndarray | None,
         candidates: list[str], candidate_vectors: np.ndarray,
     ) -> np.ndarray:
-        if self.settings.scorer != "concat":  # rerank, shortlist re-score later, one call a step
+        if self.scorer != "concat":  # rerank, shortlist re-score later, one call a step
             base = 0.0 if prefix_sum is None else prefix_sum
             return score_sum(query, candidate_vectors + base)
         prefix_texts = self._text(prefix)
@@ -127,12 +96,12 @@ class TripleBeamSearch:
         by ``concat``: the texts of the whole step in one encoder call (cached by text)."""
         settings = self.settings
         sums = [scores for _, _, _, scores in grown_from]
-        if settings.scorer == "shortlist":
-            gamma = settings.effective_gamma
-            penalty = (lambda n: rank_penalty(n, gamma)) if settings.diverse else (lambda n: 1.0)
-            kept = best_of_step(sums, settings.effective_shortlist, penalty)
+        if self.scorer == "shortlist":
+            gamma = settings.gamma
+            penalty = (lambda n: rank_penalty(n, gamma)) if settings.beam_diverse else (lambda n: 1.0)
+            kept = best_of_step(sums, settings.shortlist_size, penalty)
         else:
-            kept = best_per_beam(sums, settings.rerank)
+            kept = best_per_beam(sums, settings.beam_rerank)
         chosen, texts = [], []
         for (beam, candidates, vectors, _), best in zip(grown_from, kept):
             if not candidates:  # a beam that cannot grow competes as it is
@@ -159,18 +128,18 @@ class TripleBeamSearch:
         settings = self.settings
         vectors = self.store.triple_vectors(start)
         scores = self._score(query, (), None, start, vectors)
-        order = np.lexsort((np.arange(len(start)), -scores))[: settings.width]
+        order = np.lexsort((np.arange(len(start)), -scores))[: settings.beam_width]
         beams = [Beam((start[i],), float(scores[i])) for i in order]
         sums = {beam.triples: vectors[i] for beam, i in zip(beams, order)}
-        gamma = settings.effective_gamma
-        for _ in range(settings.length - 1):
+        gamma = settings.gamma
+        for _ in range(settings.beam_length - 1):
             used = {t for beam in beams for t in beam.triples}
             pool: list[Beam] = []
             next_sums: dict[tuple[str, ...], np.ndarray] = {}
             grown_from: list[tuple[Beam, list[str], np.ndarray, np.ndarray]] = []
             for beam in beams:
                 candidates = [
-                    t for t in self.store.neighbours(beam.triples[-1], query, settings.neighbours)
+                    t for t in self.store.neighbours(beam.triples[-1], query, settings.beam_neighbours)
                     if t not in used
                 ]
                 if not candidates:  # a beam that cannot grow competes as it is
@@ -181,7 +150,7 @@ class TripleBeamSearch:
                     query, beam.triples, sums[beam.triples], candidates, candidate_vectors
                 )
                 grown_from.append((beam, candidates, candidate_vectors, cand_scores))
-            if settings.scorer in ("rerank", "shortlist"):
+            if self.scorer in ("rerank", "shortlist"):
                 grown_from = self._rerank(query, grown_from)
             for beam, candidates, candidate_vectors, cand_scores in grown_from:
                 if not candidates:
@@ -190,12 +159,12 @@ class TripleBeamSearch:
                     continue
                 ranked = np.lexsort((np.arange(len(candidates)), -cand_scores))
                 for n, i in enumerate(ranked):
-                    penalty = rank_penalty(n, gamma) if settings.diverse else 1.0
+                    penalty = rank_penalty(n, gamma) if settings.beam_diverse else 1.0
                     grown = (*beam.triples, candidates[i])
                     pool.append(Beam(grown, float(cand_scores[i]) * penalty))
                     next_sums[grown] = sums[beam.triples] + candidate_vectors[i]
             pool.sort(key=lambda b: -b.score)  # stable: earlier beams win ties
-            beams = pool[: settings.width]
+            beams = pool[: settings.beam_width]
             sums = {beam.triples: next_sums[beam.triples] for beam in beams}
         return beams
 

@@ -30,16 +30,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy import sparse
 
+from gear_agent.config import PPRSettings
 from gear_agent.expansion.ppr import sparse_personalized_pagerank
 from gear_agent.expansion.ppr_graph import PPRGraph
 from gear_agent.expansion.ppr_push import push_constants, push_personalized_pagerank
-from gear_agent.expansion.ppr_settings import PPRSettings
 from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
 from gear_agent.retrieval.filtering import keep_top_passing
 
 if TYPE_CHECKING:
-    from gear_agent.config import GearSettings
     from gear_agent.expansion.ppr import PPRRetriever
 
 __all__ = ["HippoRAGRetriever", "entity_node_mass", "hipporag_scores", "query_node_mass"]
@@ -114,8 +113,8 @@ class HippoRAGRetriever(Retriever):
 
     Args:
         ppr: The ``ppr`` retriever whose store, encoder and graph it uses.
-        settings: :class:`~gear_agent.expansion.ppr_settings.PPRSettings` (its
-            ``hipporag_*`` fields, ``method`` and ``tolerance``); the ``ppr`` retriever's when None.
+        settings: The ``ppr_*`` section (its ``hipporag_*`` fields, ``ppr_method`` and
+            ``ppr_tolerance``); the ``ppr`` retriever's when None.
 
     Example:
         >>> HippoRAGRetriever(runtime.ppr_retriever(), settings).retrieve("Who ...?", 5)  # doctest: +SKIP
@@ -123,8 +122,8 @@ class HippoRAGRetriever(Retriever):
 
     name = "hipporag"
 
-    def __init__(self, ppr: PPRRetriever, settings: PPRSettings | GearSettings | None = None) -> None:
-        self.ppr, self.settings = ppr, PPRSettings.of(settings if settings is not None else ppr.settings)
+    def __init__(self, ppr: PPRRetriever, settings: PPRSettings | None = None) -> None:
+        self.ppr, self.settings = ppr, settings if settings is not None else ppr.settings
 
     def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
         check_request(query, k)
@@ -159,7 +158,7 @@ class HippoRAGRetriever(Retriever):
             hits = self.ppr.store.vector_search("passage", vector, k)
             return [RankedPassage(h.id, h.score) for h in hits]
         passages, scores = hipporag_scores(
-            graph, seeds, mass, s.hipporag_damping, s.method, s.tolerance
+            graph, seeds, mass, s.hipporag_damping, s.ppr_method, s.ppr_tolerance
         )
         order = np.lexsort((passages, -scores))[:k]
         ranked = [RankedPassage(graph.vertex_name(int(passages[i])), float(scores[i]))

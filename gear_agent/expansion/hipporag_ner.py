@@ -35,9 +35,8 @@ from gear_agent.prompts import Prompt, load_prompt
 from gear_agent.text.tokenizer import normalise_entity
 
 if TYPE_CHECKING:
-    from gear_agent.config import GearSettings
+    from gear_agent.config import PPRSettings
     from gear_agent.expansion.ppr import PPRRetriever
-    from gear_agent.expansion.ppr_settings import PPRSettings
     from gear_agent.llm.client import LLMClient
 
 __all__ = ["HippoRAGNERRetriever", "QueryNER", "link_entities", "make_query_ner"]
@@ -132,7 +131,7 @@ class HippoRAGNERRetriever(HippoRAGRetriever):
         self,
         ppr: PPRRetriever,
         ner: QueryNER,
-        settings: PPRSettings | GearSettings | None = None,
+        settings: PPRSettings | None = None,
     ) -> None:
         super().__init__(ppr, settings)
         self.ner = ner

@@ -18,7 +18,7 @@ class NaiveGERetriever(Retriever):
     """``{base}+naive_ge``: base retrieval, beam search from the base passages' triples, RRF.
 
     Example:
-        >>> naive = NaiveGERetriever(BaseRetriever(store, encode, "hybrid"), beam, encode)  # doctest: +SKIP
+        >>> naive = NaiveGERetriever(SearchRetriever(store, encode, "hybrid"), beam, encode)  # doctest: +SKIP
         >>> naive.retrieve("Who is the spouse of the Green performer?", k=15)  # doctest: +SKIP
     """
 

@@ -40,9 +40,9 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from scipy import sparse
 
+from gear_agent.config import PPRSettings
 from gear_agent.expansion.ppr_graph import GraphProgress, PPRGraph, load_or_build
 from gear_agent.expansion.ppr_push import push_personalized_pagerank
-from gear_agent.expansion.ppr_settings import PPRSettings
 from gear_agent.expansion.ppr_walk import Walk, walk_of
 from gear_agent.expansion.query_entities import query_entity_vertices
 from gear_agent.filters import Where
@@ -54,8 +54,6 @@ from gear_agent.types import Hit, Triple
 
 if TYPE_CHECKING:
     import igraph as ig
-
-    from gear_agent.config import GearSettings
 
 logger = logging.getLogger(__name__)
 
@@ -554,8 +552,7 @@ class PPRRetriever(Retriever):
     Args:
         store: The index.
         encode: The query encoder; its embedder also embeds the graph's phrases.
-        settings: :class:`~gear_agent.expansion.ppr_settings.PPRSettings` (a
-            ``GearSettings`` is converted); defaults when None.
+        settings: The ``ppr_*`` section (a ``GearSettings`` is one); its defaults when None.
         filter_fn: Recognition memory on the seed triples (e.g.
             :func:`gear_agent.expansion.ppr_filter.make_llm_filter`); none when None.
             ``GearSettings.ppr_filter`` is for the caller that builds it.
@@ -574,13 +571,13 @@ class PPRRetriever(Retriever):
         self,
         store: Store,
         encode: QueryEncoder,
-        settings: PPRSettings | GearSettings | None = None,
+        settings: PPRSettings | None = None,
         filter_fn: FilterFn | None = None,
         *,
         graph: PPRGraph | None = None,
         graph_path: Path | str | None = "auto",
     ) -> None:
-        self.settings = PPRSettings.of(settings)
+        self.settings = settings if settings is not None else PPRSettings()
         self.store, self.encode, self.filter_fn = store, encode, filter_fn
         self.graph_path = _graph_path(store) if graph_path == "auto" else graph_path
         self._graph = graph
@@ -597,7 +594,7 @@ class PPRRetriever(Retriever):
             self.store.count("triple"),
         ):
             path = None if self.graph_path is None else Path(self.graph_path)
-            threshold = self.settings.synonym_threshold
+            threshold = self.settings.ppr_synonym_threshold
             self._graph = load_or_build(
                 self.store, self.encode.embedder, threshold, path, graph=graph,
                 progress=self.progress,
@@ -629,13 +626,13 @@ class PPRRetriever(Retriever):
             self.encode(query),
             seed_triple_ids,
             k,
-            damping=s.damping,
-            passage_weight=s.passage_weight,
-            seed_triples=s.seed_triples,
+            damping=s.ppr_damping,
+            passage_weight=s.ppr_passage_weight,
+            seed_triples=s.ppr_seed_triples,
             filter_fn=self.filter_fn,
-            method=s.method,
-            tolerance=s.tolerance,
-            dense_passages=s.dense_passages,
+            method=s.ppr_method,
+            tolerance=s.ppr_tolerance,
+            dense_passages=s.ppr_dense_passages,
             passage_sharpness=sharpness,
             query_entity_weight=entities,
             walk=walk_of(graph, self.store, title_weight),

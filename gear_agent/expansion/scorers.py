@@ -8,12 +8,12 @@ for the whole sequence. Two ways to get that vector, chosen by name:
 * ``sum`` — the normalised sum of the triples' stored embeddings (no encoder
   call; about two orders of magnitude faster, see ``../shared/README.md``);
 * ``rerank`` — ``sum`` for every candidate, then ``concat`` for the best few of each
-  beam (``BeamSettings.rerank``), all of one step in one encoder call, encodings cached
+  beam (``beam_rerank``), all of one step in one encoder call, encodings cached
   by text (:class:`EncodingCache`); the others drop out of that step. The first step needs
   no encoder: a one-triple sequence's text is the triple's text, whose stored vector is
   its encoding.
 * ``shortlist`` — ``sum`` for every candidate and the rank penalty within each beam, as
-  ``sum`` would rank the step's pool; then ``concat`` for the best ``BeamSettings.shortlist``
+  ``sum`` would rank the step's pool; then ``concat`` for the best ``beam_shortlist``
   sequences of that pool over all beams (twice the beam width by default), in one encoder
   call, cached by text; the others drop out. Beams with weak candidates spend no encoder
   time, strong beams get more than a fixed few: the same R@15 as ``concat`` on the MuSiQue
@@ -109,13 +109,3 @@ def best_of_step(
     for _, b, _, i in pool[:keep]:  # sorted by rank within each beam, so best first
         picked[b].append(i)
     return [np.array(p, dtype=np.int64) for p in picked]
-
-
-SCORERS = ("sum", "concat", "rerank", "shortlist")
-
-
-def check_scorer(name: str) -> str:
-    """``name`` if it is a known scorer; else a ValueError listing the valid names."""
-    if name not in SCORERS:
-        raise ValueError(f"unknown sequence scorer {name!r}; choose one of {', '.join(SCORERS)}")
-    return name

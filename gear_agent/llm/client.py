@@ -34,7 +34,7 @@ from gear_agent.llm.tokens import count_message_tokens, count_tokens, reported_u
 from gear_agent.llm.usage import TokenUsage
 
 if TYPE_CHECKING:
-    from gear_agent.llm.settings import LLMSettings
+    from gear_agent.config import LLMSettings
 
 logger = logging.getLogger(__name__)
 
@@ -186,8 +186,8 @@ class LLMClient:
         """A client configured from settings: the model, retries and cache.
 
         Args:
-            settings: The LLM settings (``LLMSettings.from_gear(gear_settings)``);
-                ``cache_dir`` turns the cache on.
+            settings: The LLM section of the settings (a ``GearSettings`` is one);
+                ``llm_cache_dir`` turns the cache on.
             model: A ready chat model; built with :func:`make_chat_model` when None.
 
         Raises:
@@ -197,12 +197,12 @@ class LLMClient:
             from gear_agent.llm.factory import make_chat_model
 
             model = make_chat_model(settings)
-        cache = ResponseCache(settings.cache_dir) if settings.cache_dir else None
+        cache = ResponseCache(settings.llm_cache_dir) if settings.llm_cache_dir else None
         return cls(
             model,
-            retry=RetryPolicy(max_retries=settings.max_retries),
+            retry=RetryPolicy(max_retries=settings.llm_max_retries),
             cache=cache,
-            response_format_mode=settings.response_format,
+            response_format_mode=settings.llm_response_format,
         )
 
     # ---- public calls --------------------------------------------------------

@@ -12,7 +12,7 @@ from gear_agent.llm.errors import LLMConfigError
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-    from gear_agent.llm.settings import LLMSettings
+    from gear_agent.config import LLMSettings
 
 LOCAL_SERVER_API_KEY = "not-needed"
 """Key sent to a local server when OPENAI_BASE_URL is set without OPENAI_API_KEY."""
@@ -42,7 +42,7 @@ def split_provider(model: str) -> tuple[str | None, str]:
 def make_chat_model(
     settings: LLMSettings, environ: Mapping[str, str] | None = None
 ) -> BaseChatModel:
-    """The chat model ``settings.model`` names.
+    """The chat model ``settings.llm_model`` names.
 
     * ``provider:model`` (``ollama:llama3.1``, ``anthropic:claude-3-5-haiku-latest``, ...):
       LangChain's ``init_chat_model``; the provider's integration package must be installed
@@ -62,12 +62,12 @@ def make_chat_model(
             a provider whose package is not installed or that refuses the settings.
 
     Example:
-        >>> from gear_agent.llm.settings import LLMSettings
+        >>> from gear_agent.config import LLMSettings
         >>> model = make_chat_model(LLMSettings(), {"OPENAI_BASE_URL": "http://localhost:8000/v1"})
         >>> model.model_name
         'gpt-4o-mini'
     """
-    provider, name = split_provider(settings.model)
+    provider, name = split_provider(settings.llm_model)
     if provider is None or provider == "openai":
         return _openai_compatible(settings, name, os.environ if environ is None else environ)
     return _init_chat_model(settings, provider, name)
@@ -82,7 +82,7 @@ def _openai_compatible(settings: LLMSettings, name: str, env: Mapping[str, str])
             "OPENAI_BASE_URL to use an OpenAI-compatible server (vLLM, Ollama, llama.cpp; "
             "e.g. OPENAI_BASE_URL=http://localhost:8000/v1, no key needed), or name another "
             "provider in GEAR_LLM_MODEL as provider:model (e.g. ollama:llama3.1). "
-            f"The model name comes from GEAR_LLM_MODEL (now {settings.model!r})."
+            f"The model name comes from GEAR_LLM_MODEL (now {settings.llm_model!r})."
         )
     try:
         from langchain_openai import ChatOpenAI
@@ -90,12 +90,12 @@ def _openai_compatible(settings: LLMSettings, name: str, env: Mapping[str, str])
         raise LLMConfigError("langchain-openai is not installed: pip install langchain-openai") from exc
     # langchain-openai sends the cap as `max_completion_tokens`, which some OpenAI-compatible
     # servers (llama-cpp-python 0.3) ignore; they read only `max_tokens`, so send that too.
-    extra_body = {"max_tokens": settings.max_tokens} if base_url else None
+    extra_body = {"max_tokens": settings.llm_max_tokens} if base_url else None
     return ChatOpenAI(
         model=name,
-        temperature=settings.temperature,
-        max_tokens=settings.max_tokens,
-        timeout=settings.timeout_s,
+        temperature=settings.llm_temperature,
+        max_tokens=settings.llm_max_tokens,
+        timeout=settings.llm_timeout_s,
         max_retries=0,
         api_key=api_key or LOCAL_SERVER_API_KEY,
         base_url=base_url,
@@ -107,9 +107,9 @@ def _init_chat_model(settings: LLMSettings, provider: str, name: str) -> BaseCha
     from langchain.chat_models import init_chat_model
 
     options: dict[str, Any] = {
-        "temperature": settings.temperature,
-        _CAP_NAME.get(provider, "max_tokens"): settings.max_tokens,
-        "timeout": settings.timeout_s,
+        "temperature": settings.llm_temperature,
+        _CAP_NAME.get(provider, "max_tokens"): settings.llm_max_tokens,
+        "timeout": settings.llm_timeout_s,
         "max_retries": 0,
     }
     try:
@@ -117,10 +117,10 @@ def _init_chat_model(settings: LLMSettings, provider: str, name: str) -> BaseCha
     except ImportError as exc:
         package = f"langchain-{provider.replace('_', '-')}"
         raise LLMConfigError(
-            f"GEAR_LLM_MODEL={settings.model!r} needs the {package} package: pip install {package}"
+            f"GEAR_LLM_MODEL={settings.llm_model!r} needs the {package} package: pip install {package}"
         ) from exc
     except (ValueError, TypeError) as exc:  # the provider's own checks (missing key, bad option)
         first = " ".join(str(exc).split())[:300]
         raise LLMConfigError(
-            f"cannot build the chat model {settings.model!r}: {type(exc).__name__}: {first}"
+            f"cannot build the chat model {settings.llm_model!r}: {type(exc).__name__}: {first}"
         ) from exc

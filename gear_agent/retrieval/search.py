@@ -12,9 +12,7 @@ from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
 from gear_agent.retrieval.fusion import rrf
 from gear_agent.store.base import Store
-from gear_agent.types import Collection, Hit
-
-BASE_MODES = ("bm25", "dense", "hybrid")
+from gear_agent.types import BASE_MODES, Collection, Hit
 
 
 class QueryEncoder:
@@ -56,11 +54,13 @@ def search(
     raise ValueError(f"unknown retrieval mode {mode!r}; choose one of {', '.join(BASE_MODES)}")
 
 
-class BaseRetriever(Retriever):
-    """Passages by BM25, dense or hybrid search.
+class SearchRetriever(Retriever):
+    """Passages by BM25, dense or hybrid search (``retriever.mode``): the ``bm25``, ``dense``
+    and ``hybrid`` rows of the retriever table. Formerly ``BaseRetriever``, which
+    collided with LangChain's ``BaseRetriever``; that name still imports, with a warning.
 
     Example:
-        >>> retriever = BaseRetriever(store, QueryEncoder(embedder), "hybrid")  # doctest: +SKIP
+        >>> retriever = SearchRetriever(store, QueryEncoder(embedder), "hybrid")  # doctest: +SKIP
         >>> [p.id for p in retriever.retrieve("Who founded Rome?", k=5)]  # doctest: +SKIP
     """
 
@@ -74,3 +74,15 @@ class BaseRetriever(Retriever):
         check_request(query, k)
         hits = search(self.store, self.encode, "passage", query, k, self.mode, self.rrf_k, where)
         return [RankedPassage(h.id, h.score) for h in hits]
+
+
+def __getattr__(name: str) -> object:
+    """``BaseRetriever``, the old name of :class:`SearchRetriever`, with a DeprecationWarning."""
+    if name == "BaseRetriever":
+        import warnings
+
+        warnings.warn("gear_agent.retrieval.search.BaseRetriever is now SearchRetriever "
+                      "(the old name collided with LangChain's BaseRetriever)",
+                      DeprecationWarning, stacklevel=2)
+        return SearchRetriever
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -34,12 +34,11 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from gear_agent.agent.streaming import RunEventMerger
-from gear_agent.config import GearSettings
+from gear_agent.config import GearSettings, ServeSettings
 from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMCallError, LLMError
-from gear_agent.llm.settings import LLMSettings
 from gear_agent.runtime import Runtime
-from gear_agent.serve.limits import RequestGuard, ServeLimits
+from gear_agent.serve.limits import RequestGuard
 from gear_agent.serve.schemas import GearRequest, GearResponse, request_model
 
 if TYPE_CHECKING:
@@ -157,9 +156,9 @@ def create_app(
         >>> uvicorn.run(app, host="127.0.0.1", port=8000)  # doctest: +SKIP
     """
     if callbacks is None and settings.trace_dir is not None:
-        from gear_agent.tracing.jsonl_tracer import JsonlTracer, TraceSettings
+        from gear_agent.tracing.jsonl_tracer import JsonlTracer
 
-        callbacks = [JsonlTracer.from_settings(TraceSettings.from_gear(settings))]
+        callbacks = [JsonlTracer.from_settings(settings)]
     app = FastAPI(
         title="GEAR agent",
         version="1",
@@ -192,7 +191,7 @@ def create_app(
         from gear_agent.serve.web import WebPage, add_web_routes
 
         def chat_client() -> LLMClient:
-            return llm if llm is not None else LLMClient.from_settings(LLMSettings.from_gear(settings))
+            return llm if llm is not None else LLMClient.from_settings(settings)
 
         add_web_routes(app, WebPage(agent, runtime, chat_client))
 
@@ -207,12 +206,11 @@ def create_app(
         }
 
     _add_error_handlers(app)
-    limits = ServeLimits.from_gear(settings)
-    app.add_middleware(RequestGuard, limits=limits)
-    if limits.cors_origins:  # off unless configured: outermost, so preflights are answered
+    app.add_middleware(RequestGuard, settings=settings)
+    if settings.allowed_origins:  # off unless configured: outermost, so preflights are answered
         from fastapi.middleware.cors import CORSMiddleware
 
-        app.add_middleware(CORSMiddleware, allow_origins=list(limits.cors_origins),
+        app.add_middleware(CORSMiddleware, allow_origins=list(settings.allowed_origins),
                            allow_methods=["GET", "POST"],
                            allow_headers=["Authorization", "Content-Type"])
     return app
@@ -223,14 +221,15 @@ def run_server(
     host: str = "127.0.0.1",
     port: int = 8000,
     log_level: str = "info",
-    header_timeout_s: float = 10.0,
+    settings: ServeSettings | None = None,
 ) -> None:
     """Serve ``app`` with uvicorn until interrupted; a client that takes longer than
-    ``header_timeout_s`` to send a request's headers is disconnected."""
+    ``settings.serve_header_timeout_s`` to send a request's headers is disconnected."""
     from gear_agent.serve.header_timeout import header_timeout_protocol
 
+    timeout = (settings or ServeSettings()).serve_header_timeout_s
     uvicorn.run(app, host=host, port=port, log_level=log_level,
-                http=header_timeout_protocol(header_timeout_s))
+                http=header_timeout_protocol(timeout))
 
 
 def _add_error_handlers(app: FastAPI) -> None:

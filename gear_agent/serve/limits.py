@@ -28,13 +28,12 @@ import asyncio
 import hmac
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gear_agent.text.json_input import JSONInputError, load_json
 
 if TYPE_CHECKING:
-    from gear_agent.config import GearSettings
+    from gear_agent.config import ServeSettings
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -46,43 +45,8 @@ RUN_ENDPOINTS = ("/invoke", "/batch", "/stream", "/stream_log", "/stream_events"
 """Path endings of requests that start agent runs (and so LLM calls)."""
 
 
-@dataclass(frozen=True)
-class ServeLimits:
-    """What the server accepts; every field has a safe default.
-
-    Attributes:
-        max_body_bytes: Largest request body.
-        max_batch: Most inputs in one ``/batch`` request.
-        max_concurrent: Most agent runs at once (a batch counts each input); more are shed.
-        retry_after_s: The ``Retry-After`` sent with a shed request.
-        request_timeout_s: Longest time before a response starts.
-        body_timeout_s: Longest time to receive a request body.
-        api_key: Required bearer token, or None for none.
-        cors_origins: Origins allowed by CORS; empty: no CORS headers at all.
-    """
-
-    max_body_bytes: int = 1_000_000
-    max_batch: int = 16
-    max_concurrent: int = 8
-    retry_after_s: int = 1
-    request_timeout_s: float = 360.0
-    body_timeout_s: float = 10.0
-    api_key: str | None = None
-    cors_origins: tuple[str, ...] = ()
-
-    @classmethod
-    def from_gear(cls, settings: GearSettings) -> ServeLimits:
-        """The ``serve_*`` fields and ``api_key`` of the settings."""
-        origins = tuple(o.strip() for o in settings.serve_cors_origins.split(",") if o.strip())
-        return cls(
-            max_body_bytes=settings.serve_max_body_bytes,
-            max_batch=settings.serve_max_batch,
-            max_concurrent=settings.serve_max_concurrent,
-            request_timeout_s=settings.serve_request_timeout_s,
-            body_timeout_s=settings.serve_body_timeout_s,
-            api_key=settings.api_key.get_secret_value() if settings.api_key else None,
-            cors_origins=origins,
-        )
+RETRY_AFTER_S = 1
+"""The ``Retry-After`` (seconds) sent with a run request shed because the server was full."""
 
 
 class _Refused(Exception):
@@ -92,16 +56,18 @@ class _Refused(Exception):
 
 
 class RequestGuard:
-    """The ASGI middleware applying :class:`ServeLimits` (see the module docstring).
+    """The ASGI middleware applying the ``serve_*`` settings and ``api_key`` (see the module
+    docstring).
 
     Attributes:
         in_flight: Agent runs admitted and not finished (batch inputs each count).
         shed: Run requests refused because the server was full.
     """
 
-    def __init__(self, app: ASGIApp, limits: ServeLimits) -> None:
+    def __init__(self, app: ASGIApp, settings: ServeSettings) -> None:
         self.app = app
-        self.limits = limits
+        self.settings = settings
+        self.api_key = settings.api_key.get_secret_value() if settings.api_key else None
         self.in_flight = 0
         self.shed = 0
 
@@ -120,11 +86,11 @@ class RequestGuard:
         except _Refused as refusal:
             await _answer(send, refusal.status, refusal.message, refusal.headers)
             return
-        if runs and self.in_flight + runs > self.limits.max_concurrent:
+        if runs and self.in_flight + runs > self.settings.serve_max_concurrent:
             self.shed += 1
             await _answer(send, 503, f"the server is busy ({self.in_flight} runs in flight, limit "
-                          f"{self.limits.max_concurrent}); retry after {self.limits.retry_after_s} s",
-                          {"Retry-After": str(self.limits.retry_after_s)})
+                          f"{self.settings.serve_max_concurrent}); retry after {RETRY_AFTER_S} s",
+                          {"Retry-After": str(RETRY_AFTER_S)})
             return
         self.in_flight += runs
         try:
@@ -134,7 +100,7 @@ class RequestGuard:
 
     # ---- the checks ------------------------------------------------------------------------
     def _check_key(self, scope: Scope) -> None:
-        key = self.limits.api_key
+        key = self.api_key
         if key is None or (scope["method"] == "GET" and scope["path"] == "/health"):
             return
         given = _header(scope, b"authorization") or ""
@@ -150,7 +116,7 @@ class RequestGuard:
             raise _Refused(415, f"POST bodies must be application/json, got {kind or 'none'!r}")
 
     async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
-        limit = self.limits.max_body_bytes
+        limit = self.settings.serve_max_body_bytes
         declared = _header(scope, b"content-length")
         if declared is not None:
             if not declared.strip().isdigit():
@@ -159,9 +125,10 @@ class RequestGuard:
                 raise _Refused(413, f"the body is {int(declared):,} bytes; the limit is {limit:,} "
                                "(GEAR_SERVE_MAX_BODY_BYTES)")
         try:
-            return await asyncio.wait_for(self._collect(receive, limit), self.limits.body_timeout_s)
+            timeout = self.settings.serve_body_timeout_s
+            return await asyncio.wait_for(self._collect(receive, limit), timeout)
         except (TimeoutError, asyncio.TimeoutError):  # one class from Python 3.11 on
-            raise _Refused(408, f"the body did not arrive within {self.limits.body_timeout_s:g} s") from None
+            raise _Refused(408, f"the body did not arrive within {timeout:g} s") from None
 
     @staticmethod
     async def _collect(receive: Receive, limit: int) -> bytes:
@@ -192,9 +159,9 @@ class RequestGuard:
         if path.endswith("/batch"):
             inputs = data.get("inputs") if isinstance(data, dict) else None
             count = len(inputs) if isinstance(inputs, list) else 1
-            if count > self.limits.max_batch:
+            if count > self.settings.serve_max_batch:
                 raise _Refused(413, f"the batch has {count} inputs; the limit is "
-                               f"{self.limits.max_batch} (GEAR_SERVE_MAX_BATCH)")
+                               f"{self.settings.serve_max_batch} (GEAR_SERVE_MAX_BATCH)")
             return max(count, 1)
         return 1
 
@@ -215,11 +182,12 @@ class RequestGuard:
                 started = True
             await send(message)
 
+        timeout = self.settings.serve_request_timeout_s
         try:
-            await asyncio.wait_for(self.app(scope, replay, watch), self.limits.request_timeout_s)
+            await asyncio.wait_for(self.app(scope, replay, watch), timeout)
         except (TimeoutError, asyncio.TimeoutError):  # one class from Python 3.11 on
             if not started:
-                await _answer(send, 504, f"no answer within {self.limits.request_timeout_s:g} s "
+                await _answer(send, 504, f"no answer within {timeout:g} s "
                               "(GEAR_SERVE_REQUEST_TIMEOUT_S)")
 
 

@@ -25,7 +25,6 @@ import json
 import os
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -33,28 +32,8 @@ from uuid import UUID
 from langchain_core.tracers.base import BaseTracer
 from langchain_core.tracers.schemas import Run
 
-from gear_agent.config import GearSettings
+from gear_agent.config import TraceSettings
 from gear_agent.errors import SettingsError
-
-
-@dataclass(frozen=True)
-class TraceSettings:
-    """Where traces go and when a file is rotated (``GEAR_TRACE_DIR``, ``GEAR_TRACE_MAX_BYTES``)."""
-
-    folder: Path
-    max_bytes: int = 20_000_000
-
-    @classmethod
-    def from_gear(cls, settings: GearSettings) -> TraceSettings:
-        """The tracing fields of the project settings.
-
-        Raises:
-            SettingsError: ``trace_dir`` is not set.
-        """
-        if settings.trace_dir is None:
-            raise SettingsError("settings.trace_dir is not set (GEAR_TRACE_DIR)")
-        return cls(Path(settings.trace_dir), settings.trace_max_bytes)
-
 
 FILE_NAME = "gear-trace.jsonl"
 """The live trace file inside the folder; rotated copies add ``.1``, ``.2``, ..."""
@@ -91,8 +70,14 @@ class JsonlTracer(BaseTracer):
 
     @classmethod
     def from_settings(cls, settings: TraceSettings) -> JsonlTracer:
-        """A tracer writing to ``settings.folder``, rotating at ``settings.max_bytes``."""
-        return cls(settings.folder, max_bytes=settings.max_bytes)
+        """A tracer writing to ``trace_dir``, rotating at ``trace_max_bytes``.
+
+        Raises:
+            SettingsError: ``trace_dir`` is not set.
+        """
+        if settings.trace_dir is None:
+            raise SettingsError("settings.trace_dir is not set (GEAR_TRACE_DIR)")
+        return cls(settings.trace_dir, max_bytes=settings.trace_max_bytes)
 
     # ---- BaseTracer ----------------------------------------------------------
     def _persist_run(self, run: Run) -> None:

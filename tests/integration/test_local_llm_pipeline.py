@@ -38,7 +38,6 @@ from gear_agent.agent.graph import build_agent
 from gear_agent.agent.syncge import SyncGERetriever
 from gear_agent.config import GearSettings
 from gear_agent.llm.client import LLMClient
-from gear_agent.llm.settings import LLMSettings
 from gear_agent.runtime import Runtime
 from gear_agent.tracing.jsonl_tracer import FILE_NAME, JsonlTracer
 from gear_agent.tracing.reader import build_tree, read_runs, roots
@@ -147,7 +146,7 @@ def test_extraction_with_the_real_model_keeps_or_records_every_passage(pipeline)
 def test_syncge_with_the_real_model(pipeline) -> None:
     runtime = pipeline["runtime"]
     assert runtime is not None, "indexing failed; see the extraction test"
-    llm = LLMClient.from_settings(LLMSettings.from_gear(pipeline["settings"]))
+    llm = LLMClient.from_settings(pipeline["settings"])
 
     ranked = SyncGERetriever(runtime, llm).retrieve(QUESTION, 5)
 

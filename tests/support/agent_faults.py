@@ -39,7 +39,6 @@ from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMCallError
 from gear_agent.llm.factory import make_chat_model
 from gear_agent.llm.retry import RetryPolicy
-from gear_agent.llm.settings import LLMSettings
 from gear_agent.runtime import Runtime
 from support.fault_server import (
     Behaviour,
@@ -275,7 +274,7 @@ def run_fault_case(
     endpoint = FaultyEndpoint(fault, node, always)
     settings = runtime.settings.model_copy(update={"llm_timeout_s": CLIENT_TIMEOUT_S})
     with running_fault_server(endpoint) as server:
-        model = make_chat_model(LLMSettings.from_gear(settings), {"OPENAI_BASE_URL": server.base_url})
+        model = make_chat_model(settings, {"OPENAI_BASE_URL": server.base_url})
         llm = LLMClient(
             model,
             retry=RetryPolicy(max_retries=MAX_RETRIES, base_delay_s=0.05, max_delay_s=0.2),

@@ -24,7 +24,6 @@ from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMCallError
 from gear_agent.llm.factory import make_chat_model
 from gear_agent.llm.retry import RetryPolicy
-from gear_agent.llm.settings import LLMSettings
 from gear_agent.runtime import Runtime
 from support.agent_faults import QUESTION, capable_reply, node_of
 from support.fault_server import (
@@ -119,7 +118,7 @@ def run_deadline_case(
         update={"llm_timeout_s": timing.client_timeout_s, "deadline_s": deadline_s}
     )
     with running_fault_server(answer) as server:
-        model = make_chat_model(LLMSettings.from_gear(settings), {"OPENAI_BASE_URL": server.base_url})
+        model = make_chat_model(settings, {"OPENAI_BASE_URL": server.base_url})
         agent = build_graph(runtime, LLMClient(model, retry=retry), settings).compile()
         state: dict[str, Any] | None = None
         error: BaseException | None = None

@@ -42,7 +42,7 @@ def test_the_llm_free_rows_are_the_tables_rows_without_an_llm() -> None:
 @pytest.mark.parametrize("name", ["ppr", "hybrid+naive_ge", "hybrid+naive_ge+ppr", "bm25"])
 def test_the_retrieve_node_uses_the_configured_retriever(store, name: str) -> None:
     runtime = _runtime(store, base_retriever=name)
-    update = nodes.make_retrieve(runtime)({"query": QUESTION})
+    update = nodes.make_retrieve(runtime, runtime.settings)({"query": QUESTION})
     expected = make_llm_free(name, runtime).retrieve(QUESTION, runtime.settings.base_k)
     assert [p["id"] for p in update["base"]] == [p.id for p in expected]
     assert [tuple(p["chain"]) for p in update["base"]] == [p.chain for p in expected]
@@ -51,24 +51,25 @@ def test_the_retrieve_node_uses_the_configured_retriever(store, name: str) -> No
 def test_the_default_base_is_still_hybrid(store) -> None:
     runtime = _runtime(store)
     assert runtime.settings.base_retriever == "hybrid"
-    base = steps.base_retrieve(runtime, QUESTION, 3)
+    base = steps.base_retriever(runtime, runtime.settings).retrieve(QUESTION, 3)
     assert [p.id for p in base] == [p.id for p in make_llm_free("hybrid", runtime).retrieve(
         QUESTION, 3)]
-    assert steps.link_mode(runtime.settings) == "hybrid"
+    assert runtime.settings.link_search_mode == "hybrid"
 
 
 def test_a_filter_applies_to_any_base(store) -> None:
     runtime = _runtime(store, base_retriever="ppr")
     where = ["source=test"]
-    update = nodes.make_retrieve(runtime)({"query": QUESTION, "where": where})
+    update = nodes.make_retrieve(runtime, runtime.settings)({"query": QUESTION, "where": where})
     assert update["base"]
-    assert steps.base_retrieve(runtime, QUESTION, 3, parse_where(["source=elsewhere"])) == []
+    assert steps.base_retriever(runtime, runtime.settings).retrieve(
+        QUESTION, 3, parse_where(["source=elsewhere"])) == []
 
 
 def test_link_mode_follows_a_plain_base_and_is_hybrid_otherwise(store) -> None:
-    assert steps.link_mode(_runtime(store, base_retriever="dense").settings) == "dense"
-    assert steps.link_mode(_runtime(store, base_retriever="ppr").settings) == "hybrid"
-    assert steps.link_mode(_runtime(store, base_retriever="ppr", link_mode="bm25").settings) == (
+    assert _runtime(store, base_retriever="dense").settings.link_search_mode == "dense"
+    assert _runtime(store, base_retriever="ppr").settings.link_search_mode == "hybrid"
+    assert _runtime(store, base_retriever="ppr", link_mode="bm25").settings.link_search_mode == (
         "bm25")
 
 

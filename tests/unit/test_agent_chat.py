@@ -16,9 +16,9 @@ from gear_agent.agent.chat import HISTORY_MESSAGES, question_of, render_conversa
 from gear_agent.agent.citations import check_citations, quote_in, read_cited_answer
 from gear_agent.agent.graph import build_graph
 from gear_agent.agent.models import ChatModels, chosen_model
+from gear_agent.config import LLMSettings
 from gear_agent.errors import GearError
 from gear_agent.llm.errors import LLMConfigError
-from gear_agent.llm.settings import LLMSettings
 from gear_agent.parsing import ParseError
 from gear_agent.prompts import load_prompt
 
@@ -213,7 +213,7 @@ def test_without_the_qa_node_finalize_ends_the_turn(tmp_path: Path) -> None:
 def two_models(tmp_path: Path, default_replies: list, other_replies: list, run_models=("other",)):
     runtime = make_runtime(tmp_path / "index", make_settings())
     default, other = scripted(default_replies), scripted(other_replies)
-    settings = LLMSettings(model="default", run_models=tuple(run_models))
+    settings = LLMSettings(llm_model="default", llm_models=",".join(run_models))
     models = ChatModels(settings, client(default), {"other": client(other)})
     return build_graph(runtime, models, runtime.settings).compile(), default, other
 
@@ -251,7 +251,7 @@ def test_chat_models_build_each_model_once_from_the_settings(monkeypatch: pytest
     ChatOllama = pytest.importorskip("langchain_ollama").ChatOllama
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-never-sent")
-    models = ChatModels(LLMSettings(model="ollama:llama3.1", run_models=("*",), max_tokens=64))
+    models = ChatModels(LLMSettings(llm_model="ollama:llama3.1", llm_models="*", llm_max_tokens=64))
     ollama = models.default
     assert isinstance(ollama.model, ChatOllama) and ollama.model_name == "llama3.1"
     assert ollama.model.num_predict == 64 and ollama.model.temperature == 0.0
@@ -263,7 +263,7 @@ def test_chat_models_build_each_model_once_from_the_settings(monkeypatch: pytest
 
 
 def test_a_missing_integration_package_is_named() -> None:
-    models = ChatModels(LLMSettings(model="gpt-4o-mini", run_models=("mistralai:mistral-small",)))
+    models = ChatModels(LLMSettings(llm_model="gpt-4o-mini", llm_models="mistralai:mistral-small"))
     with pytest.raises(LLMConfigError, match="pip install langchain-mistralai"):
         models.get("mistralai:mistral-small")
 
@@ -282,7 +282,7 @@ def test_chosen_model_reads_context_then_configurable() -> None:
 def test_settings_list_run_models() -> None:
     from gear_agent.config import GearSettings
 
-    llm = LLMSettings.from_gear(GearSettings(llm_models=" ollama:llama3.1 ,, anthropic:claude "))
+    llm = GearSettings(llm_models=" ollama:llama3.1 ,, anthropic:claude ")
     assert llm.run_models == ("ollama:llama3.1", "anthropic:claude")
 
 

@@ -39,7 +39,6 @@ from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMCallError
 from gear_agent.llm.factory import make_chat_model
 from gear_agent.llm.retry import RetryPolicy
-from gear_agent.llm.settings import LLMSettings
 from gear_agent.runtime import Runtime
 
 pytestmark = pytest.mark.timeout(60)
@@ -178,7 +177,7 @@ def test_async_runs_behave_the_same(runtime: Runtime, fault: str) -> None:
 def test_an_unreachable_endpoint_fails_naming_it(runtime: Runtime, unused_port: int) -> None:
     settings = runtime.settings.model_copy(update={"llm_timeout_s": 2.0})
     url = f"http://127.0.0.1:{unused_port}/v1"
-    model = make_chat_model(LLMSettings.from_gear(settings), {"OPENAI_BASE_URL": url})
+    model = make_chat_model(settings, {"OPENAI_BASE_URL": url})
     llm = LLMClient(model, retry=RetryPolicy(max_retries=1, base_delay_s=0.01, max_delay_s=0.02))
     agent = build_graph(runtime, llm, settings).compile()
 

@@ -50,7 +50,7 @@ def test_stop_reason() -> None:
 
 
 def test_start_sets_up_iteration_one(runtime) -> None:
-    update = nodes.make_start(runtime)({"question": f"  {QUESTION} "})
+    update = nodes.make_start(runtime, runtime.settings)({"question": f"  {QUESTION} "})
     assert update["question"] == update["query"] == QUESTION
     assert update["queries"].value == [QUESTION]  # Overwrite: a new run on a thread starts afresh
     assert update["gist_memory"].value == [] and update["retrieved"].value == []
@@ -58,7 +58,7 @@ def test_start_sets_up_iteration_one(runtime) -> None:
 
 
 def test_retrieve_is_hybrid_base_retrieval(runtime) -> None:
-    update = nodes.make_retrieve(runtime)({"query": "Folsom Sacramento County"})
+    update = nodes.make_retrieve(runtime, runtime.settings)({"query": "Folsom Sacramento County"})
     store, k = runtime.store, runtime.settings.base_k
     lexical = [h.id for h in store.bm25_search("passage", "Folsom Sacramento County", k)]
     dense = [
@@ -72,7 +72,7 @@ def test_retrieve_is_hybrid_base_retrieval(runtime) -> None:
 
 def test_read_turns_the_reply_into_proximal_triples(runtime) -> None:
     model = scripted(['{"triples": [["Folsom", "located in", "Sacramento County"], ["x", "y"]]}'])
-    read = nodes.make_read(runtime, client(model))
+    read = nodes.make_read(runtime, runtime.settings, client(model))
     state = {
         "question": QUESTION,
         "iteration": 2,
@@ -92,7 +92,7 @@ def test_link_finds_the_indexed_triple_and_fills_memory(runtime) -> None:
         ["Folsom", "located in", "Sacramento County"],
         ["Folsom", "is in", "Sacramento County"],
     ]
-    update = nodes.make_link(runtime)({"proximal": proximal})
+    update = nodes.make_link(runtime, runtime.settings)({"proximal": proximal})
     expected = triple_id(pid("Folsom, California"), "Folsom", "located in", "Sacramento County")
     assert update["linked"] == [expected]  # both link to the same triple: kept once
     assert update["gist_memory"] == proximal
@@ -102,9 +102,9 @@ def test_expand_fuses_base_and_beam_passages(runtime) -> None:
     start = triple_id(pid("Rainbow Bridge (Folsom)"), "Rainbow Bridge", "located in", "Folsom")
     base = [{"id": pid("American River"), "score": 1.0, "chain": []}]
     state = {"query": "county of Folsom", "linked": [start], "base": base}
-    update = nodes.make_expand(runtime, "beam")(state)
+    update = nodes.make_expand(runtime, runtime.settings, "beam")(state)
     (fused,) = update["retrieved"]
-    beam = TripleBeamSearch(runtime.store, runtime.embedder, runtime.beam_settings(with_llm=True))
+    beam = TripleBeamSearch(runtime.store, runtime.embedder, runtime.settings, llm_in_loop=True)
     expanded = beams_to_passages(
         runtime.store, beam.run(runtime.encode("county of Folsom"), [start])
     )
@@ -127,7 +127,7 @@ def test_finalize_orders_by_rrf_of_iteration_lists(runtime) -> None:
             [{"id": b, "score": 1.0, "chain": [t]}, {"id": c, "score": 0.5, "chain": []}],
         ],
     }
-    update = nodes.make_finalize(runtime)(state)
+    update = nodes.make_finalize(runtime, runtime.settings)(state)
     assert [p["id"] for p in update["passages"]] == [b, a, c]
     assert [p["score"] for p in update["passages"]] == pytest.approx(
         [1 / 61 + 1 / 62, 1 / 61, 1 / 62]
@@ -144,15 +144,15 @@ def test_finalize_passage_links_memory_triples(runtime) -> None:
         "gist_memory": [["Folsom", "located in", "Sacramento County"]],
         "retrieved": [],
     }
-    update = nodes.make_finalize(runtime)(state)
+    update = nodes.make_finalize(runtime, runtime.settings)(state)
     assert update["passages"][0]["id"] == pid("Folsom, California")
     assert update["stop_reason"] == "max_iterations"
 
 
 def test_reason_reads_the_verdict_and_tolerates_nonsense(runtime) -> None:
-    good = nodes.make_reason(runtime, client(scripted(['{"answerable": true, "answer": "X"}'])))
+    good = nodes.make_reason(runtime.settings, client(scripted(['{"answerable": true, "answer": "X"}'])))
     assert good.invoke({"question": "q", "gist_memory": [["a", "b", "c"]]})["answer"] == "X"
-    bad = nodes.make_reason(runtime, client(scripted(["Hmm, hard to say."])))
+    bad = nodes.make_reason(runtime.settings, client(scripted(["Hmm, hard to say."])))
     update = bad.invoke({"question": "q", "gist_memory": [], "iteration": 1})
     assert update["answerable"] is False
     assert update["dropped"][0]["node"] == "reason"
@@ -160,7 +160,7 @@ def test_reason_reads_the_verdict_and_tolerates_nonsense(runtime) -> None:
 
 def test_rewrite_sets_the_next_query(runtime) -> None:
     model = scripted(['Query: "county of Folsom"'])
-    rewrite = nodes.make_rewrite(runtime, client(model))
+    rewrite = nodes.make_rewrite(runtime.settings, client(model))
     update = rewrite.invoke(
         {"question": QUESTION, "gist_memory": [], "reason": "Folsom's county", "iteration": 1}
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from gear_agent.expansion.beam import TripleBeamSearch, beams_to_passages
 from gear_agent.ids import triple_id
 from gear_agent.retrieval.base import Outcome
 from gear_agent.retrieval.fusion import rrf
-from gear_agent.retrieval.search import BaseRetriever
+from gear_agent.retrieval.search import SearchRetriever
 
 READ = json.dumps({"triples": [["Rainbow Bridge", "located in", "Folsom"]]})
 YES = json.dumps({"answerable": True, "answer": "Sacramento County", "reason": None})
@@ -34,9 +33,9 @@ def runtime(tmp_path: Path):
 def test_syncge_is_base_plus_beam_from_linked_triples(runtime) -> None:
     syncge = SyncGERetriever(runtime, client(scripted([READ])))
     ranked = syncge.retrieve(QUESTION, k=6)
-    base = BaseRetriever(runtime.store, runtime.encode).retrieve(QUESTION, runtime.settings.base_k)
+    base = SearchRetriever(runtime.store, runtime.encode).retrieve(QUESTION, runtime.settings.base_k)
     start = triple_id(pid("Rainbow Bridge (Folsom)"), "Rainbow Bridge", "located in", "Folsom")
-    beam = TripleBeamSearch(runtime.store, runtime.embedder, runtime.beam_settings(with_llm=True))
+    beam = TripleBeamSearch(runtime.store, runtime.embedder, runtime.settings, llm_in_loop=True)
     expanded = beams_to_passages(runtime.store, beam.run(runtime.encode(QUESTION), [start]))
     expected = rrf([[p.id for p in base], [p.id for p in expanded]])[:6]
     assert [p.id for p in ranked] == [i for i, _ in expected]
@@ -147,7 +146,7 @@ def test_gear_eval_gets_answers_tokens_and_iterations(runtime) -> None:
 
 def test_auto_scorer_is_shortlist_with_an_llm_and_sum_without(runtime) -> None:
     assert runtime.settings.beam_scorer == "auto"
-    assert runtime.beam_settings(with_llm=True).scorer == "shortlist"
-    assert runtime.beam_settings(with_llm=False).scorer == "sum"
-    chosen = dataclasses.replace(runtime, settings=runtime.settings.model_copy(update={"beam_scorer": "concat"}))
-    assert chosen.beam_settings(with_llm=True).scorer == chosen.beam_settings(with_llm=False).scorer == "concat"
+    assert runtime.settings.scorer_for(llm_in_loop=True) == "shortlist"
+    assert runtime.settings.scorer_for(llm_in_loop=False) == "sum"
+    chosen = runtime.settings.model_copy(update={"beam_scorer": "concat"})
+    assert chosen.scorer_for(llm_in_loop=True) == chosen.scorer_for(llm_in_loop=False) == "concat"

@@ -143,10 +143,10 @@ def test_base_retrievers_check_the_query(query) -> None:
 def test_base_retrievers_refuse_k_zero(tmp_path: Path) -> None:
     from support.tiny_corpus import make_runtime
 
-    from gear_agent.retrieval.search import BaseRetriever
+    from gear_agent.retrieval.search import SearchRetriever
 
     runtime = make_runtime(tmp_path / "index")
-    retriever = BaseRetriever(runtime.store, runtime.encode, "hybrid")
+    retriever = SearchRetriever(runtime.store, runtime.encode, "hybrid")
     with pytest.raises(RunOptionError):
         retriever.retrieve("Folsom", 0)
     assert retriever.retrieve("Folsom", 1)

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from support.fakes import CountingEmbedder
 
+from gear_agent.config import BeamSettings
 from gear_agent.embedding.base import Embedder
 from gear_agent.expansion.beam import (
     Beam,
-    BeamSettings,
     TripleBeamSearch,
     beams_to_passages,
     flatten_breadth_first,
@@ -24,7 +24,7 @@ from gear_agent.expansion.beam import (
 from gear_agent.expansion.naive_ge import NaiveGERetriever
 from gear_agent.expansion.scorers import sequence_text
 from gear_agent.ids import passage_id, triple_id
-from gear_agent.retrieval.search import BaseRetriever, QueryEncoder
+from gear_agent.retrieval.search import QueryEncoder, SearchRetriever
 from gear_agent.store.embedded import EmbeddedStore
 from gear_agent.types import Passage, Triple
 
@@ -83,8 +83,8 @@ def test_diverse_and_plain_search_pick_different_beams(graph_store):
     store, embedder, ids = graph_store
     query = at(0.0)
     start = [ids["A"], ids["B"]]
-    plain = TripleBeamSearch(store, embedder, BeamSettings(width=2, length=2, diverse=False)).run(query, start)
-    diverse = TripleBeamSearch(store, embedder, BeamSettings(width=2, length=2)).run(query, start)
+    plain = TripleBeamSearch(store, embedder, BeamSettings(beam_width=2, beam_length=2, beam_diverse=False)).run(query, start)
+    diverse = TripleBeamSearch(store, embedder, BeamSettings(beam_width=2, beam_length=2)).run(query, start)
     # By hand: A+A1 = cos 5, A+A2 = cos 15, B+B1 = cos 25. Plain keeps the two best;
     # diverse multiplies A's second candidate by exp(-1/4) = 0.7788 -> 0.752 < cos 25 = 0.906.
     assert names(plain, ids) == [("A", "A1"), ("A", "A2")]
@@ -102,7 +102,7 @@ def test_rank_penalty_values():
 
 def test_first_step_keeps_the_width_best_start_triples(graph_store):
     store, embedder, ids = graph_store
-    beams = TripleBeamSearch(store, embedder, BeamSettings(width=1, length=1)).run(
+    beams = TripleBeamSearch(store, embedder, BeamSettings(beam_width=1, beam_length=1)).run(
         at(0.0), [ids["B"], ids["A"]]
     )
     assert names(beams, ids) == [("A",)]
@@ -111,7 +111,7 @@ def test_first_step_keeps_the_width_best_start_triples(graph_store):
 def test_triples_already_in_a_beam_are_not_candidates(graph_store):
     store, embedder, ids = graph_store
     # A1 and A2 are neighbours of each other; starting from both, neither may extend with the other.
-    beams = TripleBeamSearch(store, embedder, BeamSettings(width=2, length=2)).run(
+    beams = TripleBeamSearch(store, embedder, BeamSettings(beam_width=2, beam_length=2)).run(
         at(0.0), [ids["A1"], ids["A2"]]
     )
     for beam in beams:
@@ -142,7 +142,7 @@ def test_concat_scorer_equals_a_direct_computation(tmp_path):
     query = embedder.embed_one("which union is the capital of France in")
     start = [t.id for t in store.iter_triples()][:1]
     beams = TripleBeamSearch(
-        store, embedder, BeamSettings(width=5, length=2, scorer="concat", diverse=False)
+        store, embedder, BeamSettings(beam_width=5, beam_length=2, beam_scorer="concat", beam_diverse=False)
     ).run(query, start)
     assert beams and all(len(b.triples) == 2 for b in beams)
     for beam in beams:
@@ -153,7 +153,7 @@ def test_concat_scorer_equals_a_direct_computation(tmp_path):
 
 def test_sum_scorer_equals_normalised_sum_of_stored_vectors(graph_store):
     store, embedder, ids = graph_store
-    beams = TripleBeamSearch(store, embedder, BeamSettings(width=5, length=2, diverse=False)).run(
+    beams = TripleBeamSearch(store, embedder, BeamSettings(beam_width=5, beam_length=2, beam_diverse=False)).run(
         at(0.0), [ids["B"]]
     )
     summed = store.triple_vectors([ids["B"], ids["B1"]]).sum(axis=0)
@@ -163,9 +163,9 @@ def test_sum_scorer_equals_normalised_sum_of_stored_vectors(graph_store):
 def test_naive_ge_passages_carry_the_chain_that_reached_them(graph_store):
     store, embedder, ids = graph_store
     encode = QueryEncoder(embedder)
-    base = BaseRetriever(store, encode, "bm25")
+    base = SearchRetriever(store, encode, "bm25")
     naive = NaiveGERetriever(
-        base, TripleBeamSearch(store, embedder, BeamSettings(width=2, length=2)), encode, base_k=1
+        base, TripleBeamSearch(store, embedder, BeamSettings(beam_width=2, beam_length=2)), encode, base_k=1
     )
     base_list = base.retrieve("passage A", 1)
     assert store.get_passages([base_list[0].id])[0].title == "A"
@@ -181,8 +181,8 @@ def test_naive_ge_passages_carry_the_chain_that_reached_them(graph_store):
 
 
 def test_unknown_scorer_is_rejected_with_the_valid_names():
-    with pytest.raises(ValueError, match="sum, concat"):
-        BeamSettings(scorer="max")
+    with pytest.raises(ValueError, match="'sum', 'concat'"):
+        BeamSettings(beam_scorer="max")
 
 
 def _chain_store(tmp_path, embedder):
@@ -203,11 +203,11 @@ def test_rerank_with_every_candidate_is_concat_and_encodes_once_per_step(tmp_pat
     query = embedder.embed_one("which union is the capital of France in")
     start = [t.id for t in store.iter_triples()][:2]
     concat = TripleBeamSearch(
-        store, embedder, BeamSettings(width=3, length=3, scorer="concat", diverse=False)
+        store, embedder, BeamSettings(beam_width=3, beam_length=3, beam_scorer="concat", beam_diverse=False)
     ).run(query, start)
     embedder.calls.clear()
     search = TripleBeamSearch(
-        store, embedder, BeamSettings(width=3, length=3, scorer="rerank", rerank=100, diverse=False)
+        store, embedder, BeamSettings(beam_width=3, beam_length=3, beam_scorer="rerank", beam_rerank=100, beam_diverse=False)
     )
     rerank = search.run(query, start)
     assert [b.triples for b in rerank] == [b.triples for b in concat]
@@ -225,7 +225,7 @@ def test_rerank_rescores_only_the_best_few_by_sum(tmp_path):
     start = [t.id for t in store.iter_triples()][:1]
     embedder.calls.clear()
     beams = TripleBeamSearch(
-        store, embedder, BeamSettings(width=4, length=2, scorer="rerank", rerank=1)
+        store, embedder, BeamSettings(beam_width=4, beam_length=2, beam_scorer="rerank", beam_rerank=1)
     ).run(query, start)
     assert embedder.calls == [1]  # one beam, its best candidate by sum
     assert len(beams) == 1 and len(beams[0].triples) == 2
@@ -255,7 +255,7 @@ def test_shortlist_rescores_the_steps_best_penalised_sequences_in_one_call(graph
     angles |= {_sequence("A", "A1"): 40.0, _sequence("B", "B1"): 0.0}
     embedder = RecordingAngleEmbedder(angles)
     search = TripleBeamSearch(
-        store, embedder, BeamSettings(width=2, length=2, scorer="shortlist", shortlist=2)
+        store, embedder, BeamSettings(beam_width=2, beam_length=2, beam_scorer="shortlist", beam_shortlist=2)
     )
     beams = search.run(at(0.0), [ids["A"], ids["B"]])
     assert embedder.calls == [[_sequence("A", "A1"), _sequence("B", "B1")]]
@@ -266,17 +266,17 @@ def test_shortlist_rescores_the_steps_best_penalised_sequences_in_one_call(graph
 def test_shortlist_drops_beams_none_of_whose_sequences_made_it(graph_store):
     store, embedder, ids = graph_store
     beams = TripleBeamSearch(
-        store, embedder, BeamSettings(width=2, length=2, scorer="shortlist", shortlist=1)
+        store, embedder, BeamSettings(beam_width=2, beam_length=2, beam_scorer="shortlist", beam_shortlist=1)
     ).run(at(0.0), [ids["A"], ids["B"]])
     assert [len(b.triples) for b in beams] == [2]  # B's one-triple beam does not come back
     assert names(beams, ids) == [("A", "A1")]
 
 
 def test_shortlist_defaults_to_twice_the_width():
-    assert BeamSettings(width=7).effective_shortlist == 14
-    assert BeamSettings(width=7, shortlist=3).effective_shortlist == 3
+    assert BeamSettings(beam_width=7).shortlist_size == 14
+    assert BeamSettings(beam_width=7, beam_shortlist=3).shortlist_size == 3
     with pytest.raises(ValueError, match="shortlist"):
-        BeamSettings(shortlist=0)
+        BeamSettings(beam_shortlist=0)
 
 
 def test_shortlist_of_every_sequence_is_concat(tmp_path):
@@ -285,12 +285,12 @@ def test_shortlist_of_every_sequence_is_concat(tmp_path):
     query = embedder.embed_one("which union is the capital of France in")
     start = [t.id for t in store.iter_triples()][:2]
     concat = TripleBeamSearch(
-        store, embedder, BeamSettings(width=3, length=3, scorer="concat", diverse=False)
+        store, embedder, BeamSettings(beam_width=3, beam_length=3, beam_scorer="concat", beam_diverse=False)
     ).run(query, start)
     embedder.calls.clear()
     shortlist = TripleBeamSearch(
         store, embedder,
-        BeamSettings(width=3, length=3, scorer="shortlist", shortlist=1000, diverse=False),
+        BeamSettings(beam_width=3, beam_length=3, beam_scorer="shortlist", beam_shortlist=1000, beam_diverse=False),
     ).run(query, start)
     assert [b.triples for b in shortlist] == [b.triples for b in concat]
     assert [b.score for b in shortlist] == pytest.approx([b.score for b in concat], abs=1e-6)

@@ -182,6 +182,11 @@ def test_the_deadline_stops_the_loop() -> None:
     assert nodes.stop_reason_of({"stop_reason": "deadline", "answerable": True}, 4) == "deadline"
 
 
+def _start(folder: Path) -> nodes.Node:
+    runtime = make_runtime(folder)
+    return nodes.make_start(runtime, runtime.settings)
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [({"max_iterations": "x"}, "max_iterations must be a whole number"),
@@ -191,13 +196,13 @@ def test_the_deadline_stops_the_loop() -> None:
      ({"deadline_s": "soon"}, "deadline_s must be a number")],
 )
 def test_bad_run_options_are_one_line_errors(tmp_path: Path, options: dict, message: str) -> None:
-    start = nodes.make_start(make_runtime(tmp_path / "index"))
+    start = _start(tmp_path / "index")
     with pytest.raises(RunOptionError, match=message):
         start({"question": QUESTION, **options})
 
 
 def test_numeric_strings_are_coerced(tmp_path: Path) -> None:
-    update = nodes.make_start(make_runtime(tmp_path / "index"))(
+    update = _start(tmp_path / "index")(
         {"question": QUESTION, "max_iterations": "3", "top_k": "4"})
     assert (update["max_iterations"], update["top_k"]) == (3, 4)
 

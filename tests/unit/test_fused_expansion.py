@@ -50,7 +50,7 @@ def test_agent_expansion_both_is_the_rrf_of_beam_and_ppr(runtime):
 
     start = [t.id for t in runtime.store.iter_triples()][:3]
     question = "Who founded the observatory where Marela Voss worked?"
-    beam = steps.beam_expand(runtime, question, start)
+    beam = steps.beam_expand(runtime, runtime.settings, question, start)
     ppr = steps.ppr_expand(runtime, question, start, runtime.settings.base_k)
-    both = steps.expand(runtime, question, start, "both")
+    both = steps.expand(runtime, runtime.settings, question, start, "both")
     assert [p.id for p in both] == [i for i, _ in rrf([[p.id for p in beam], [p.id for p in ppr]])]

@@ -26,7 +26,6 @@ from gear_agent.llm.errors import LLMCallError, LLMConfigError
 from gear_agent.llm.factory import LOCAL_SERVER_API_KEY, make_chat_model
 from gear_agent.llm.pricing import cost_usd, price_of
 from gear_agent.llm.retry import RetryPolicy, backoff_delay, is_fatal, is_retriable, retry_after_s
-from gear_agent.llm.settings import LLMSettings
 from gear_agent.llm.usage import TokenUsage, UsageDict, merge_usage, usage_of_call
 
 _REQUEST = httpx.Request("POST", "http://llm.test/v1/chat/completions")
@@ -403,7 +402,7 @@ def test_cache_dir_that_is_a_file_is_refused(tmp_path):
 
 def test_from_settings_wires_retries_and_cache(tmp_path):
     settings = GearSettings(llm_cache_dir=tmp_path / "c", llm_max_retries=2)
-    client = LLMClient.from_settings(LLMSettings.from_gear(settings), model=FakeListChatModel(responses=["x"]))
+    client = LLMClient.from_settings(settings, model=FakeListChatModel(responses=["x"]))
     assert client.retry.max_retries == 2
     assert client.cache is not None and client.cache.directory == tmp_path / "c"
 
@@ -413,13 +412,13 @@ def test_from_settings_wires_retries_and_cache(tmp_path):
 
 def test_factory_without_key_or_url_names_both_settings():
     with pytest.raises(LLMConfigError) as caught:
-        make_chat_model(LLMSettings.from_gear(GearSettings()), environ={})
+        make_chat_model(GearSettings(), environ={})
     assert "OPENAI_API_KEY" in str(caught.value) and "OPENAI_BASE_URL" in str(caught.value)
 
 
 def test_factory_for_a_local_server_needs_no_key():
     settings = GearSettings(llm_model="llama3", llm_max_tokens=99, llm_timeout_s=7)
-    model = make_chat_model(LLMSettings.from_gear(settings), environ={"OPENAI_BASE_URL": "http://localhost:8000/v1"})
+    model = make_chat_model(settings, environ={"OPENAI_BASE_URL": "http://localhost:8000/v1"})
     assert model.openai_api_key.get_secret_value() == LOCAL_SERVER_API_KEY
     assert model.openai_api_base == "http://localhost:8000/v1"
     assert (model.model_name, model.max_tokens, model.request_timeout) == ("llama3", 99, 7)
@@ -429,7 +428,7 @@ def test_factory_for_a_local_server_needs_no_key():
 def test_factory_with_key_reads_the_environment(monkeypatch):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    model = make_chat_model(LLMSettings.from_gear(GearSettings(llm_temperature=0.3)))
+    model = make_chat_model(GearSettings(llm_temperature=0.3))
     assert model.openai_api_key.get_secret_value() == "sk-test"
     assert model.temperature == 0.3 and model.max_retries == 0
 

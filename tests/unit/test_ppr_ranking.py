@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gear_agent.config import PPRSettings
 from gear_agent.embedding.hashing import HashingEmbedder
 from gear_agent.expansion.ppr import (
     PPRRetriever,
@@ -22,7 +23,6 @@ from gear_agent.expansion.ppr import (
     seed_phrase_mass,
 )
 from gear_agent.expansion.ppr_graph import PPRGraph
-from gear_agent.expansion.ppr_settings import PPRSettings
 from gear_agent.expansion.ppr_walk import title_pairs, walk_of
 from gear_agent.expansion.query_entities import capitalised_spans, query_entity_vertices
 from gear_agent.ids import passage_id, triple_id
@@ -208,7 +208,7 @@ def test_the_agents_expansion_keeps_hipporag2s_walk_and_ppr_gets_the_new_one(
     new = ppr_expand(store, graph, QUERY, q, None, k=4, query_entity_weight=0.25,
                      walk=walk_of(graph, store, 2.0))
     assert retriever.retrieve(QUERY, 4) == new
-    sharp = PPRRetriever(store, QueryEncoder(embedder), PPRSettings(passage_sharpness=3.0),
+    sharp = PPRRetriever(store, QueryEncoder(embedder), PPRSettings(ppr_passage_sharpness=3.0),
                          graph=graph, graph_path=None)
     assert sharp.retrieve(QUERY, 4) == ppr_expand(
         store, graph, QUERY, q, None, k=4, passage_sharpness=3.0, query_entity_weight=0.25,

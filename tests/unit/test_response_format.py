@@ -19,15 +19,14 @@ from gear_agent.llm.response_format import (
     VERDICT_REPLY,
     response_format,
 )
-from gear_agent.llm.settings import LLMSettings
 
 TRIPLES = json.dumps({"triples": [["Folsom", "located in", "Sacramento County"]]})
 
 
 def client_for(base_url: str, mode: str) -> LLMClient:
     settings = GearSettings(llm_response_format=mode, llm_max_retries=0)
-    model = make_chat_model(LLMSettings.from_gear(settings), {"OPENAI_BASE_URL": base_url})
-    return LLMClient.from_settings(LLMSettings.from_gear(settings), model)
+    model = make_chat_model(settings, {"OPENAI_BASE_URL": base_url})
+    return LLMClient.from_settings(settings, model)
 
 
 @pytest.mark.parametrize("use_async", [False, True])

@@ -9,8 +9,8 @@ import json
 import httpx
 import pytest
 
-from gear_agent.config import GearSettings
-from gear_agent.serve.limits import RequestGuard, ServeLimits
+from gear_agent.config import GearSettings, ServeSettings
+from gear_agent.serve.limits import RequestGuard
 
 
 class StandIn:
@@ -36,7 +36,7 @@ class StandIn:
         await send({"type": "http.response.body", "body": payload})
 
 
-def client(limits: ServeLimits, app: StandIn | None = None) -> tuple[httpx.AsyncClient, RequestGuard, StandIn]:
+def client(limits: ServeSettings, app: StandIn | None = None) -> tuple[httpx.AsyncClient, RequestGuard, StandIn]:
     app = app or StandIn()
     guard = RequestGuard(app, limits)
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=guard), base_url="http://t"), guard, app
@@ -48,7 +48,7 @@ def run(coroutine):
 
 def test_a_body_over_the_limit_is_refused_before_it_is_read() -> None:
     async def go():
-        http, _, app = client(ServeLimits(max_body_bytes=1_000))
+        http, _, app = client(ServeSettings(serve_max_body_bytes=1_000))
         async with http:
             declared = await http.post("/gear/invoke", json={"input": {"question": "x" * 2_000}})
 
@@ -68,7 +68,7 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read() -> None:
 
 def test_only_json_posts_are_accepted() -> None:
     async def go():
-        http, _, _ = client(ServeLimits())
+        http, _, _ = client(ServeSettings())
         async with http:
             return [await http.post("/gear/invoke", content=b"question=q", headers={"content-type": kind})
                     for kind in ("text/plain", "application/x-www-form-urlencoded", "")]
@@ -83,7 +83,7 @@ def test_only_json_posts_are_accepted() -> None:
 )
 def test_bad_json_is_a_400(body: bytes, says: str) -> None:
     async def go():
-        http, _, _ = client(ServeLimits())
+        http, _, _ = client(ServeSettings())
         async with http:
             return await http.post("/gear/invoke", content=body, headers={"content-type": "application/json"})
 
@@ -93,7 +93,7 @@ def test_bad_json_is_a_400(body: bytes, says: str) -> None:
 
 def test_a_batch_over_the_limit_is_refused() -> None:
     async def go():
-        http, _, _ = client(ServeLimits(max_batch=3))
+        http, _, _ = client(ServeSettings(serve_max_batch=3))
         async with http:
             big = await http.post("/gear/batch", json={"inputs": [{"question": "q"}] * 4})
             small = await http.post("/gear/batch", json={"inputs": [{"question": "q"}] * 3})
@@ -106,7 +106,7 @@ def test_a_batch_over_the_limit_is_refused() -> None:
 
 def test_runs_past_the_limit_are_shed_with_retry_after() -> None:
     async def go():
-        http, guard, app = client(ServeLimits(max_concurrent=2, max_batch=5))
+        http, guard, app = client(ServeSettings(serve_max_concurrent=2, serve_max_batch=5))
         async with http:
             held = [asyncio.create_task(http.post("/gear/invoke", json={"input": "wait"}))
                     for _ in range(2)]
@@ -130,7 +130,7 @@ def test_runs_past_the_limit_are_shed_with_retry_after() -> None:
 
 def test_the_api_key_guards_everything_but_health() -> None:
     async def go():
-        http, _, _ = client(ServeLimits(api_key="s3cret"))
+        http, _, _ = client(ServeSettings(api_key="s3cret"))
         async with http:
             return (await http.post("/gear/invoke", json={}),
                     await http.post("/gear/invoke", json={}, headers={"authorization": "Bearer nope"}),
@@ -145,7 +145,7 @@ def test_the_api_key_guards_everything_but_health() -> None:
 
 def test_a_request_past_its_deadline_is_a_504() -> None:
     async def go():
-        http, _, _ = client(ServeLimits(request_timeout_s=0.05))
+        http, _, _ = client(ServeSettings(serve_request_timeout_s=0.05))
         async with http:
             return await http.post("/gear/invoke", json={"input": "wait"})
 
@@ -156,6 +156,7 @@ def test_a_request_past_its_deadline_is_a_504() -> None:
 def test_limits_come_from_the_settings() -> None:
     settings = GearSettings(serve_max_batch=2, serve_cors_origins="https://a.example, ",
                             api_key="k")
-    limits = ServeLimits.from_gear(settings)
-    assert (limits.max_batch, limits.cors_origins, limits.api_key) == (2, ("https://a.example",), "k")
-    assert ServeLimits.from_gear(GearSettings()).cors_origins == ()  # CORS off by default
+    guard = RequestGuard(StandIn(), settings)
+    assert (guard.settings.serve_max_batch, guard.api_key) == (2, "k")
+    assert settings.allowed_origins == ("https://a.example",)
+    assert GearSettings().allowed_origins == ()  # CORS off by default

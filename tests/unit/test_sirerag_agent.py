@@ -48,10 +48,10 @@ def test_gear_sirerag_retrieves_from_the_pool(runtime, monkeypatch) -> None:
     expected = list(reversed(real(SiReRAGRetriever(runtime.store, runtime.encode), QUESTION, runtime.settings.base_k)))
     assert base_update(agent) == [p.id for p in expected]
     assert asked == [(QUESTION, runtime.settings.base_k)]
-    assert [p.id for p in expected] != [p.id for p in steps.base_retrieve(runtime, QUESTION, runtime.settings.base_k)]
+    assert [p.id for p in expected] != [p.id for p in steps.base_retriever(runtime, runtime.settings).retrieve(QUESTION, runtime.settings.base_k)]
 
 
 def test_other_agent_names_keep_the_configured_base(runtime) -> None:
     agent = make_retriever("gear-ppr", runtime, client(scripted([READ, YES, "Sacramento County"])))
-    expected = steps.base_retrieve(runtime, QUESTION, runtime.settings.base_k)
+    expected = steps.base_retriever(runtime, runtime.settings).retrieve(QUESTION, runtime.settings.base_k)
     assert base_update(agent) == [p.id for p in expected]
