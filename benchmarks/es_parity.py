@@ -6,8 +6,17 @@ or ``--url``), every LLM-free retriever by default, and prints one Markdown tabl
 difference per row. With ``--replay`` it also runs the LLM rows of the replay guard
 (``../shared/data/musique_dev/llm-replay/README.md``) on Elasticsearch.
 
-    python benchmarks/es_parity.py                       # MuSiQue dev slice, ~10 minutes
-    python benchmarks/es_parity.py --replay              # and the replayed LLM rows on ES
+    python benchmarks/es_parity.py --vectors-from .gear/eval/corpus-c9a6feeec55a --replay
+
+``--vectors-from DIR`` (an embedded eval index of the same corpus, OpenIE file and model,
+e.g. the one an earlier ``gear eval`` left in ``.gear/eval``) is copied to ``--work`` and
+used as the embedded side, and the Elasticsearch indices are built from its vectors: the
+same passages, triples and SiReRAG nodes go through the backend's own write path
+(``gear_agent.indexing``, ``build_ablation``) with an embedder that answers each text
+with the vector the embedded index holds for it (the same model on the same text), so
+nothing is embedded twice; ``gear eval`` then finds everything stored and only embeds the
+questions (and the PPR graph's entity names). Without it both sides embed the slice with
+the real encoder (over 40 minutes on a loaded 2-core machine).
 
 The indexes are kept under ``--work`` (default /work/scratch-es/parity) so a rerun only
 evaluates; ``--fresh`` rebuilds them.
@@ -26,7 +35,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests")]
 
+import numpy as np  # noqa: E402
 from support import es_cluster  # noqa: E402
+
+from gear_agent.config import GearSettings  # noqa: E402
+from gear_agent.embedding import Embedder, embedder_name, make_embedder  # noqa: E402
+from gear_agent.embedding.base import NamedEmbedder  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "musique_dev"
 LLM_FREE = "bm25,dense,hybrid,bm25+naive_ge,dense+naive_ge,hybrid+naive_ge,ppr,hipporag,hybrid+naive_ge+ppr,sirerag"
@@ -51,6 +65,74 @@ def gear_eval(data: Path, retrievers: str, env: dict[str, str], out: Path, extra
     return {row["retriever"]: row for row in json.loads(out.read_text())["rows"]}
 
 
+class StoredVectors(Embedder):
+    """Answers each text with the vector an embedded index holds for it; a text it does
+    not hold goes to the real model (loaded on first need) and is counted in ``misses``."""
+
+    def __init__(self, settings: GearSettings, table: dict[str, np.ndarray]) -> None:
+        self.name = embedder_name(settings)
+        self._settings = settings
+        self._table = table
+        self._model: Embedder | None = None
+        self.misses = 0
+
+    @property
+    def dimension(self) -> int:
+        return len(next(iter(self._table.values())))
+
+    def embed(self, texts) -> np.ndarray:  # type: ignore[no-untyped-def]
+        missing = sorted({t for t in texts if t not in self._table})
+        if missing:
+            if self._model is None:
+                self._model = make_embedder(self._settings)
+            self._table.update(zip(missing, self._model.embed(missing)))
+            self.misses += len(missing)
+        return np.stack([self._table[t] for t in texts]) if texts else np.zeros((0, self.dimension), np.float32)
+
+
+def stored_vectors(index: Path, model: str) -> dict[str, np.ndarray]:
+    """Text -> vector of every passage, triple and SiReRAG node of an embedded index."""
+    from gear_agent.store import open_store
+
+    settings = GearSettings(backend="embedded", index_dir=index, embedding_model=model)
+    table: dict[str, np.ndarray] = {}
+    with open_store(settings, NamedEmbedder(embedder_name(settings), 384), create=False) as store:
+        nodes = store.node_store()
+        passages = list(store.iter_passages())
+        table.update(zip((p.content for p in passages), nodes.passage_vectors([p.id for p in passages])))
+        triples = list(store.iter_triples())
+        table.update(zip((t.text for t in triples), store.triple_vectors([t.id for t in triples])))
+        pool = list(nodes.iter_nodes())
+        if pool:
+            table.update(zip((n.text for n in pool), nodes.vectors([n.id for n in pool])))
+    return table
+
+
+def build_from_vectors(data: Path, index: Path, es_env: dict[str, str], sirerag: bool) -> int:
+    """Build the Elasticsearch indices of ``es_env`` from the embedded ``index``'s vectors
+    through the backend's write path, as ``gear eval`` would; returns the texts that had
+    to be embedded after all (0 when the embedded index holds everything)."""
+    from gear_agent.cli.sirerag_cmd import sirerag_settings
+    from gear_agent.indexing import IndexReport, add_passages, import_openie
+    from gear_agent.ingest.corpus import read_corpus
+    from gear_agent.sirerag import build_ablation
+    from gear_agent.store import open_store
+
+    settings = GearSettings(
+        backend="elasticsearch", es_url=es_env["GEAR_ES_URL"], es_index_prefix=es_env["GEAR_ES_INDEX_PREFIX"],
+        es_cache_dir=Path(es_env["GEAR_ES_CACHE_DIR"]),
+    )
+    embedder = StoredVectors(settings, stored_vectors(index, settings.embedding_model))
+    report = IndexReport()
+    with open_store(settings, embedder, create=True) as store, store.bulk_load():
+        add_passages(store, read_corpus(data / "corpus.json", settings.chunk_words, settings.chunk_overlap_words,
+                                        settings.record_max_words), report)
+        import_openie(store, next(data.glob("openie*.json")), report, drop_ungrounded=settings.ground_openie)
+        if sirerag:
+            build_ablation(store, sirerag_settings(2, 1, 0, 1))
+    return embedder.misses
+
+
 def recall(row: dict | None) -> str:
     if row is None:
         return "–"
@@ -69,6 +151,9 @@ def main() -> None:
     parser.add_argument("--replay", action="store_true", help="also the replayed LLM rows on ES")
     parser.add_argument("--reuse-embedded", action="store_true",
                         help="take the embedded rows from an earlier run's embedded.json")
+    parser.add_argument("--vectors-from", type=Path, metavar="DIR",
+                        help="an embedded eval index of the same corpus and model: copied as the embedded "
+                             "side, and its vectors build the Elasticsearch side (no re-embedding)")
     args = parser.parse_args()
     if args.fresh and args.work.exists():
         shutil.rmtree(args.work)
@@ -78,6 +163,8 @@ def main() -> None:
     if "sirerag" in args.retrievers:
         common += ["--sirerag", "ablation"]
     saved = args.work / "embedded.json"
+    if args.vectors_from is not None and not (args.work / "embedded").exists():
+        shutil.copytree(args.vectors_from, args.work / "embedded")
     if args.reuse_embedded and saved.exists():
         embedded = {row["retriever"]: row for row in json.loads(saved.read_text())["rows"]}
     else:
@@ -91,6 +178,9 @@ def main() -> None:
     try:
         es_env = {"GEAR_BACKEND": "elasticsearch", "GEAR_ES_URL": url, "GEAR_ES_INDEX_PREFIX": prefix,
                   "GEAR_ES_CACHE_DIR": str(args.work / "es-cache")}
+        if args.vectors_from is not None:
+            misses = build_from_vectors(args.data, args.work / "embedded", es_env, "sirerag" in args.retrievers)
+            print(f"Elasticsearch indices built from the embedded index's vectors ({misses} texts embedded anew)")
         es = gear_eval(args.data, args.retrievers, es_env, args.work / "elasticsearch.json",
                        [*common, "--index", str(args.work / "es-eval")])
         replay = None

@@ -35,7 +35,8 @@ runs in its own process, so open time and RSS are those of a fresh process:
 
 ``--backend elasticsearch`` (or ``both``, embedded then Elasticsearch at each size, one table)
 builds the same corpus into the test cluster of ``tests/support/es_cluster.py`` (one node in
-one JVM, ``--es-heap``, its data under ``--work``) through the same code path. For it,
+one JVM, ``--es-heap``, ``--es-processors``, its data under ``--work``) through the same code
+path, the build inside ``ElasticsearchStore.bulk_load()``. For it,
 "written / size" is the JVM's bytes written (``wchar``) over the primary store size
 (``_stats``, after a flush); "size" is that store size; "open" is connecting and checking the
 cluster to the first query of each kind (warm: the cluster keeps its files open); RSS is
@@ -49,6 +50,7 @@ the encoder is out of the figures; ``--embedder all-MiniLM-L6-v2`` uses the real
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -159,7 +161,9 @@ def phase_build(args: argparse.Namespace) -> dict[str, Any]:
     written, cpu = io_written(), cpu_seconds()
     started = time.perf_counter()
     store = open_store(s, embedder, create=True)
-    build_index(store, args.corpus, args.openie, args.path)
+    # Elasticsearch: the bulk-load settings for the build (no periodic refresh, no replicas)
+    with store.bulk_load() if s.backend == "elasticsearch" else contextlib.nullcontext():
+        build_index(store, args.corpus, args.openie, args.path)
     seconds = time.perf_counter() - started
     counts = {"passages": store.count("passage"), "triples": store.count("triple")}
     store.close()
@@ -528,6 +532,8 @@ def main() -> None:
                         help="How triples are indexed: the extraction path (default) or OpenIE import.")
     parser.add_argument("--backend", choices=("embedded", "elasticsearch", "both"), default="embedded")
     parser.add_argument("--es-heap", default="2g", help="Heap of the Elasticsearch test cluster's JVM.")
+    parser.add_argument("--es-processors", type=int, default=1,
+                        help="node.processors of the test cluster's node (its thread pools' sizes).")
     # internal: one phase in a child process
     parser.add_argument("--phase", choices=sorted(PHASES), help=argparse.SUPPRESS)
     parser.add_argument("--cold", type=int, default=0, help=argparse.SUPPRESS)
@@ -557,7 +563,8 @@ def main() -> None:
                 sys.path.insert(0, str(ROOT / "tests"))
                 from support import es_cluster
 
-                cluster = es_cluster.start(1, args.es_heap, home=work / "es-cluster")
+                cluster = es_cluster.start(1, args.es_heap, home=work / "es-cluster",
+                                           settings={"node.processors": str(args.es_processors)})
                 os.environ["GEAR_ES_URL"] = cluster.url
             for size in sizes:
                 if args.backend in ("embedded", "both"):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -69,6 +70,8 @@ _MAX_FILTER_PASSAGES = 65_536
 _MGET_CHUNK = 1_000
 _TERMS_CHUNK = 1_000
 _NO_VECTOR = {"excludes": [VECTOR_FIELD]}
+_RECENT_TRIPLES = 4_096
+"""Triple documents of recent neighbours searches kept for the reads that follow."""
 
 
 def _unique(ids: Iterable[str]) -> list[str]:
@@ -141,6 +144,8 @@ class ElasticsearchStore(Store):
         self._where = settings.url or "the given client"
         self._last_ns = 0
         self._nodes: ElasticsearchNodeStore | None = None
+        self._recent_triples: dict[str, dict[str, Any]] = {}
+        self._loading: set[str] | None = None  # in bulk_load(): indices written, not yet refreshed
         try:
             self.server_version, self.cluster_uuid = check_server(self._client, self._where)
             for collection in ("passage", "triple"):
@@ -235,7 +240,16 @@ class ElasticsearchStore(Store):
         return self._nodes
 
     # ---- helpers -----------------------------------------------------------
+    def _settle(self) -> None:
+        """Inside :meth:`bulk_load`: refresh what was written since the last refresh, so the
+        search about to run sees it (a build's searches are few; its writes are many)."""
+        if self._loading:
+            dirty = sorted(self._loading)
+            self._loading.clear()
+            self._refresh(*dirty)
+
     def _search(self, what: str, index: str | None, request: dict[str, Any]) -> dict[str, Any]:
+        self._settle()
         with translate_errors(what):
             if index is None:  # a point-in-time search names no index
                 return _body(self._client.search(**request))
@@ -289,6 +303,7 @@ class ElasticsearchStore(Store):
         when the walk ends or is abandoned.
         """
         pit: str | None = None
+        self._settle()
         if snapshot:
             with translate_errors(f"opening a point in time on {index!r}"):
                 pit = _body(self._client.open_point_in_time(index=index, keep_alive="2m"))["id"]
@@ -340,11 +355,57 @@ class ElasticsearchStore(Store):
         self, actions: Iterable[Any], refresh: Sequence[str], failures: list[BulkFailure]
     ) -> BulkOutcome:
         """Run bulk actions, refresh, and add per-document failures found before sending."""
+        self._recent_triples.clear()
         outcome = self._writer.run(actions)
         outcome.failures[:0] = failures
-        if outcome.done or outcome.retries or outcome.failures:
+        if self._loading is not None:
+            self._loading.update(refresh)  # refreshed once, when the bulk load ends
+        elif outcome.done or outcome.retries or outcome.failures:
             self._refresh(*refresh)
         return outcome
+
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """Build in bulk: Elasticsearch's settings for a bulk load while the block runs.
+
+        The passage and triple indices get ``refresh_interval: -1`` and
+        ``number_of_replicas: 0`` (no periodic refresh, no copy to replicas while
+        writing), and writes are not refreshed one by one; when the block ends (also by
+        an exception) the indices' own values are put back (an unset one is reset to the
+        cluster's default) and every index written is refreshed once, so everything is
+        searchable when the block returns. Inside the block, reads by id (``_mget``) see
+        what was written, and a search first refreshes the indices written since the last
+        refresh (so a build that searches, as SiReRAG's does, sees its own writes).
+
+        Example:
+            >>> with store.bulk_load():  # doctest: +SKIP
+            ...     add_passages(store, passages, report); import_openie(store, path, report)
+        """
+        if self._loading is not None:
+            yield
+            return
+        indices = list(self.indices)
+        keys = ("refresh_interval", "number_of_replicas")
+        with translate_errors(f"reading the settings of {', '.join(indices)}"):
+            current = _body(self._client.indices.get_settings(index=",".join(indices)))
+        saved = {
+            name: {key: ((current.get(name) or {}).get("settings", {}).get("index") or {}).get(key) for key in keys}
+            for name in indices
+        }
+        with translate_errors(f"setting {', '.join(indices)} up for a bulk load"):
+            self._client.indices.put_settings(
+                index=",".join(indices), settings={"index": {"refresh_interval": "-1", "number_of_replicas": 0}}
+            )
+        self._loading = set()
+        try:
+            yield
+        finally:
+            written, self._loading = self._loading, None
+            for name, values in saved.items():
+                with translate_errors(f"restoring the settings of {name!r} after a bulk load"):
+                    self._client.indices.put_settings(index=name, settings={"index": values})
+            if written:
+                self._refresh(*sorted(written))
 
     def _next_ns(self) -> int:
         """A strictly increasing clock, so later add calls sort after earlier ones."""
@@ -520,6 +581,7 @@ class ElasticsearchStore(Store):
         index = self.indices.of(collection)
         flt = self._filter(collection, parse_where(where))
         body = {} if flt is None else {"query": {"bool": {"filter": [flt]}}}
+        self._settle()
         with translate_errors(f"counting {index!r}"):
             return int(_body(self._client.count(index=index, **body))["count"])
 
@@ -567,7 +629,7 @@ class ElasticsearchStore(Store):
         return [passage_from_source(found[i]) for i in ids if i in found]
 
     def get_triples(self, ids: Sequence[str]) -> list[Triple]:
-        found = self._mget(self.indices.triples, ids)
+        found = self._triple_sources(ids, None)
         return [triple_from_source(found[i]) for i in ids if i in found]
 
     def triple_vectors(self, ids: Sequence[str]) -> np.ndarray:
@@ -576,7 +638,7 @@ class ElasticsearchStore(Store):
         Raises:
             KeyError: some ids are not stored triples.
         """
-        found = self._mget(self.indices.triples, ids, [VECTOR_FIELD])
+        found = self._triple_sources(ids, [VECTOR_FIELD])
         missing = [i for i in ids if i not in found]
         if missing:
             raise KeyError(f"not stored triples: {', '.join(missing[:5])}")
@@ -598,16 +660,43 @@ class ElasticsearchStore(Store):
         With ``query_vector``: a kNN search filtered to those triples, the
         ``limit`` most similar first. Without: the first ``limit`` by id.
         An unknown ``triple_id`` has no neighbours.
+
+        One request: the search looks the triple's entities up itself (a ``terms``
+        lookup), and the hits bring their documents back, so the :meth:`get_triples` and
+        :meth:`triple_vectors` of a beam search's candidates that follow are answered
+        from them (see :meth:`_remember`).
         """
-        index = self.indices.triples
-        found = self._mget(index, [triple_id], ["head", "tail"])
-        if triple_id not in found or limit <= 0:
+        if limit <= 0:
             return []
-        entities = [found[triple_id]["head"], found[triple_id]["tail"]]
+        index = self.indices.triples
         vector = None if query_vector is None else self._query_vector(query_vector)
-        request = q.neighbours_request(triple_id, entities, vector, limit)
+        request = q.neighbours_request(index, triple_id, vector, limit)
         response = self._search(f"neighbours of {triple_id!r} in {index!r}", index, request)
-        return [hit["_id"] for hit in response["hits"]["hits"]]
+        hits = response["hits"]["hits"]
+        self._remember(hits)
+        return [hit["_id"] for hit in hits]
+
+    def _remember(self, hits: Sequence[dict[str, Any]]) -> None:
+        """Keep the triple documents a neighbours search returned (the latest
+        ``_RECENT_TRIPLES``), so reading them again right after costs no request. An id is
+        the hash of the triple's content and the model is fixed per index, so a kept
+        document cannot differ from the stored one; every write or delete through this
+        store forgets them all (a deletion by another process is seen once they age out)."""
+        recent = self._recent_triples
+        for hit in hits:
+            recent.pop(hit["_id"], None)
+            recent[hit["_id"]] = hit["_source"]
+        for stale in list(recent)[: max(0, len(recent) - _RECENT_TRIPLES)]:
+            del recent[stale]
+
+    def _triple_sources(self, ids: Sequence[str], fields: Sequence[str] | None) -> dict[str, dict[str, Any]]:
+        """Triple documents by id: kept ones from :meth:`_remember`, the rest by ``_mget``."""
+        recent = self._recent_triples
+        found = {i: recent[i] for i in ids if i in recent}
+        rest = [i for i in ids if i not in found]
+        if rest:
+            found.update(self._mget(self.indices.triples, rest, fields))
+        return found
 
     def unextracted_passages(self) -> list[Passage]:
         hits = self._walk(
@@ -621,7 +710,10 @@ class ElasticsearchStore(Store):
             yield passage_from_source(hit["_source"])
 
     def iter_triples(self) -> Iterator[Triple]:
-        hits = self._walk(self.indices.triples, q.match_all(), q.BY_ID, _NO_VECTOR, snapshot=True)
+        """Every triple in the order it was added (the add call, its place in the call), as
+        the embedded store reads them: SiReRAG's aggregates join propositions in this order,
+        so another order would give other node texts, hence other embeddings."""
+        hits = self._walk(self.indices.triples, q.match_all(), q.EXTRACTION_ORDER, _NO_VECTOR, snapshot=True)
         for hit in hits:
             yield triple_from_source(hit["_source"])
 

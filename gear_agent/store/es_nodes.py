@@ -195,6 +195,7 @@ class ElasticsearchNodeStore(NodeStore):
     def count(self) -> int:
         if not self._exists(self.index):
             return 0
+        self.store._settle()
         with translate_errors(f"counting {self.index!r}"):
             return int(self.store._client.count(index=self.index)["count"])
 

@@ -7,8 +7,8 @@ cluster. The query DSL used is Elasticsearch 8's:
 * BM25: ``match`` on the analysed text field;
 * kNN: the top-level ``knn`` search option (``field``, ``query_vector``, ``k``,
   ``num_candidates``, optional ``filter``), available from 8.4;
-* neighbours: ``terms`` on the keyword ``head``/``tail`` fields, minus the
-  triple itself (``must_not`` + ``ids``);
+* neighbours: ``terms`` lookups of the triple's ``head``/``tail`` on the keyword
+  ``head``/``tail`` fields, minus the triple itself (``must_not`` + ``ids``);
 * paging: ``sort`` on unique keyword fields + ``search_after``, with a point in
   time (``pit``) when a whole index is iterated.
 """
@@ -182,12 +182,18 @@ def knn_request(vector: np.ndarray, k: int, filter: dict[str, Any] | None = None
     return {"knn": knn, "size": k, "source": False}
 
 
-def neighbours_filter(triple_id: str, entities: Sequence[str]) -> dict[str, Any]:
-    """Triples whose ``head`` or ``tail`` is one of ``entities`` (normalised), except itself."""
-    values = sorted({normalise_entity(e) for e in entities})
+def neighbours_filter(index: str, triple_id: str) -> dict[str, Any]:
+    """Triples whose ``head`` or ``tail`` is the ``head`` or ``tail`` of triple ``triple_id``
+    (normalised), except itself. The entities are read by the search: a ``terms`` lookup of
+    the stored triple in ``index`` (a real-time get inside the cluster), so one request
+    suffices; an unknown triple matches nothing."""
+
+    def lookup(field: str, path: str) -> dict[str, Any]:
+        return {"terms": {field: {"index": index, "id": triple_id, "path": path}}}
+
     return {
         "bool": {
-            "should": [{"terms": {"head": values}}, {"terms": {"tail": values}}],
+            "should": [lookup(f, p) for f in ("head", "tail") for p in ("head", "tail")],
             "minimum_should_match": 1,
             "must_not": [{"ids": {"values": [triple_id]}}],
         }
@@ -195,18 +201,19 @@ def neighbours_filter(triple_id: str, entities: Sequence[str]) -> dict[str, Any]
 
 
 def neighbours_request(
-    triple_id: str, entities: Sequence[str], vector: np.ndarray | None, limit: int
+    index: str, triple_id: str, vector: np.ndarray | None, limit: int
 ) -> dict[str, Any]:
-    """The neighbours of a triple: the ``limit`` most similar to ``vector``, or by id."""
+    """The neighbours of a triple (:func:`neighbours_filter`): the ``limit`` most similar to
+    ``vector``, or the first ``limit`` by id; each hit with its whole document."""
     _check_k(limit, "limit")
-    where = neighbours_filter(triple_id, entities)
+    where = neighbours_filter(index, triple_id)
     if vector is not None:
-        return knn_request(vector, limit, filter=where)
+        return {**knn_request(vector, limit, filter=where), "source": True}
     return {
         "query": {"bool": {"filter": [where]}},
         "sort": [{"id": "asc"}],
         "size": limit,
-        "source": False,
+        "source": True,
         "track_total_hits": False,
     }
 

@@ -597,6 +597,9 @@ class FakeElasticsearch:
         if kind == "terms":
             ((fname, values),) = spec.items()
             self._check_indexed(index, fname, text_ok=False)
+            if isinstance(values, dict):  # a terms lookup: a real-time get of one document's field
+                source = self._index(values["index"]).live.get(values["id"], {})
+                values = _values(source.get(values["path"]))
             if len(values) > 65_536:
                 raise EsError(400, "illegal_argument_exception", "too many terms")
             return any(v in values for v in _values(doc.get(fname)))

@@ -181,6 +181,17 @@ def test_iterators_return_everything(filled: Store) -> None:
     assert sorted(filled.iter_triples(), key=lambda t: t.id) == sorted(TRIPLES, key=lambda t: t.id)
 
 
+def test_iter_triples_in_the_order_added(store: Store) -> None:
+    """SiReRAG's aggregates join propositions in this order: another order would give other
+    node texts (hence embeddings) on one backend than on the other."""
+    store.add_passages(PASSAGES)
+    first_call = sorted(TRIPLES[:4], key=lambda t: t.id, reverse=True)
+    second_call = sorted(TRIPLES[4:], key=lambda t: t.id, reverse=True)
+    store.add_triples(first_call)
+    store.add_triples(second_call)
+    assert ids(list(store.iter_triples())) == ids([*first_call, *second_call])
+
+
 # ---- entity graph ------------------------------------------------------------
 
 

@@ -276,6 +276,7 @@ def start(
     home: Path | None = None,
     parent: Path | None = None,
     timeout_s: float = 300.0,
+    settings: dict[str, str] | None = None,
 ) -> EsCluster:
     """Build if needed, start ``nodes`` nodes in one JVM with ``heap``, wait for green
     (yellow for one node, which cannot hold the replicas of indices it already has).
@@ -287,6 +288,8 @@ def start(
             temporary directory under ``parent``, deleted on close.
         parent: Where the temporary directory goes (default the system's temp dir).
         timeout_s: Longest wait for the cluster to be green.
+        settings: Node settings for every node on top of the launcher's own (e.g.
+            ``{"node.processors": "2"}`` for a one-node benchmark cluster).
 
     Raises:
         ClusterUnavailable: no Java or Maven here.
@@ -324,6 +327,8 @@ def start(
         "--nodes", str(nodes),
         "--cluster-name", f"gear-test-{os.getpid()}",
     ]
+    if settings:
+        command += ["--settings", " ".join(f"{key}={value}" for key, value in settings.items())]
     began = time.perf_counter()
     stderr = (home / "stderr.log").open("w")
     process = subprocess.Popen(

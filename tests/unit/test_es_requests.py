@@ -732,25 +732,19 @@ def test_vector_search_refuses_a_wrong_query_vector_before_sending() -> None:
     assert cluster.of("_search") == []
 
 
-def test_neighbours_with_a_query_vector_is_knn_filtered_by_shared_entities() -> None:
+def _lookup(field: str, path: str) -> dict:
+    return {"terms": {field: {"index": "gear-triples", "id": "t-1", "path": path}}}
+
+
+def test_neighbours_with_a_query_vector_is_one_knn_search_filtered_by_looked_up_entities() -> None:
     cluster = Cluster()
     store = _open(cluster)
-    cluster.queue(
-        "_mget",
-        (
-            200,
-            {
-                "docs": [
-                    {"_id": "t-1", "found": True, "_source": {"head": "paris", "tail": "france"}}
-                ]
-            },
-        ),
-    )
-    cluster.queue("_search", (200, {"hits": {"hits": [{"_id": "t-2", "_score": 0.7}]}}))
+    source = {"id": "t-2", "subject": "Paris", "predicate": "in", "object": "France",
+              "passage_id": "p-1", "vector": np.eye(DIM)[1].tolist()}
+    cluster.queue("_search", (200, {"hits": {"hits": [{"_id": "t-2", "_score": 0.7, "_source": source}]}}))
     vector = np.eye(DIM, dtype=np.float32)[0]
     assert store.neighbours("t-1", query_vector=vector, limit=100) == ["t-2"]
-    (mget,) = cluster.of("_mget")
-    assert mget.params == {"_source_includes": "head,tail"}
+    assert cluster.of("_mget") == []  # the entities are looked up by the search itself
     (search,) = cluster.of("_search")
     assert search.body["knn"] == {
         "field": "vector",
@@ -759,43 +753,52 @@ def test_neighbours_with_a_query_vector_is_knn_filtered_by_shared_entities() -> 
         "num_candidates": 200,
         "filter": {
             "bool": {
-                "should": [
-                    {"terms": {"head": ["france", "paris"]}},
-                    {"terms": {"tail": ["france", "paris"]}},
-                ],
+                "should": [_lookup("head", "head"), _lookup("head", "tail"),
+                           _lookup("tail", "head"), _lookup("tail", "tail")],
                 "minimum_should_match": 1,
                 "must_not": [{"ids": {"values": ["t-1"]}}],
             }
         },
     }
     assert search.body["size"] == 100
+    assert search.body["_source"] is True
+    # the candidates' documents came with the hits: reading them again sends nothing
+    assert store.triple_vectors(["t-2"]).tolist() == [np.eye(DIM)[1].tolist()]
+    assert [t.subject for t in store.get_triples(["t-2"])] == ["Paris"]
+    assert cluster.of("_mget") == []
+
+
+def test_a_write_forgets_the_documents_neighbours_brought() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    source = {"id": "t-2", "subject": "a", "predicate": "r", "object": "b", "passage_id": "p-1",
+              "vector": np.eye(DIM)[1].tolist()}
+    cluster.queue("_search", (200, {"hits": {"hits": [{"_id": "t-2", "_score": 0.7, "_source": source}]}}))
+    store.neighbours("t-1", query_vector=np.eye(DIM, dtype=np.float32)[0], limit=5)
+    store.mark_extracted(["p-1"])  # any write through the store
+    cluster.queue("_mget", (200, {"docs": [{"_id": "t-2", "found": False}]}))
+    with pytest.raises(KeyError, match="t-2"):
+        store.triple_vectors(["t-2"])
 
 
 def test_neighbours_without_a_vector_are_the_first_by_id() -> None:
     cluster = Cluster()
     store = _open(cluster)
-    cluster.queue(
-        "_mget",
-        (200, {"docs": [{"_id": "t-1", "found": True, "_source": {"head": "a", "tail": "a"}}]}),
-    )
     store.neighbours("t-1", limit=5)
     (search,) = cluster.of("_search")
     assert search.body == {
-        "query": {"bool": {"filter": [q.neighbours_filter("t-1", ["a"])]}},
+        "query": {"bool": {"filter": [q.neighbours_filter("gear-triples", "t-1")]}},
         "sort": [{"id": "asc"}],
         "size": 5,
-        "_source": False,
+        "_source": True,
         "track_total_hits": False,
     }
-    assert search.body["query"]["bool"]["filter"][0]["bool"]["should"][0] == {
-        "terms": {"head": ["a"]}
-    }
 
 
-def test_neighbours_of_an_unknown_triple_send_no_search() -> None:
+def test_neighbours_with_no_room_send_no_search() -> None:
     cluster = Cluster()
     store = _open(cluster)
-    assert store.neighbours("t-unknown") == []
+    assert store.neighbours("t-1", limit=0) == []
     assert cluster.of("_search") == []
 
 

@@ -31,6 +31,7 @@ import org.elasticsearch.transport.TransportService;
  * <pre>
  * java -Xmx768m -cp "DIST/lib/*:gear-es-cluster.jar" gear.escluster.ClusterMain \
  *      --home DIR --dist DIST --root-plugin gear-es-cluster-root-plugin.jar [--nodes 3] [--cluster-name NAME]
+ *      [--settings "key=value key=value"]
  * </pre>
  *
  * <p>Prints one JSON object per line on stdout: {@code {"event":"started","node":1,"http":..,
@@ -42,6 +43,8 @@ import org.elasticsearch.transport.TransportService;
  *
  * <p>Node 1 bootstraps the cluster ({@code cluster.initial_master_nodes}); every node is
  * master-eligible and holds data; {@code node.processors: 1} keeps the thread pools small.
+ * {@code --settings} puts node settings on top of these for every node (e.g. {@code node.processors=2}
+ * for a one-node benchmark cluster).
  */
 public final class ClusterMain {
 
@@ -51,12 +54,15 @@ public final class ClusterMain {
     private final List<Node> nodes = new ArrayList<>();
     private final List<String> transport = new ArrayList<>();
     private final PrintStream out;
+    private final Map<String, String> common;
 
-    private ClusterMain(Path home, String clusterName, PluginsLoader plugins, int count, PrintStream out) {
+    private ClusterMain(Path home, String clusterName, PluginsLoader plugins, int count, PrintStream out,
+                        Map<String, String> common) {
         this.home = home;
         this.clusterName = clusterName;
         this.plugins = plugins;
         this.out = out;
+        this.common = common;
         for (int i = 0; i < count; i++) {
             nodes.add(null);
             transport.add(null);
@@ -69,6 +75,7 @@ public final class ClusterMain {
         Path dist = Path.of(require(opts, "--dist")).toAbsolutePath();
         int count = Integer.parseInt(opts.getOrDefault("--nodes", "3"));
         String name = opts.getOrDefault("--cluster-name", "gear-test");
+        Map<String, String> common = keyValues(opts.getOrDefault("--settings", "").trim().split("\\s+"), 0);
         if (count < 1) {
             throw new IllegalArgumentException("--nodes must be at least 1, got " + count);
         }
@@ -89,7 +96,7 @@ public final class ClusterMain {
             "rootLogger.appenderRef.file.ref = file",
             ""));
         Path modules = prepareModules(home, dist, Path.of(require(opts, "--root-plugin")).toAbsolutePath());
-        Settings first = nodeSettings(home, name, 1, List.of(), true, Map.of());
+        Settings first = nodeSettings(home, name, 1, List.of(), true, common);
         LogConfigurator.registerErrorListener();
         LogConfigurator.configure(new Environment(first, config), true);
         ClusterMain cluster = null;
@@ -97,7 +104,7 @@ public final class ClusterMain {
             // The server runs from the module path, as in the distribution (--module-path lib).
             PluginsLoader loader = PluginsLoader.createPluginsLoader(
                 PluginsLoader.loadModulesBundles(modules), Set.<PluginBundle>of(), Map.of(), true);
-            cluster = new ClusterMain(home, name, loader, count, out);
+            cluster = new ClusterMain(home, name, loader, count, out, common);
             Runtime.getRuntime().addShutdownHook(new Thread(cluster::closeAll, "gear-es-cluster-shutdown"));
             for (int i = 1; i <= count; i++) {
                 cluster.start(i, i == 1, Map.of());
@@ -174,7 +181,9 @@ public final class ClusterMain {
                 seeds.add(address);
             }
         }
-        Settings settings = nodeSettings(home, clusterName, number, seeds, bootstrap, extra);
+        Map<String, String> merged = new java.util.LinkedHashMap<>(common);
+        merged.putAll(extra);
+        Settings settings = nodeSettings(home, clusterName, number, seeds, bootstrap, merged);
         Node node = new InJvmNode(new Environment(settings, home.resolve("config")), plugins);
         node.start();
         nodes.set(number - 1, node);
@@ -209,15 +218,7 @@ public final class ClusterMain {
                         stop(nodeNumber(words));
                         break;
                     case "start":
-                        Map<String, String> extra = new java.util.LinkedHashMap<>();
-                        for (int i = 2; i < words.length; i++) {
-                            int eq = words[i].indexOf('=');
-                            if (eq <= 0) {
-                                throw new IllegalArgumentException("expected key=value, got " + quote(words[i]));
-                            }
-                            extra.put(words[i].substring(0, eq), words[i].substring(eq + 1));
-                        }
-                        start(nodeNumber(words), false, extra);
+                        start(nodeNumber(words), false, keyValues(words, 2));
                         break;
                     case "":
                         break;
@@ -228,6 +229,22 @@ public final class ClusterMain {
                 out.println("{\"event\":\"error\",\"message\":" + quote(e.toString()) + "}");
             }
         }
+    }
+
+    /** {@code key=value} words from index {@code from} on (empty words skipped). */
+    private static Map<String, String> keyValues(String[] words, int from) {
+        Map<String, String> values = new java.util.LinkedHashMap<>();
+        for (int i = from; i < words.length; i++) {
+            if (words[i].isEmpty()) {
+                continue;
+            }
+            int eq = words[i].indexOf('=');
+            if (eq <= 0) {
+                throw new IllegalArgumentException("expected key=value, got " + quote(words[i]));
+            }
+            values.put(words[i].substring(0, eq), words[i].substring(eq + 1));
+        }
+        return values;
     }
 
     private int nodeNumber(String[] words) {
