@@ -29,6 +29,7 @@ runs in its own process, so open time and RSS are those of a fresh process:
     python benchmarks/scale.py --sizes 100000 --retrievers bm25,dense,hybrid,hybrid+naive_ge
     python benchmarks/scale.py --sizes 100000 --work /work/scale/100k --reuse build,add  # queries again
     python benchmarks/scale.py --encoder-rate      # the real encoder's passages/s, triples/s
+    python benchmarks/scale.py --sizes 150000 --path openie --code /work/main --work W  # another checkout
     python benchmarks/scale.py --musique           # gear index of ../shared's MuSiQue: encoder share
     python benchmarks/scale.py --sizes 20000,100000 --backend both --work /work/scratch-es/scale
 
@@ -62,6 +63,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+CODE = ROOT
+"""The checkout whose ``gear_agent`` the phases run (``--code``: compare two in one session)."""
 DEFAULT_RETRIEVERS = "bm25,dense,hybrid,hybrid+naive_ge,ppr"
 
 
@@ -215,6 +218,7 @@ def phase_query(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "open_s": opened, "rss_mib": rss_open, "rss_before_open_mib": rss_before,
         "latency": latencies, "ann_recall": recall, "rss_end_mib": rss_mib(),
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "np": np.__version__,
     }
 
@@ -321,7 +325,7 @@ def run_phase(phase: str, **options: Any) -> dict[str, Any]:
     command = [sys.executable, __file__, "--phase", phase]
     for key, value in options.items():
         command += [f"--{key.replace('_', '-')}", str(value)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(CODE), os.environ.get("PYTHONPATH")]))}
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
         raise SystemExit(f"phase {phase} failed:\n{done.stderr[-4000:]}")
@@ -423,7 +427,7 @@ def _open(row: dict[str, Any], query: dict[str, Any]) -> str:
 def print_table(rows: list[dict[str, Any]], retrievers: list[str]) -> None:
     head = ["backend", "passages / triples", "build s (CPU s)", "written / size", "size MB", "add 1k s (CPU s)",
             "open s cold / warm", "RSS MiB"]
-    head += [f"{r} p50/p99 ms (CPU)" for r in retrievers] + ["ANN recall@10 p/t"]
+    head += [f"{r} p50/p99 ms (CPU)" for r in retrievers] + ["ANN recall@10 p/t", "peak RSS of the query run MiB"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for row in rows:
@@ -442,6 +446,7 @@ def print_table(rows: list[dict[str, Any]], retrievers: list[str]) -> None:
             cells.append("-")
         else:
             cells.append("exact" if not recall else f"{recall['passage']:.3f} / {recall['triple']:.3f}")
+        cells.append(f"{q['peak_rss_mib']:,.0f}" if "peak_rss_mib" in q else "-")
         print("| " + " | ".join(cells) + " |")
     for row in rows:
         if "jvm_rss_mib" in row:
@@ -521,6 +526,8 @@ def main() -> None:
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
     parser.add_argument("--musique", action="store_true",
                         help="gear index of ../shared's MuSiQue slice with the real encoder: its encoder share.")
+    parser.add_argument("--code", type=Path, default=ROOT,
+                        help="Checkout whose gear_agent the phases run (default: this one).")
     parser.add_argument("--path", choices=("extract", "openie"), default="extract",
                         help="How triples are indexed: the extraction path (default) or OpenIE import.")
     parser.add_argument("--backend", choices=("embedded", "elasticsearch", "both"), default="embedded")
@@ -533,6 +540,8 @@ def main() -> None:
     for option in ("index", "corpus", "openie", "queries-file"):
         parser.add_argument(f"--{option}", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global CODE
+    CODE = args.code
     if args.phase:
         print(json.dumps(PHASES[args.phase](args)))
         return

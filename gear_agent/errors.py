@@ -22,5 +22,6 @@ class SettingsError(GearError, ValueError):
 
 class GearWarning(UserWarning):
     """Something a caller should know that does not stop the call (an index created where
-    none was, a run that stored text but no triples); ``warnings.simplefilter("error",
-    GearWarning)`` turns them into errors."""
+    none was, a run that stored text but no triples, ids to delete that are not stored, a
+    source that matches nothing); ``warnings.simplefilter("error", GearWarning)`` turns them
+    into errors."""

@@ -24,7 +24,15 @@ from gear_agent.config import GearSettings, settings_from
 from gear_agent.embedding import Embedder, make_embedder
 from gear_agent.errors import GearWarning
 from gear_agent.filters import WhereInput, parse_where
-from gear_agent.indexing import IndexReport, Progress, add_passages, extract_with_llm, import_openie
+from gear_agent.indexing import (
+    DeleteResult,
+    IndexReport,
+    Progress,
+    add_passages,
+    delete_passages,
+    extract_with_llm,
+    import_openie,
+)
 from gear_agent.ingest.items import Item, passages_from_items
 from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMConfigError
@@ -259,16 +267,34 @@ class Gear:
             )
             return None
 
-    def delete(self, ids: Sequence[str] = (), *, source: str | None = None) -> list[str]:
-        """Delete passages by id, or every passage of a ``source``, with their triples.
+    def delete(
+        self, ids: Sequence[str] | None = None, *, source: str | None = None, dry_run: bool = False
+    ) -> DeleteResult:
+        """Delete passages by id, and/or every passage of a ``source``, with their triples.
+
+        ``source`` matches a stored source exactly (a file), or the files under a folder;
+        ``a/corpus.json`` never matches ``b/corpus.json``. Ids that are not stored, and a
+        source that matches nothing, are reported with a :class:`GearWarning` (and in the
+        result), never ignored silently.
+
+        Args:
+            ids: Passage ids.
+            source: A source, as ``gear index`` stored it (a path is also tried normalised).
+            dry_run: Only say what would be deleted.
 
         Returns:
-            The ids deleted.
+            A :class:`~gear_agent.indexing.DeleteResult`: ``passages`` (the passages deleted,
+            or that would be: id, title, text, source), ``ids``, ``triples`` (how many went
+            with them), ``unknown_ids``; ``len()`` is the number of passages.
+
+        Example:
+            >>> gear.delete(source="reports/2024.json", dry_run=True).ids  # doctest: +SKIP
+            ['p-...']
         """
-        deleted = self.store.delete_passages(list(ids)) if ids else []
-        if source is not None:
-            deleted += self.store.delete_source(source)
-        return deleted
+        result = delete_passages(self.store, list(ids or ()), source=source, dry_run=dry_run)
+        for message in result.messages():
+            warnings.warn(message, GearWarning, stacklevel=2)
+        return result
 
     # ---- retrieval ---------------------------------------------------------
     def retriever(self, name: str = DEFAULT_RETRIEVER) -> Retriever:
@@ -307,9 +333,10 @@ class Gear:
         question = check_question(question, self.settings.max_question_chars)
         k = self.settings.top_k if k is None else _positive(k, "k")
         self._warn_if_empty()
-        parsed = checked_where(self.store, where)
-        ranked = self.retriever(retriever).retrieve(question, k, parsed)
-        return passage_records(self.store, ranked)
+        with self.store.snapshot():  # one query, one commit: the ranking and the records
+            parsed = checked_where(self.store, where)
+            ranked = self.retriever(retriever).retrieve(question, k, parsed)
+            return passage_records(self.store, ranked)
 
     def ask(
         self,
@@ -407,9 +434,11 @@ class Gear:
         self.close()
 
     def __repr__(self) -> str:
-        where = self.settings.index_dir if self.settings.backend == "embedded" else self.settings.es_url
+        from gear_agent.store.backends import backend
+
+        where = backend(self.settings.backend).location(self.settings)
         return (
-            f"Gear({str(where)!r}, passages={self.store.count('passage')}, "
+            f"Gear({where!r}, passages={self.store.count('passage')}, "
             f"triples={self.store.count('triple')}, embedding_model={self.runtime.embedder.name!r})"
         )
 

@@ -182,3 +182,86 @@ def run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]
+
+
+@dataclass(frozen=True)
+class DeleteResult:
+    """What a delete removed, or with ``dry_run`` would remove.
+
+    Attributes:
+        passages: The passages (with their text and source) deleted, or that would be.
+        triples: How many triples went (or would go) with them.
+        triples_by_passage: That count per passage id.
+        unknown_ids: Ids asked for that are not stored.
+        source: The ``source`` asked for, as matched (normalised when only that matched).
+        source_matched: Whether any stored passage has that source (None: none asked).
+        similar_sources: When ``source`` matched nothing: stored sources with the same file
+            name (what was probably meant).
+        dry_run: True when nothing was deleted.
+    """
+
+    passages: list[Passage]
+    triples: int = 0
+    triples_by_passage: dict[str, int] = field(default_factory=dict)
+    unknown_ids: list[str] = field(default_factory=list)
+    source: str | None = None
+    source_matched: bool | None = None
+    similar_sources: list[str] = field(default_factory=list)
+    dry_run: bool = False
+
+    @property
+    def ids(self) -> list[str]:
+        """Ids of :attr:`passages`."""
+        return [p.id for p in self.passages]
+
+    def __len__(self) -> int:
+        return len(self.passages)
+
+    def messages(self) -> list[str]:
+        """One line per thing the caller should know: nothing matched, unknown ids."""
+        lines = []
+        if self.unknown_ids:
+            shown = ", ".join(self.unknown_ids[:5]) + (" ..." if len(self.unknown_ids) > 5 else "")
+            lines.append(f"{len(self.unknown_ids)} id(s) are not stored: {shown}")
+        if self.source_matched is False:
+            hint = (f"; stored sources with that name: {', '.join(self.similar_sources)}"
+                    if self.similar_sources else "")
+            lines.append(f"no passage has source {self.source!r}{hint}")
+        return lines
+
+
+def delete_passages(
+    store: Store, ids: Sequence[str] = (), *, source: str | None = None, dry_run: bool = False
+) -> DeleteResult:
+    """Delete passages by id and/or every passage of a ``source`` (exact: a file, or the
+    files under a folder; a path is also tried normalised as ``gear index`` stored it),
+    with their triples and graph edges; with ``dry_run``, only say what would go.
+
+    Example:
+        >>> delete_passages(store, source="reports/2024/q1.json", dry_run=True).ids  # doctest: +SKIP
+        ['p-...', 'p-...']
+    """
+    from gear_agent.ingest.corpus import source_name
+
+    wanted = list(dict.fromkeys(ids))
+    matched, similar = None, []
+    if source is not None:
+        matched = False
+        for candidate in dict.fromkeys([source, source_name(source)]):
+            found = store.passage_ids_of_source(candidate)
+            if found:
+                source, matched = candidate, True
+                seen = set(wanted)
+                wanted.extend(i for i in found if i not in seen)
+                break
+        else:
+            similar = store.sources_like(source)
+    passages = store.get_passages(wanted)
+    stored = {p.id for p in passages}
+    unknown = [i for i in dict.fromkeys(ids) if i not in stored]
+    counts = {p.id: len(store.triples_of_passage(p.id)) for p in passages}
+    if passages and not dry_run:
+        gone = set(store.delete_passages([p.id for p in passages]))
+        passages = [p for p in passages if p.id in gone]
+    counts = {p.id: counts[p.id] for p in passages}
+    return DeleteResult(passages, sum(counts.values()), counts, unknown, source, matched, similar, dry_run)

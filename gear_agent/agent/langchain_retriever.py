@@ -71,8 +71,9 @@ class GearLangChainRetriever(BaseRetriever):
         return given
 
     def _records(self, query: str) -> list[dict[str, Any]]:
-        ranked = self.retriever.retrieve(query, self.k, parse_where(self.where))  # type: ignore[union-attr]
-        return _as_dicts(passage_records(self.store, ranked))  # type: ignore[arg-type]
+        with self.store.snapshot():  # type: ignore[union-attr] - one commit: ranking and records
+            ranked = self.retriever.retrieve(query, self.k, parse_where(self.where))  # type: ignore[union-attr]
+            return _as_dicts(passage_records(self.store, ranked))  # type: ignore[arg-type]
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun

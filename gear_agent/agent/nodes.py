@@ -76,6 +76,13 @@ def seconds_left(state: GearState) -> float | None:
     return None if at is None else at - time.time()
 
 
+def out_of_time(state: GearState) -> bool:
+    """Whether the run's time budget is spent: the nodes that are not needed for the
+    answer (link, expand) then do no work, so the run ends at its deadline."""
+    left = seconds_left(state)
+    return state.get("stop_reason") == DEADLINE or (left is not None and left <= 0)
+
+
 def run_deadline_s(state: GearState, config: RunnableConfig | None, default: float) -> float | None:
     """The run's time budget in seconds: the input's ``deadline_s``, else the context's
     (or ``configurable``'s), else ``default`` (``GEAR_DEADLINE_S``); 0 or infinity: none.
@@ -234,7 +241,8 @@ def make_retrieve(runtime: Runtime, settings: AgentSettings, base: Retriever | N
     def retrieve(state: GearState) -> Update:
         k, where = settings.base_k, parse_where(state.get("where"))
         retriever = base if base is not None else steps.base_retriever(runtime, settings)
-        ranked = retriever.retrieve(state["query"], k, where)
+        with runtime.store.snapshot():  # the node's reads see one commit
+            ranked = retriever.retrieve(state["query"], k, where)
         return {"base": steps.to_dicts(ranked)}
 
     return retrieve
@@ -281,7 +289,10 @@ def make_link(runtime: Runtime, settings: AgentSettings) -> Node:
 
     def link(state: GearState) -> Update:
         proximal = state.get("proximal", [])
-        linked = steps.link_triples(runtime, settings, proximal, parse_where(state.get("where")))
+        if out_of_time(state):
+            return {"linked": [], "gist_memory": proximal}
+        with runtime.store.snapshot():
+            linked = steps.link_triples(runtime, settings, proximal, parse_where(state.get("where")))
         return {"linked": linked, "gist_memory": proximal}
 
     return link
@@ -293,9 +304,12 @@ def make_expand(runtime: Runtime, settings: AgentSettings, expansion: steps.Expa
 
     def expand(state: GearState) -> Update:
         base = steps.from_dicts(state.get("base", []))
+        if out_of_time(state):  # this iteration's list is its base list
+            return {"retrieved": [steps.to_dicts(base)]}
         where = parse_where(state.get("where"))
         linked = state.get("linked", [])
-        expanded = steps.expand(runtime, settings, state["query"], linked, expansion, where)
+        with runtime.store.snapshot():
+            expanded = steps.expand(runtime, settings, state["query"], linked, expansion, where)
         size = max(len({p.id for p in base} | {p.id for p in expanded}), 1)
         fused = fuse_passages([base, expanded], k=size, rrf_k=settings.rrf_k)
         return {"retrieved": [steps.to_dicts(fused)]}
@@ -379,10 +393,12 @@ def make_finalize(runtime: Runtime, settings: AgentSettings) -> Node:
         k = state.get("top_k", settings.top_k)
         retrieved = [steps.from_dicts(r) for r in state.get("retrieved", [])]
         where = parse_where(state.get("where"))
-        ranked = steps.final_ranking(
-            runtime, settings, state.get("gist_memory", []), retrieved, k, where)
+        with runtime.store.snapshot():
+            ranked = steps.final_ranking(
+                runtime, settings, state.get("gist_memory", []), retrieved, k, where)
+            records = passage_records(runtime.store, ranked)
         update: Update = {
-            "passages": [r.to_dict() for r in passage_records(runtime.store, ranked)],
+            "passages": [r.to_dict() for r in records],
             "stop_reason": stop_reason_of(state, settings.max_iterations),
             "iterations": state.get("iteration", 1),
         }

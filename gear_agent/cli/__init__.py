@@ -1,5 +1,5 @@
-"""The `gear` command line: index, info, delete, check, search, ask, eval, retrievers, serve,
-trace, graph, sirerag.
+"""The `gear` command line: index, info, delete, check, migrate, search, ask, eval, retrievers,
+serve, trace, graph, sirerag.
 
 Importing this package loads typer and rich only: every command imports what it needs
 when it runs, so `gear --help` and a failed check answer in well under a second.
@@ -52,6 +52,7 @@ app.command("index", cls=GearCommand)(index_cmd.index)
 app.command("info", cls=GearCommand)(index_cmd.info)
 app.command("delete", cls=GearCommand)(index_cmd.delete)
 app.command("check", cls=GearCommand)(check_cmd.check)
+app.command("migrate", cls=GearCommand)(check_cmd.migrate)
 app.command("search", cls=GearCommand)(search_cmd.search)
 app.command("ask", cls=GearCommand)(ask_cmd.ask)
 app.command("eval", cls=GearCommand)(eval_cmd.eval_)

@@ -1,5 +1,6 @@
-"""`gear check`: the integrity of the index, like SQLite's ``PRAGMA integrity_check`` (the
-embedded index's files, or an Elasticsearch index's documents: ``store/es_check.py``)."""
+"""`gear check` and `gear migrate`: an index's integrity (like SQLite's ``PRAGMA
+integrity_check``: the embedded index's files, or an Elasticsearch index's documents), its
+repair, and its format."""
 
 from __future__ import annotations
 
@@ -8,79 +9,86 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from gear_agent.cli.common import IndexOpt, load_settings, reports_errors, results
+from gear_agent.cli.common import IndexOpt, console, load_settings, reports_errors, results
 
 
 @reports_errors
 def check(
     index_dir: IndexOpt = None,
-    repair: Annotated[bool, typer.Option("--repair", help="Rebuild damaged derived parts; re-embed damaged vectors.")] = False,
+    repair: Annotated[bool, typer.Option(
+        "--repair", help="Rebuild what is derived from the texts: re-embed damaged, missing or truncated "
+                         "vector files; rebuild BM25, ANN parts and the PPR graph cache.")] = False,
 ) -> None:
-    """Check every part of the index (records, vectors, BM25, ANN, PPR graph cache); exit 1 when damaged."""
-    from gear_agent.store.check import check_index
+    """Check every part of the index (records, vectors, BM25, ANN, PPR graph cache, the last
+    commit); exit 1 when damaged."""
+    from gear_agent.store.backends import backend
+    from gear_agent.store.base import StoreError
 
     settings = load_settings(index_dir)
-    if settings.backend == "elasticsearch":
-        _check_elasticsearch(settings, repair)
-        return
-    report = check_index(settings.index_dir)
+    row = backend(settings.backend)
+    if row.check is None:
+        raise StoreError(f"`gear check` cannot check the {row.name} backend")
+    report = row.check(settings)
     _print(report)
     if repair and not report.ok:
-        from gear_agent.embedding import make_embedder
-        from gear_agent.store.check import repair as repair_index
-        from gear_agent.store.embedded import EmbeddedStore
-
-        store = EmbeddedStore.open(settings.index_dir, make_embedder(settings), create=False,
-                                   tokenizer=settings.bm25_tokenizer, verify=False)
-        for line in repair_index(store, report):
-            results.print(f"repaired: {line}")
-        if any(item.name == "PPR graph cache" and not item.ok for item in report.items):
-            from gear_agent.expansion.ppr_graph import load_or_build
-            from gear_agent.store.derived_files import PPR_GRAPH_FILE
-
-            load_or_build(store, store.embedder, settings.ppr_synonym_threshold,
-                          settings.index_dir / PPR_GRAPH_FILE)
-            results.print("repaired: rebuilt the PPR graph cache from the store")
-        report = check_index(settings.index_dir)
+        for line in _repair(settings, row, report):
+            results.print(f"repaired: {line}", highlight=False, soft_wrap=True)
+        report = row.check(settings)
         _print(report)
     if not report.ok:
         results.print("[bold red]damaged:[/] " + "; ".join(f"{i.name}: {i.detail}" for i in report.items if not i.ok),
                       highlight=False, soft_wrap=True)
+        if not repair and report.repairable:
+            console.print("run `gear check --repair` to rebuild it", highlight=False)
         raise typer.Exit(1)
     results.print("ok")
 
 
-def _check_elasticsearch(settings, repair: bool) -> None:  # noqa: ANN001 - GearSettings
-    """The Elasticsearch index of GEAR_ES_INDEX_PREFIX; ``--repair`` rebuilds the PPR graph
-    cache (the only derived part; the cluster owns its indices)."""
-    from gear_agent.store.es_check import check_elasticsearch
-    from gear_agent.store.es_client import ElasticsearchSettings
+def _repair(settings, row, report) -> list[str]:  # noqa: ANN001
+    """Mend what ``report`` found that can be mended; what was done, one line each."""
+    from gear_agent.cli.progress import ProgressBoard
+    from gear_agent.embedding import make_embedder
 
-    es_settings = ElasticsearchSettings.from_gear(settings)
-    report = check_elasticsearch(es_settings)
-    _print(report)
-    damaged = [i for i in report.items if not i.ok]
-    if repair and any(i.name == "PPR graph cache" for i in damaged):
-        from gear_agent.embedding import make_embedder
-        from gear_agent.expansion.ppr_graph import load_or_build
-        from gear_agent.store import open_store
-        from gear_agent.store.derived_files import PPR_GRAPH_FILE
+    embedder = make_embedder(settings)
+    with ProgressBoard() as board, board.embedding():
+        done = row.repair(settings, report, embedder, board.stage)
+        if report.failing("PPR graph cache"):
+            from gear_agent.expansion.ppr_graph import rebuild_cache
+            from gear_agent.store import open_store
 
-        with open_store(settings, make_embedder(settings), create=False) as store:
-            load_or_build(store, store.embedder, settings.ppr_synonym_threshold,
-                          store.derived_dir / PPR_GRAPH_FILE)
-        results.print("repaired: rebuilt the PPR graph cache from the index")
-        report = check_elasticsearch(es_settings)
-        _print(report)
-        damaged = [i for i in report.items if not i.ok]
-    if damaged:
-        results.print("[bold red]damaged:[/] " + "; ".join(f"{i.name}: {i.detail}" for i in damaged),
-                      highlight=False, soft_wrap=True)
-        raise typer.Exit(1)
-    results.print("ok")
+            store = open_store(settings, embedder, create=False)
+            try:
+                rebuild_cache(store, embedder, settings.ppr_synonym_threshold, board.graph_stages())
+            finally:
+                store.close()
+            done.append("rebuilt the PPR graph cache (its phrase ANN included) from the store")
+    return done
 
 
-def _print(report) -> None:
+@reports_errors
+def migrate(index_dir: IndexOpt = None) -> None:
+    """Convert an index of the previous format (CURRENT + gen-* folders) into this one, in
+    place: records, extraction marks and vectors are copied (nothing is re-embedded) and the
+    old files are left untouched (loads no model)."""
+    from gear_agent.embedding.base import NamedEmbedder
+    from gear_agent.store.base import StoreError
+    from gear_agent.store.legacy import migrate as migrate_index
+    from gear_agent.store.manifest import read_manifest
+
+    settings = load_settings(index_dir)
+    if settings.backend != "embedded":
+        raise StoreError("`gear migrate` converts embedded indexes (GEAR_BACKEND=embedded)")
+    manifest = read_manifest(settings.index_dir)
+    if manifest is None or manifest.get("format_version") != 1:
+        raise StoreError(f"nothing to migrate at {settings.index_dir}: it holds no index of the previous format")
+    embedder = NamedEmbedder(str(manifest["embedding_model"]), int(manifest["dimension"]))
+    counts = migrate_index(settings.index_dir, embedder, settings.bm25_tokenizer)
+    results.print(f"migrated {counts['passages']:,} passages and {counts['triples']:,} triples into "
+                  f"{settings.index_dir}/index.sqlite; the old CURRENT and gen-* files were left in place",
+                  highlight=False, soft_wrap=True)
+
+
+def _print(report) -> None:  # noqa: ANN001
     table = Table(title=f"check of {report.root}")
     table.add_column("part")
     table.add_column("state")

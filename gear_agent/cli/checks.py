@@ -28,13 +28,15 @@ def require_index(settings: GearSettings, *, missing_ok: bool = False) -> dict[s
         ModelMismatchError: The index was built with another embedding model than the
             configured one (compared by name, so no model is loaded to find out).
     """
-    if settings.backend != "embedded":
+    from gear_agent.store.backends import backend
+
+    row = backend(settings.backend)
+    if row.manifest is None:
         return None
     from gear_agent.embedding import embedder_name
     from gear_agent.store import ModelMismatchError, StoreError
-    from gear_agent.store.manifest import read_manifest
 
-    manifest = read_manifest(settings.index_dir)
+    manifest = row.manifest(settings)
     if manifest is None and missing_ok:
         return None
     if manifest is None:
@@ -51,6 +53,28 @@ def require_index(settings: GearSettings, *, missing_ok: bool = False) -> dict[s
             "in another directory."
         )
     return manifest
+
+
+def refuse_damaged_index(settings: GearSettings) -> None:
+    """Refuse to write into an index whose database fails SQLite's check (``quick_check``;
+    ``gear check`` runs the full one): new records would land in pages that cannot be
+    trusted.
+
+    Raises:
+        IndexCorruptError: the check found damage (the message names ``gear check``).
+    """
+    from gear_agent.store.backends import backend
+
+    row = backend(settings.backend)
+    if row.integrity_errors is None or row.manifest is None or row.manifest(settings) is None:
+        return
+    from gear_agent.store.base import IndexCorruptError
+
+    problems = row.integrity_errors(settings)
+    if problems:
+        raise IndexCorruptError(
+            f"the index at {settings.index_dir} fails SQLite's integrity check ({'; '.join(problems)[:200]}); "
+            "nothing was added. Run `gear check`, and index into a new folder")
 
 
 def require_llm(settings: GearSettings) -> None:
@@ -88,15 +112,16 @@ def open_store_without_model(settings: GearSettings) -> Store:
         StoreError: There is no index.
     """
     from gear_agent.store import StoreError, open_store
+    from gear_agent.store.backends import backend
 
-    if settings.backend != "embedded":
+    row = backend(settings.backend)
+    if row.manifest is None:
         from gear_agent.embedding import make_embedder
 
         return open_store(settings, make_embedder(settings), create=False)
     from gear_agent.embedding.base import NamedEmbedder
-    from gear_agent.store.manifest import read_manifest
 
-    manifest = read_manifest(settings.index_dir)
+    manifest = row.manifest(settings)
     if manifest is None:
         raise StoreError(f"no index at {settings.index_dir}: build one with `gear index CORPUS`")
     embedder = NamedEmbedder(str(manifest["embedding_model"]), int(manifest["dimension"]))

@@ -78,10 +78,12 @@ def eval_(
             from gear_agent.cli.sirerag_cmd import print_report, run_build, sirerag_settings
 
             print_report(run_build(runtime, sirerag, sirerag_settings(2, 1, 0, concurrency)))
+        from gear_agent.store.nodes import node_store_of
+
         builders = {name: make_retriever(name, runtime) for name in names}
         for name in names:
             warn_without_triples(check_name(name), runtime.store)
-            if name.endswith("sirerag") and not runtime.store.node_store().count():
+            if name.endswith("sirerag") and not node_store_of(runtime.store).count():
                 console.print(f"[yellow]{name}: the index holds no SiReRAG nodes, so the pool is the "
                               "passages alone (build it with --sirerag ablation|full)[/]")
         embedded = board.counter("embed questions", unit="questions")

@@ -33,11 +33,11 @@ def index(
     interrupted run keeps what it committed. Progress bars show each stage with its rate
     and time left.
     """
-    from gear_agent.cli.checks import require_index
+    from gear_agent.cli.checks import refuse_damaged_index, require_index
     from gear_agent.cli.progress import ProgressBoard
     from gear_agent.embedding import make_embedder
     from gear_agent.indexing import IndexReport, add_passages, import_openie
-    from gear_agent.ingest.corpus import read_corpus
+    from gear_agent.ingest.corpus import read_corpus, source_name
     from gear_agent.ingest.openie import read_openie
     from gear_agent.llm import LLMClient
     from gear_agent.store import open_store
@@ -45,7 +45,7 @@ def index(
     settings = load_settings(index_dir, embedding_model=model)
     started = time.perf_counter()
     passages = read_corpus(corpus, settings.chunk_words, settings.chunk_overlap_words,
-                           settings.record_max_words)
+                           settings.record_max_words, source=source_name(corpus))
     if dry_run:
         _dry_run(settings, passages)
         return
@@ -54,6 +54,7 @@ def index(
     triples = read_openie(openie, settings.ground_openie) if openie is not None else None
     llm = LLMClient.from_settings(settings) if extract else None
     require_index(settings, missing_ok=True)  # built by another model: say so before loading
+    refuse_damaged_index(settings)  # never add to an index that fails SQLite's own check
     embedder = make_embedder(settings)
     store = open_store(settings, embedder)
     report = IndexReport()
@@ -105,18 +106,20 @@ def _print_report(report, total: float) -> None:
 
 
 def _print_info(store, settings) -> None:
+    from gear_agent.store.backends import backend
+
+    row = backend(settings.backend)
     table = Table(title="index", show_header=False)
-    table.add_row("backend", settings.backend)
-    table.add_row("location", str(settings.index_dir) if settings.backend == "embedded" else str(settings.es_url))
+    table.add_row("backend", row.name)
+    table.add_row("location", row.location(settings))
     table.add_row("embedding model", f"{store.embedding_model} (dimension {store.dimension})")
     passages, triples = store.count("passage"), store.count("triple")
     unextracted = len(store.unextracted_passages())
     table.add_row("passages", f"{passages:,}")
     table.add_row("triples", f"{triples:,}" + _triples_hint(triples, passages))
     table.add_row("passages not yet extracted", f"{unextracted:,}" + _extract_hint(unextracted))
-    size = getattr(store, "size_on_disk", None)
-    if size is not None:
-        table.add_row("size on disk", f"{size() / 1e6:.1f} MB")
+    if row.size_on_disk is not None:
+        table.add_row("size on disk", f"{row.size_on_disk(settings) / 1e6:.1f} MB")
     results.print(table)
     _next_step(settings, passages)
 
@@ -133,8 +136,11 @@ def _triples_hint(triples: int, passages: int) -> str:
 
 
 def _next_step(settings, passages: int) -> None:
+    from gear_agent.store.backends import backend
+
     if passages:
-        where = f" --index {settings.index_dir}" if settings.backend == "embedded" else ""
+        option = backend(settings.backend).index_option(settings)
+        where = f" {option}" if option else ""
         console.print(f'next: gear search "your question"{where}', highlight=False,
                       soft_wrap=True, markup=False)
 
@@ -142,11 +148,16 @@ def _next_step(settings, passages: int) -> None:
 @reports_errors
 def info(index_dir: IndexOpt = None) -> None:
     """Counts, embedding model and size on disk of the index (loads no model)."""
+    from gear_agent.store.backends import backend
     from gear_agent.store.base import StoreError
-    from gear_agent.store.embedded import read_manifest, size_on_disk
+    from gear_agent.store.manifest import size_on_disk
 
     settings = load_settings(index_dir)
-    manifest = read_manifest(settings.index_dir)
+    row = backend(settings.backend)
+    if row.manifest is None:
+        raise StoreError(f"`gear info` reads embedded indexes; for the {row.name} backend, `gear index` "
+                         "prints the counts after a run")
+    manifest = row.manifest(settings)
     if manifest is None:
         raise StoreError(f"no index at {settings.index_dir}: build one with `gear index CORPUS`")
     table = Table(title=f"index at {settings.index_dir}", show_header=False)
@@ -155,9 +166,9 @@ def info(index_dir: IndexOpt = None) -> None:
     table.add_row("triples", f"{manifest['triples']:,}")
     table.add_row("passages extracted", f"{manifest.get('extracted_passages', 0):,}")
     if manifest["format_version"] == 1:
-        table.add_row("format", "previous (CURRENT + gen-*); the next open migrates it")
+        table.add_row("format", f"previous (CURRENT + gen-*); convert it with `gear migrate --index {settings.index_dir}`")
     else:
-        table.add_row("last commit", str(manifest.get("committed_at", "?")))
+        table.add_row("last commit", f"{manifest.get('committed_at', '?')} (generation {manifest.get('generation', 0)})")
         table.add_row("BM25 tokenizers", ", ".join(manifest.get("tokenizers", [])))
         table.add_row("size on disk", f"{size_on_disk(settings.index_dir) / 1e6:.1f} MB")
     results.print(table)
@@ -190,19 +201,33 @@ def _print_hints(settings, manifest) -> None:
 def delete(
     ids: Annotated[list[str] | None, typer.Argument(metavar="[ID]...", help="Passage ids to delete.")] = None,
     source: Annotated[str | None, typer.Option(
-        metavar="SOURCE", help="Delete every passage from this source (file path or corpus name).")] = None,
+        metavar="SOURCE", help="Delete every passage of this source: the corpus path as `gear index` was "
+                               "given it (a file, or every file under a folder); matched exactly, never "
+                               "by file name alone.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be deleted; delete nothing.")] = False,
     index_dir: IndexOpt = None,
 ) -> None:
     """Delete passages (by id or by source) with their triples and graph edges (loads no model)."""
     from gear_agent.cli.checks import open_store_without_model
+    from gear_agent.indexing import delete_passages
     from gear_agent.store.base import StoreError
 
     if not ids and not source:
         raise StoreError("name passage ids or --source to delete")
     settings = load_settings(index_dir)
     store = open_store_without_model(settings)
-    deleted = store.delete_passages(ids) if ids else []
-    if source:
-        deleted += store.delete_source(source)
-    results.print(f"deleted {len(deleted)} passages; {store.count('passage'):,} passages and "
-                  f"{store.count('triple'):,} triples remain")
+    result = delete_passages(store, ids or [], source=source, dry_run=dry_run)
+    for message in result.messages():
+        console.print(f"[yellow]note:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    if dry_run:
+        for passage in result.passages:
+            results.print(f"would delete {passage.id}  {passage.source}  {passage.title[:60]}",
+                          highlight=False, soft_wrap=True, markup=False)
+        results.print(f"dry run: {len(result)} passages and {result.triples:,} triples would be deleted; "
+                      "nothing was deleted", highlight=False)
+        return
+    if not result.passages:
+        results.print("deleted 0 passages: nothing deleted", highlight=False)
+        raise typer.Exit(1)
+    results.print(f"deleted {len(result)} passages and {result.triples:,} triples; {store.count('passage'):,} "
+                  f"passages and {store.count('triple'):,} triples remain", highlight=False)

@@ -99,8 +99,9 @@ def search(
     checked = checked_where(runtime.store, where)  # says so when no passage passes
     with ProgressBoard() as board, board.embedding():  # a PPR graph's first build is long
         report_graph_build(runtime, board)
-        ranked = make_retriever(retriever, runtime).retrieve(question, k, checked)
-    records = passage_records(runtime.store, ranked)
+        with runtime.store.snapshot():  # the ranking and the records of one commit
+            ranked = make_retriever(retriever, runtime).retrieve(question, k, checked)
+            records = passage_records(runtime.store, ranked)
     if as_json:
         report = {
             "question": question,

@@ -124,8 +124,16 @@ def info(
     """Nodes per tree, kind and level (loads no model)."""
     from gear_agent.cli.checks import open_store_without_model
     from gear_agent.sirerag import BuildReport
+    from gear_agent.sirerag.build import GENERATION_KEY
+    from gear_agent.store.nodes import node_store_of
 
     store = open_store_without_model(load_settings(index_dir))
-    nodes = store.node_store()
+    nodes = node_store_of(store)
     report = BuildReport(nodes.get_meta("mode") or "none", levels=nodes.levels())
     print_report(report, counts=False)
+    built_at = nodes.get_meta(GENERATION_KEY)
+    if built_at is not None:
+        added = len(store.changes_since(int(built_at)).passages_added)
+        console.print(f"the pool reflects commit {built_at}; the index is at commit {store.generation()}"
+                      + (f": {added:,} passages added since are not in its trees (run `gear sirerag build`)"
+                         if added else ""), highlight=False)

@@ -56,6 +56,11 @@ def report_embedding(done: int, total: int) -> None:
         callback(done, total)
 
 
+class EmbeddingServiceError(GearError, RuntimeError):
+    """An embedding endpoint or model failed: unreachable, an error status, or vectors that
+    are not one row per text of one length; the message names the endpoint."""
+
+
 class EmbeddingUnavailableError(GearError, RuntimeError):
     """Text was to be embedded by an embedder that only names a model (see
     :class:`NamedEmbedder`)."""
@@ -121,3 +126,22 @@ def normalise_rows(matrix: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return matrix / norms
+
+
+def rows_of_one_length(rows: Sequence[Sequence[float]], texts: int, where: str) -> np.ndarray:
+    """``rows`` as a float32 matrix, refused in one line unless there is one row per text
+    and every row has the same length.
+
+    Raises:
+        EmbeddingServiceError: rows of mixed lengths, or not one per text.
+    """
+    lengths = sorted({len(r) for r in rows})
+    if len(lengths) > 1:
+        raise EmbeddingServiceError(f"{where} returned vectors of mixed lengths "
+                                    f"({', '.join(map(str, lengths[:5]))}) for one batch; nothing was stored")
+    if len(rows) != texts:
+        raise EmbeddingServiceError(f"{where} returned {len(rows)} vectors for {texts} texts; nothing was stored")
+    try:
+        return np.asarray(rows, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise EmbeddingServiceError(f"{where} returned vectors that are not numbers ({exc})") from None

@@ -8,7 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from gear_agent.embedding.base import Embedder, normalise_rows
+from gear_agent.embedding.base import (
+    Embedder,
+    EmbeddingServiceError,
+    normalise_rows,
+    rows_of_one_length,
+)
 from gear_agent.errors import GearError
 
 
@@ -103,9 +108,10 @@ class LangChainEmbedder(Embedder):
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if len(texts) == 0:
             return np.zeros((0, self._dimension or 0), dtype=np.float32)
-        vectors = np.asarray(self.embeddings.embed_documents(list(texts)), dtype=np.float32)
-        if vectors.ndim != 2 or len(vectors) != len(texts):
-            raise ValueError(
+        vectors = rows_of_one_length(self.embeddings.embed_documents(list(texts)), len(texts),
+                                     f"the embedding model {self.name}")
+        if vectors.ndim != 2:
+            raise EmbeddingServiceError(
                 f"{self.name}: embed_documents returned shape {vectors.shape} for {len(texts)} texts"
             )
         self._dimension = int(vectors.shape[1])

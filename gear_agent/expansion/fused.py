@@ -31,11 +31,24 @@ class FusedExpansionRetriever(Retriever):
     def parts(
         self, query: str, k: int, where: Where | None = None
     ) -> tuple[list[RankedPassage], list[RankedPassage]]:
-        """The two lists that are fused: NaiveGE's and PPR's, computed concurrently."""
+        """The two lists that are fused: NaiveGE's and PPR's, computed concurrently, both of
+        one commit (each worker pins its own; when a commit landed between the two pins, they
+        are computed again, in the end one after the other in one snapshot)."""
         self.ppr.graph  # noqa: B018 - build/load the graph once, outside the worker threads
-        beam = self._pool.submit(self.naive_ge.retrieve, query, k, where)
-        ppr = self._pool.submit(self.ppr.retrieve, query, k, where)
-        return beam.result(), ppr.result()
+        store = self.ppr.store
+
+        def at_one_commit(retrieve):  # noqa: ANN001, ANN202
+            with store.snapshot():
+                return store.generation(), retrieve(query, k, where)
+
+        for _ in range(2):
+            beam = self._pool.submit(at_one_commit, self.naive_ge.retrieve)
+            ppr = self._pool.submit(at_one_commit, self.ppr.retrieve)
+            (g_beam, naive), (g_ppr, walked) = beam.result(), ppr.result()
+            if g_beam == g_ppr:
+                return naive, walked
+        with store.snapshot():
+            return self.naive_ge.retrieve(query, k, where), self.ppr.retrieve(query, k, where)
 
     def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
         check_request(query, k)

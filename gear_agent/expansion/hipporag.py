@@ -128,10 +128,11 @@ class HippoRAGRetriever(Retriever):
     def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
         check_request(query, k)
         vector = self.ppr.encode(query)
-        seeds, mass = self.query_nodes(query, vector)  # once, however often the filter asks
-        return keep_top_passing(
-            self.ppr.store, lambda n: self.ranked_from(vector, seeds, mass, n), k, where
-        )
+        with self.ppr.store.snapshot(), self.ppr.lock:  # one commit; the graph held still
+            seeds, mass = self.query_nodes(query, vector)  # once, however often the filter asks
+            return keep_top_passing(
+                self.ppr.store, lambda n: self.ranked_from(vector, seeds, mass, n), k, where
+            )
 
     def query_nodes(self, query: str, vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The query nodes (phrase vertices) and their restart mass: the
@@ -145,7 +146,8 @@ class HippoRAGRetriever(Retriever):
     def ranked(self, query: str, k: int) -> list[RankedPassage]:
         """The top ``k`` passages by HippoRAG's PPR (dense search fills a short list)."""
         vector = self.ppr.encode(query)
-        return self.ranked_from(vector, *self.query_nodes(query, vector), k)
+        with self.ppr.store.snapshot(), self.ppr.lock:
+            return self.ranked_from(vector, *self.query_nodes(query, vector), k)
 
     def ranked_from(
         self, vector: np.ndarray, seeds: np.ndarray, mass: np.ndarray, k: int

@@ -39,6 +39,7 @@ class NaiveGERetriever(Retriever):
 
     def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
         check_request(query, k)
-        base_list = self.base.retrieve(query, self.base_k, where)
-        expanded = keep_passing(self.beam.store, self.expand(query, base_list), where)
+        with self.beam.store.snapshot():  # the base list and the walk read one commit
+            base_list = self.base.retrieve(query, self.base_k, where)
+            expanded = keep_passing(self.beam.store, self.expand(query, base_list), where)
         return fuse_passages([base_list, expanded], k=k, rrf_k=self.rrf_k)

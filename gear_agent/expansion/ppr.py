@@ -33,6 +33,7 @@ Two ways to compute the walk (``method``, setting ``ppr_method``):
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -277,7 +278,7 @@ def _lowest_score(store: Store, collection: str, query_vector: np.ndarray) -> fl
     return -worst[0].score if worst else None
 
 
-def _seeds(
+def choose_seeds(
     store: Store,
     query: str,
     query_vector: np.ndarray,
@@ -285,7 +286,8 @@ def _seeds(
     seed_triples: int,
     filter_fn: FilterFn | None,
 ) -> tuple[list[Triple], list[float]]:
-    """Seed triples and their query cosines, min-max normalised over all triples (HippoRAG 2)."""
+    """Seed triples and their query cosines, min-max normalised over all triples (HippoRAG 2);
+    ``filter_fn`` (recognition memory, an LLM call) keeps some of the query's top triples."""
     best = store.vector_search(
         "triple", query_vector, seed_triples if seed_triple_ids is None else 1
     )
@@ -324,6 +326,7 @@ def ppr_expand(
     method: Literal["local", "global"] = "local",
     tolerance: float = 1e-7,
     dense_passages: int = 1000,
+    seeds: tuple[list[Triple], list[float]] | None = None,
     passage_sharpness: float = 1.0,
     query_entity_weight: float = 0.0,
     walk: Walk | None = None,
@@ -349,6 +352,8 @@ def ppr_expand(
         tolerance: Local push tolerance (:func:`push_personalized_pagerank`).
         dense_passages: Local: how many of the query's nearest passages get restart mass
             (every passage when the corpus has at most twice as many: :func:`dense_list_size`).
+        seeds: The seed triples and their normalised scores when already chosen
+            (:func:`choose_seeds`); the other seed arguments are then not used.
         passage_sharpness: Power of the normalised dense score in a passage's restart
             mass (:func:`passage_mass`; HippoRAG 2: 1).
         query_entity_weight: Restart mass, divided by specificity, of each phrase node the
@@ -372,7 +377,8 @@ def ppr_expand(
     if method not in ("local", "global"):
         raise ValueError(f"unknown PPR method {method!r}; known: local, global")
     query_vector = np.asarray(query_vector, dtype=np.float32)
-    triples, scores = _seeds(store, query, query_vector, seed_triple_ids, seed_triples, filter_fn)
+    triples, scores = seeds if seeds is not None else choose_seeds(
+        store, query, query_vector, seed_triple_ids, seed_triples, filter_fn)
     phrases = seed_phrase_mass(graph, triples, scores)
     if query_entity_weight > 0:
         phrases = add_query_entities(graph, query, phrases, query_entity_weight)
@@ -545,9 +551,12 @@ def _uniform_passage_ppr(
 class PPRRetriever(Retriever):
     """``ppr``: HippoRAG 2's retrieval by Personalized PageRank from query-linked triples.
 
-    The graph is built on first use (or loaded from ``graph_path``, by default a file
-    beside an embedded index) and brought up to date whenever the store's passage or
-    triple count changes.
+    The graph is built on first use (or loaded from ``graph_path``, by default a file in
+    the store's folder for derived files) and kept at the store's commit by one rule: it
+    records the generation it reflects, takes in the changes since after every commit this
+    process makes (the write path: :meth:`Store.subscribe`), and checks the generation at
+    every query (another process may have written); a query sees one commit, graph and
+    records alike (:meth:`Store.snapshot`).
 
     Args:
         store: The index.
@@ -557,8 +566,9 @@ class PPRRetriever(Retriever):
             :func:`gear_agent.expansion.ppr_filter.make_llm_filter`); none when None.
             ``GearSettings.ppr_filter`` is for the caller that builds it.
         graph: A ready graph; built or loaded when None.
-        graph_path: Where the graph is cached; ``"auto"`` means ``ppr-graph.npz`` in an
-            embedded index's folder (no cache for other backends); None, no cache.
+        graph_path: Where the graph is cached; ``"auto"`` means ``ppr-graph.npz`` in the
+            store's :attr:`~gear_agent.store.base.Store.derived_dir` (no cache for a backend
+            without one); None, no cache.
 
     Example:
         >>> retriever = PPRRetriever(store, QueryEncoder(embedder), settings)  # doctest: +SKIP
@@ -581,29 +591,39 @@ class PPRRetriever(Retriever):
         self.store, self.encode, self.filter_fn = store, encode, filter_fn
         self.graph_path = _graph_path(store) if graph_path == "auto" else graph_path
         self._graph = graph
+        self.lock = threading.RLock()
+        """Held while the graph is updated or walked (the graph is updated in place); hold it
+        to use :attr:`graph` from outside (``hipporag`` does)."""
         self.progress: GraphProgress | None = None
         """``progress(stage, done, total)`` while the graph is built or updated (the CLI
         points it at its progress board); None reports nothing."""
+        self._unsubscribe = store.subscribe(self._committed)
+
+    def _committed(self, generation: int) -> None:
+        """After a commit this process made: take its changes in now (the write path)."""
+        with self.lock:
+            if self._graph is not None and self._graph.generation != generation:
+                self._graph.update(self.store, self.progress)
 
     @property
     def graph(self) -> PPRGraph:
-        """The PPR graph: built or loaded on first use, updated when the store's counts change."""
-        graph = self._graph
-        if graph is None or (graph.n_passages, graph.n_triples) != (
-            self.store.count("passage"),
-            self.store.count("triple"),
-        ):
-            path = None if self.graph_path is None else Path(self.graph_path)
-            threshold = self.settings.ppr_synonym_threshold
-            self._graph = load_or_build(
-                self.store, self.encode.embedder, threshold, path, graph=graph,
-                progress=self.progress,
-            )
-        return self._graph
+        """The PPR graph at the store's commit: built or loaded on first use, brought up to
+        date (and saved) when the store's generation moved since."""
+        with self.lock, self.store.snapshot():
+            graph = self._graph
+            if graph is None or graph.generation != self.store.generation() or graph.unsaved:
+                path = None if self.graph_path is None else Path(self.graph_path)
+                threshold = self.settings.ppr_synonym_threshold
+                self._graph = load_or_build(
+                    self.store, self.encode.embedder, threshold, path, graph=graph,
+                    progress=self.progress,
+                )
+            return self._graph
 
     def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
         check_request(query, k)
-        return keep_top_passing(self.store, lambda n: self.expand(query, None, n), k, where)
+        with self.store.snapshot():
+            return keep_top_passing(self.store, lambda n: self.expand(query, None, n), k, where)
 
     def expand(
         self, query: str, seed_triple_ids: Sequence[str] | None, k: int
@@ -617,26 +637,22 @@ class PPRRetriever(Retriever):
         seeds walk HippoRAG 2's graph as the LLM replay recorded it (by default).
         """
         s = self.settings
-        graph = self.graph
-        title_weight, sharpness, entities = s.knobs(seeds_given=seed_triple_ids is not None)
-        return ppr_expand(
-            self.store,
-            graph,
-            query,
-            self.encode(query),
-            seed_triple_ids,
-            k,
-            damping=s.ppr_damping,
-            passage_weight=s.ppr_passage_weight,
-            seed_triples=s.ppr_seed_triples,
-            filter_fn=self.filter_fn,
-            method=s.ppr_method,
-            tolerance=s.ppr_tolerance,
-            dense_passages=s.ppr_dense_passages,
-            passage_sharpness=sharpness,
-            query_entity_weight=entities,
-            walk=walk_of(graph, self.store, title_weight),
-        )
+        with self.store.snapshot():
+            vector = self.encode(query)
+            seeds = None
+            if self.filter_fn is not None and seed_triple_ids is None:  # an LLM call: outside the lock
+                seeds = choose_seeds(self.store, query, vector, None, s.ppr_seed_triples, self.filter_fn)
+            title_weight, sharpness, entities = s.knobs(seeds_given=seed_triple_ids is not None)
+            with self.lock:
+                graph = self.graph
+                return ppr_expand(
+                    self.store, graph, query, vector, seed_triple_ids, k,
+                    damping=s.ppr_damping, passage_weight=s.ppr_passage_weight,
+                    seed_triples=s.ppr_seed_triples, filter_fn=self.filter_fn, method=s.ppr_method,
+                    tolerance=s.ppr_tolerance, dense_passages=s.ppr_dense_passages, seeds=seeds,
+                    passage_sharpness=sharpness, query_entity_weight=entities,
+                    walk=walk_of(graph, self.store, title_weight),
+                )
 
 
 def _graph_path(store: Store) -> Path | None:

@@ -29,11 +29,16 @@ Edges live in numpy arrays (sorted pair keys with their relation count, synonym 
 contains flag); the walk reads a scipy CSR matrix built from them, and :attr:`PPRGraph.graph`
 is an igraph view built on demand (checks, export).
 
-The graph grows with :meth:`PPRGraph.update`: it embeds only phrases it does not hold yet and
-adds only new nodes and edges (new synonym pairs are searched between the new phrases and
-all phrases). Deleted passages or triples are handled by a rebuild from the store, which
-reuses the vectors of the phrases it held, so a rebuild embeds nothing again. An update
-reports ``progress(stage, done, total)`` to the callback given (``read``, ``embed``,
+The graph records the store generation it reflects (:attr:`PPRGraph.generation`) and
+:meth:`PPRGraph.update` brings it to the store's latest commit by the store's one rule
+(:func:`gear_agent.store.changes.bring_up_to_date`): it reads the store's change feed,
+embeds only phrases it does not hold yet and adds only new nodes and edges (new synonym
+pairs are searched between the new phrases and all phrases). When the changes remove
+passages or triples, it is rebuilt from the store, reusing the vectors of the phrases it
+held, so a rebuild embeds nothing again. It is never judged fresh by counting records:
+a delete followed by an add of as many leaves every count the same. Reads stream the
+triples in batches of ids, phrases and passage ids (never the texts of all of them). An
+update reports ``progress(stage, done, total)`` to the callback given (``read``, ``embed``,
 ``link``, ``synonyms``, ``save``); it never prints.
 
 :meth:`PPRGraph.save` appends what changed since the last save as a delta file beside a
@@ -46,7 +51,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -58,9 +63,9 @@ from gear_agent.embedding.base import Embedder
 from gear_agent.expansion import ppr_graph_files as files
 from gear_agent.expansion.ppr_synonyms import EXACT_MAX, PhraseANN, exact_pairs
 from gear_agent.store.base import Store, StoreError
+from gear_agent.store.changes import Changes, bring_up_to_date
 from gear_agent.store.derived_files import write_atomically
 from gear_agent.text.tokenizer import normalise_entity
-from gear_agent.types import Passage, Triple
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +77,8 @@ CONTAINS_WEIGHT = 1.0
 """Weight of a passage-phrase edge (HippoRAG 2)."""
 EMBED_BATCH = 4096
 """Phrases per embedder call during an update (one progress step each)."""
+READ_BATCH = 65_536
+"""Triples read from the store per batch."""
 
 GraphProgress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``: stages ``read``, ``embed``, ``link``, ``synonyms``, ``save``."""
@@ -99,7 +106,8 @@ class UpdateStats:
     """What one :meth:`PPRGraph.update` did.
 
     Attributes:
-        rebuilt: True when stored records had been deleted, so the graph was rebuilt.
+        rebuilt: True when the graph was built again from the store (records were deleted,
+            or the store could not list the changes).
         passages: Passage nodes added.
         triples: Triples newly taken in.
         phrases: Phrase nodes added.
@@ -213,6 +221,10 @@ class PPRGraph:
         self.embedder = embedder
         self.embedding_model = embedder.name
         self.synonym_threshold = float(synonym_threshold)
+        self.generation = -1
+        """The store generation this graph reflects (-1: none yet, build it)."""
+        self._report: GraphProgress = _no_progress
+        self._stats = UpdateStats()
         self._reset()
 
     # ---- construction -------------------------------------------------------------
@@ -248,6 +260,8 @@ class PPRGraph:
         self._unsaved_edges: list[_Edges] = []
         self._saved_at: Path | None = None
         self._deltas = 0
+        self._ann_unsaved = False  # the phrase ANN was rebuilt after its file failed
+        self._saved_generation: int | None = None
         self._cache: dict[str, Any] = {}
 
     # ---- reading ------------------------------------------------------------------
@@ -417,11 +431,12 @@ class PPRGraph:
 
     # ---- updating -----------------------------------------------------------------
     def update(self, store: Store, progress: GraphProgress | None = None) -> UpdateStats:
-        """Take in the passages and triples added to ``store`` since the last update.
+        """Bring the graph to the store's latest commit: take in what the commits since
+        :attr:`generation` added, or rebuild when they removed something.
 
-        Embeds only phrases the graph does not hold. When passages or triples the graph
-        holds are gone from the store, the graph is rebuilt from the store instead,
-        reusing the vectors of the phrases it held.
+        Embeds only phrases the graph does not hold; a rebuild reuses the vectors of the
+        phrases it held. The generation and the records are read in one snapshot of the
+        store, so the graph reflects exactly one commit.
 
         Args:
             store: The index.
@@ -430,92 +445,159 @@ class PPRGraph:
         Raises:
             StoreError: A triple names a passage the store does not hold.
         """
-        report = progress or _no_progress
+        self._report, self._stats = progress or _no_progress, UpdateStats()
+        try:
+            with store.snapshot():
+                bring_up_to_date(self, store)
+            return self._stats
+        finally:
+            self._report = _no_progress
+
+    def can_apply(self, changes: Changes) -> bool:
+        """Adds are taken in place; removals rebuild (edges are counts over all triples)."""
+        return not changes.removes_anything and self.generation >= 0
+
+    def apply(self, store: Store, changes: Changes) -> None:
+        """Take in the passages and triples ``changes`` added (ids the graph holds are skipped)."""
+        report = self._report
         report("read", 0, 2)
-        passages = list(store.iter_passages())
+        passage_ids = [p for p in changes.passages_added if p not in self._passage_vertex]
         report("read", 1, 2)
-        triples = list(store.iter_triples())
+        wanted = [t for t in changes.triples_added if t not in self._triple_ids]
+        batches = ([(t.id, t.subject, t.object, t.passage_id) for t in store.get_triples(wanted[i : i + READ_BATCH])]
+                   for i in range(0, len(wanted), READ_BATCH))
+        self._stats = self._add(passage_ids, batches, report)
         report("read", 2, 2)
-        passage_ids = {p.id for p in passages}
-        if any(pid not in passage_ids for pid in self._passage_vertex) or (
-            self._triple_ids and not self._triple_ids <= {t.id for t in triples}
-        ):
-            known = dict(zip(self._phrases, self._vectors))
-            self._reset()
-            return replace(self._add(passages, triples, report, known), rebuilt=True)
-        return self._add(passages, [t for t in triples if t.id not in self._triple_ids], report)
+        self.generation = changes.generation
+
+    def rebuild(self, store: Store, generation: int) -> None:
+        """Bring the graph to ``generation`` by comparing it with everything in ``store``: the
+        passages and triples it lacks are added when it holds none the store has lost (a
+        store that keeps no change feed), else it is built again, reusing the vectors of the
+        phrases held."""
+        report = self._report
+        report("read", 0, 2)
+        passage_ids = store.passage_ids()
+        report("read", 1, 2)
+        if self.generation >= 0 and self.n_vertices and set(self._passage_vertex) <= set(passage_ids):
+            batches = list(store.triple_batches(READ_BATCH))
+            if self._triple_ids <= {t[0] for batch in batches for t in batch}:
+                self._stats = self._add(passage_ids, batches, report)
+                report("read", 2, 2)
+                self.generation = generation
+                return
+        rebuilt = self.n_vertices > 0 or self.generation >= 0
+        known = dict(zip(self._phrases, self._vectors)) if self._phrases else None
+        self._reset()
+        stats = self._add(passage_ids, store.triple_batches(READ_BATCH), report, known)
+        report("read", 2, 2)
+        self._stats = replace(stats, rebuilt=rebuilt)
+        self.generation = generation
 
     def _add(
         self,
-        passages: Sequence[Passage],
-        triples: Sequence[Triple],
+        passage_ids: Sequence[str],
+        batches: Iterable[Sequence[tuple[str, str, str, str]]],
         report: GraphProgress,
         known: dict[str, np.ndarray] | None = None,
     ) -> UpdateStats:
-        """Add new passages and triples; ``known`` holds phrase vectors not to embed again."""
-        new_passages = [p.id for p in passages if p.id not in self._passage_vertex]
+        """Add passages, and triples given as (id, subject, object, passage id) batches;
+        ``known`` holds phrase vectors not to embed again."""
+        new_passages = [pid for pid in dict.fromkeys(passage_ids) if pid not in self._passage_vertex]
         for pid in new_passages:
             self._passage_vertex[pid] = self._new_vertex(pid, passage=True)
-        named = [(t, normalise_entity(t.subject), normalise_entity(t.object)) for t in triples]
-        fresh = list(
-            dict.fromkeys(
-                phrase
-                for _, head, tail in named
-                for phrase in (head, tail)
-                if phrase and phrase not in self._phrase_vertex
-            )
-        )
-        known = known or {}
-        vectors = self._embed_missing(fresh, known, report)
-        embedded = sum(1 for phrase in fresh if phrase not in known)
         first_new_row = len(self._phrases)
-        for phrase in fresh:
-            vertex = self._new_vertex(phrase, passage=False)
-            self._phrase_vertex[phrase] = vertex
-            self._phrases.append(phrase)
-            self._phrase_rows.append(vertex)
-        if fresh:
-            self._vectors = np.vstack([self._vectors, vectors.astype(np.float32)])
-            eligible = np.fromiter((synonym_eligible(p) for p in fresh), bool, len(fresh))
-            self._eligible = np.concatenate([self._eligible, eligible])
-        batch = [self._link(named, report)]
+        heads, tails, owners, taken = [], [], [], 0
+        for batch in batches:
+            h, t, o = (np.empty(len(batch), np.int64) for _ in range(3))
+            for i, (tid, subject, obj, pid) in enumerate(batch):
+                if tid in self._triple_ids:
+                    h[i] = -2  # held already: skipped below
+                    continue
+                passage = self._passage_vertex.get(pid)
+                if passage is None:
+                    raise StoreError(
+                        f"triple {tid} names passage {pid}, which the store does not list; "
+                        "reopen the store and update again"
+                    )
+                h[i], t[i], o[i] = self._phrase(normalise_entity(subject)), self._phrase(normalise_entity(obj)), passage
+                self._triple_ids.add(tid)
+                self._unsaved_triples.append(tid)
+            keep = h != -2
+            heads.append(h[keep])
+            tails.append(t[keep])
+            owners.append(o[keep])
+            taken += int(keep.sum())
+        fresh = self._phrases[first_new_row:]
+        embedded = self._embed_rows(first_new_row, known or {}, report)
+        h, t, o = (np.concatenate([np.empty(0, np.int64), *x]) for x in (heads, tails, owners))
+        batch = [self._link(h, t, o, report)]
         synonyms = self._synonyms(first_new_row, report)
         batch.append(synonyms)
         added = _Edges.join(batch)
         self._edges = _Edges.join([self._edges, added])
         self._unsaved_edges.append(added)
-        self._unsaved_triples.extend(t.id for t, _, _ in named)
-        self._triple_ids.update(t.id for t, _, _ in named)
         self._cache = {}
         return UpdateStats(
-            False, len(new_passages), len(triples), len(fresh), embedded,
-            len(np.unique(synonyms.keys)),
+            False, len(new_passages), taken, len(fresh), embedded, len(np.unique(synonyms.keys)),
         )
 
-    def _link(self, named: list[tuple[Triple, str, str]], report: GraphProgress) -> _Edges:
-        """Relation rows (subject, object) and contains rows (passage, phrase) of the triples."""
-        heads, tails, passages = [], [], []
-        for done, (triple, head, tail) in enumerate(named, start=1):
-            passage = self._passage_vertex.get(triple.passage_id)
-            if passage is None:
-                raise StoreError(
-                    f"triple {triple.id} names passage {triple.passage_id}, which the store "
-                    "does not list; reopen the store and update again"
+    def _phrase(self, phrase: str) -> int:
+        """The vertex of ``phrase`` (a new one for a phrase not held); -1 for an empty phrase."""
+        if not phrase:
+            return -1
+        vertex = self._phrase_vertex.get(phrase)
+        if vertex is None:
+            vertex = self._phrase_vertex[phrase] = self._new_vertex(phrase, passage=False)
+            self._phrases.append(phrase)
+            self._phrase_rows.append(vertex)
+        return vertex
+
+    def _embed_rows(self, first_new_row: int, known: dict[str, np.ndarray], report: GraphProgress) -> int:
+        """Vectors of the phrase rows from ``first_new_row`` on: from ``known`` where there,
+        else embedded now, written into one array grown once; returns how many were embedded."""
+        fresh = self._phrases[first_new_row:]
+        dimension = self.embedder.dimension
+        vectors = np.empty((len(self._phrases), dimension), dtype=np.float32)
+        vectors[:first_new_row] = self._vectors[:first_new_row]
+        missing = []
+        for row, phrase in enumerate(fresh, start=first_new_row):
+            vector = known.get(phrase)
+            if vector is None:
+                missing.append(row)
+            else:
+                vectors[row] = vector
+        report("embed", 0, len(missing))
+        for start in range(0, len(missing), EMBED_BATCH):
+            rows = missing[start : start + EMBED_BATCH]
+            chunk = [self._phrases[r] for r in rows]
+            found = np.asarray(self.embedder.embed(chunk), dtype=np.float32)
+            if found.shape != (len(chunk), dimension):
+                raise ValueError(
+                    f"embedder {self.embedder.name!r} returned shape {found.shape} for "
+                    f"{len(chunk)} phrases; expected ({len(chunk)}, {dimension})"
                 )
-            heads.append(self._phrase_vertex[head] if head else -1)
-            tails.append(self._phrase_vertex[tail] if tail else -1)
-            passages.append(passage)
-            if done % 65_536 == 0:
-                report("link", done, len(named))
-        report("link", len(named), len(named))
-        h, t, p = (np.asarray(x, np.int64) for x in (heads, tails, passages))
+            vectors[rows] = found
+            report("embed", start + len(chunk), len(missing))
+        self._vectors = vectors
+        if fresh:
+            eligible = np.fromiter((synonym_eligible(p) for p in fresh), bool, len(fresh))
+            self._eligible = np.concatenate([self._eligible, eligible])
+        return len(missing)
+
+    def _link(self, h: np.ndarray, t: np.ndarray, p: np.ndarray, report: GraphProgress) -> _Edges:
+        """Relation rows (subject, object) and contains rows (passage, phrase) of triples
+        given as head, tail and passage vertices (-1: an empty phrase)."""
+        report("link", 0, len(h))
         relation = (h >= 0) & (t >= 0) & (h != t)
         ends = np.concatenate([h, t])
         owners = np.concatenate([p, p])
-        return _Edges.join([
+        edges = _Edges.join([
             _rows(_keys(h[relation], t[relation]), relation=1.0),
             _rows(_keys(owners[ends >= 0], ends[ends >= 0]), contains=True),
         ])
+        report("link", len(h), len(h))
+        return edges
 
     def _synonyms(self, first_new_row: int, report: GraphProgress) -> _Edges:
         """Synonym rows between the phrases from ``first_new_row`` on and all phrases."""
@@ -557,28 +639,6 @@ class PPRGraph:
         self._names.append(name)
         self._is_passage.append(passage)
         return len(self._names) - 1
-
-    def _embed_missing(
-        self, phrases: Sequence[str], known: dict[str, np.ndarray], report: GraphProgress
-    ) -> np.ndarray:
-        """Vectors of ``phrases`` in order: from ``known`` where there, else embedded now."""
-        missing = [p for p in phrases if p not in known]
-        found = {p: known[p] for p in phrases if p in known}
-        dimension = self.embedder.dimension
-        report("embed", 0, len(missing))
-        for start in range(0, len(missing), EMBED_BATCH):
-            chunk = missing[start : start + EMBED_BATCH]
-            vectors = np.asarray(self.embedder.embed(chunk), dtype=np.float32)
-            if vectors.shape != (len(chunk), dimension):
-                raise ValueError(
-                    f"embedder {self.embedder.name!r} returned shape {vectors.shape} for "
-                    f"{len(chunk)} phrases; expected ({len(chunk)}, {dimension})"
-                )
-            found.update(zip(chunk, vectors))
-            report("embed", start + len(chunk), len(missing))
-        if not phrases:
-            return np.zeros((0, dimension), dtype=np.float32)
-        return np.stack([found[p] for p in phrases])
 
     # ---- persistence --------------------------------------------------------------
     def save(self, path: Path, progress: GraphProgress | None = None) -> None:
@@ -626,14 +686,24 @@ class PPRGraph:
         files.write_manifest(path, {
             "embedding_model": self.embedding_model,
             "synonym_threshold": self.synonym_threshold,
+            "generation": self.generation,
             "segments": [{"file": path.name, "checksum": checksum}],
             "ann": ann_entry,
         })
+        self._ann_unsaved = False
         self._mark_saved(path, deltas=0)
 
     def _save_delta(self, path: Path, manifest: dict[str, Any]) -> None:
         vertex_from, phrase_from = self._saved
+        if self._ann_unsaved and self._ann is not None:
+            ann_file = files.ann_path(path)
+            digest = write_atomically(ann_file, self._ann.save)
+            manifest["ann"] = {"file": ann_file.name, "checksum": digest, "rows": self._ann_rows}
+            self._ann_unsaved = False
+        manifest["generation"] = self.generation
         if vertex_from == self.n_vertices and not self._unsaved_triples:
+            files.write_manifest(path, manifest)  # a newer commit that added nothing, or the ANN
+            self._mark_saved(path, deltas=self._deltas)
             return
         number = len(manifest["segments"])
         target = files.delta_path(path, number)
@@ -647,6 +717,7 @@ class PPRGraph:
 
     def _mark_saved(self, path: Path, deltas: int) -> None:
         self._saved = (self.n_vertices, self.n_phrases)
+        self._saved_generation = self.generation
         self._unsaved_triples, self._unsaved_edges = [], []
         self._saved_at, self._deltas = path, deltas
 
@@ -689,15 +760,30 @@ class PPRGraph:
             (synonym_eligible(p) for p in graph._phrases), bool, len(graph._phrases)
         )
         graph._edges = _Edges.join(edges)
+        graph.generation = int(manifest.get("generation", -1))
         ann = manifest.get("ann")
-        if files.ann_is_valid(path, ann):
+        problem = None
+        if ann and files.ann_is_valid(path, ann):
             try:
                 graph._ann = PhraseANN.restore(path.with_name(ann["file"]), embedder.dimension)
                 graph._ann_rows = int(ann["rows"])
             except (ValueError, RuntimeError, OSError) as exc:
-                logger.warning("rebuilding the phrase ANN of %s: %s", path, exc)
+                problem = str(exc)
+        elif ann:
+            problem = f"{ann.get('file')} is missing or fails its checksum"
         graph._mark_saved(path, deltas=len(manifest["segments"]) - 1)
+        if problem is not None:  # rebuilt from the phrase vectors now, and saved with the graph
+            logger.warning("rebuilding the phrase ANN of %s: %s", path, problem)
+            graph._ann, graph._ann_rows = None, 0
+            graph._phrase_ann(len(graph._phrases))
+            graph._ann_unsaved = True
         return graph
+
+    @property
+    def unsaved(self) -> bool:
+        """Whether the graph holds changes its last save does not (a rebuilt phrase ANN included)."""
+        return (self._ann_unsaved or self._saved_generation != self.generation
+                or self._saved != (self.n_vertices, self.n_phrases) or bool(self._unsaved_triples))
 
 
 def load_or_build(
@@ -724,10 +810,32 @@ def load_or_build(
             logger.warning("rebuilding the PPR graph: %s", exc)
     if graph is None:
         graph = PPRGraph(embedder, synonym_threshold)
-    stats = graph.update(store, progress)
-    if path is not None and (stats != UpdateStats() or not Path(path).is_file()):
+    graph.update(store, progress)
+    if path is not None and (graph.unsaved or not Path(path).is_file()):
         try:
             graph.save(path, progress)
         except OSError as exc:
             logger.warning("could not cache the PPR graph at %s: %s", path, exc)
+    return graph
+
+
+def rebuild_cache(
+    store: Store, embedder: Embedder, synonym_threshold: float = 0.8,
+    progress: GraphProgress | None = None, path: Path | None = None,
+) -> PPRGraph:
+    """Build the graph of ``store`` anew and save it over its cache (``gear check
+    --repair``): the files of the previous cache are not read, its phrase ANN included.
+
+    Raises:
+        StoreError: the backend keeps no folder for derived files and no ``path`` is given.
+    """
+    from gear_agent.store.derived_files import PPR_GRAPH_FILE
+
+    folder = store.derived_dir
+    if path is None and folder is None:
+        raise StoreError(f"the {store.backend} backend keeps no PPR graph cache to rebuild")
+    target = Path(path) if path is not None else Path(folder) / PPR_GRAPH_FILE  # type: ignore[arg-type]
+    graph = PPRGraph(embedder, synonym_threshold)
+    graph.update(store, progress)
+    graph.save(target, progress)
     return graph

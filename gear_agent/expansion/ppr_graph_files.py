@@ -8,12 +8,14 @@ A graph saved at ``ppr-graph.npz`` is:
   edge rows that update added, so a write costs what the batch added, not the graph;
 * ``ppr-graph.phrases.hnsw``: the phrase ANN (large graphs only, a usearch index), as of the
   base; not named ``.usearch``, which the store's maintenance treats as its own stray parts;
-* ``ppr-graph.json``: the **manifest**: format, embedding model, synonym threshold, and
-  each file with its xxh3 checksum (:mod:`gear_agent.store.derived_files`).
+* ``ppr-graph.json``: the **manifest**: format, embedding model, synonym threshold, the
+  store generation the graph reflects, and each file with its xxh3 checksum
+  (:mod:`gear_agent.store.derived_files`).
 
 Every file is written atomically and the manifest last, so a crash leaves the previous
 graph readable. The graph is derived data: a file that is missing or fails its checksum
-makes the reader raise ValueError and the caller rebuild from the store, never trust it.
+makes the reader raise ValueError and the caller rebuild from the store, never trust it;
+a phrase ANN that fails is rebuilt from the phrase vectors and saved again.
 After :data:`MAX_DELTAS` deltas the next save rewrites the base (compaction).
 """
 
@@ -27,7 +29,8 @@ import numpy as np
 
 from gear_agent.store.derived_files import verify, write_atomically
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+"""3: the manifest records the store generation the graph reflects."""
 MAX_DELTAS = 16
 """Delta segments after which a save rewrites the base."""
 

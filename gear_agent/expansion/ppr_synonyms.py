@@ -92,14 +92,19 @@ class PhraseANN:
         return len(self.index)
 
     def add(self, vectors: np.ndarray, rows: np.ndarray) -> None:
-        """Add the phrase rows ``rows`` (their vectors are ``vectors[rows]``)."""
-        from gear_agent.store.ann import threads
+        """Add the phrase rows ``rows`` (their vectors are ``vectors[rows]``).
 
+        One thread: HNSW inserts made by several threads at once link the graph in the
+        order the threads happen to run, so two builds of the same commit found different
+        synonym pairs and ranked differently (a rebuilt graph cache changed PPR answers,
+        ``benchmarks/damage_matrix.py``); inserted by one thread in row order, the graph is
+        a function of the commit.
+        """
         if len(rows):
             self.index.add(
                 np.asarray(rows, dtype=np.uint64),
                 np.ascontiguousarray(vectors[rows]),
-                threads=threads(),
+                threads=1,
             )
 
     def pairs(

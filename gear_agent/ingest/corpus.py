@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +16,9 @@ from gear_agent.text.json_input import JSONInputError, load_json
 from gear_agent.types import Passage
 
 TEXT_SUFFIXES = (".txt", ".md")
+MAX_INPUT_BYTES = 1 << 30
+"""Largest input file read whole (1 GiB): a corpus or OpenIE file past it, or one that never
+ends (a path to ``/dev/urandom``), is refused in one line instead of filling the memory."""
 
 
 class CorpusFormatError(GearError, ValueError):
@@ -34,7 +40,41 @@ def _passage(
         raise CorpusFormatError(f"{where}: 'title' must be a string, got {type(title).__name__}")
     if not text.strip():
         return None
-    return Passage(passage_id(title, text), title.strip(), text.strip(), source, metadata or {})
+    metadata = metadata or {}
+    if metadata:
+        _check_metadata(metadata, where)
+    return Passage(passage_id(title, text), title.strip(), text.strip(), source, metadata)
+
+
+def _check_metadata(metadata: dict[str, Any], where: str) -> None:
+    """Refuse metadata the index cannot store as JSON (NaN, infinity, objects that are not
+    JSON values), before anything is written."""
+    try:
+        json.dumps(metadata, allow_nan=False)
+    except ValueError as exc:
+        raise CorpusFormatError(f"{where}: a metadata value is NaN or infinite, which is not JSON ({exc})") from None
+    except TypeError as exc:
+        raise CorpusFormatError(f"{where}: a metadata value is not a JSON value ({exc})") from None
+
+
+def source_name(path: str | Path) -> str:
+    """How ``gear index`` records the source of a corpus path, and how ``gear delete
+    --source`` reads one: the path normalised (``./a//b.json`` is ``a/b.json``), relative to
+    the working folder when it lies under it, else absolute; ``/`` as separator.
+
+    Example:
+        >>> source_name("./reports//2024/q1.json")
+        'reports/2024/q1.json'
+    """
+    text = os.path.normpath(os.path.expanduser(str(path)))
+    if os.path.isabs(text):
+        try:
+            relative = os.path.relpath(text, os.getcwd())
+        except ValueError:  # another drive
+            relative = text
+        if not relative.startswith(".."):
+            text = relative
+    return text.replace(os.sep, "/")
 
 
 def _record_text(record: dict, where: str) -> object:
@@ -70,9 +110,32 @@ def passage_from_record(record: object, where: str, default_source: str) -> Pass
     return _passage(record.get("title", ""), text, source, where, metadata)
 
 
-def _read_text(path: Path) -> str:
+def read_limited(path: Path, what: str = "corpus", limit: int | None = None) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes (:data:`MAX_INPUT_BYTES`).
+
+    Raises:
+        CorpusFormatError: missing, not a regular file (a device, a pipe), or larger than
+            the limit (one line, naming the file).
+    """
+    limit = MAX_INPUT_BYTES if limit is None else limit
     try:
-        return path.read_text(encoding="utf-8")
+        with path.open("rb") as handle:
+            mode = os.fstat(handle.fileno()).st_mode
+            if not stat.S_ISREG(mode):
+                raise CorpusFormatError(f"{what} {path} is not a regular file (a device, pipe or socket)")
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise CorpusFormatError(f"{what} {path} cannot be read ({exc.strerror})") from None
+    if len(data) > limit:
+        raise CorpusFormatError(f"{what} {path} is larger than {limit / (1 << 30):.0f} GiB, the most read "
+                                "at once; split it into several files")
+    return data
+
+
+def _read_text(path: Path) -> str:
+    data = read_limited(path)
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CorpusFormatError(
             f"{path} is not UTF-8 text (byte {exc.start}): convert it, e.g. `iconv -t utf-8`"
@@ -98,7 +161,7 @@ def load_json_file(path: Path, what: str) -> object:
     path = Path(path)
     if not path.is_file():
         raise CorpusFormatError(f"{what} not found: {path}")
-    return _json(path.read_bytes(), str(path))
+    return _json(read_limited(path, what), str(path))
 
 
 RECORD_MAX_WORDS = 1000
@@ -130,7 +193,7 @@ def read_json_corpus(
 ) -> Iterator[Passage]:
     """HippoRAG's corpus format: a JSON list of ``{"title", "text"}`` objects; one longer
     than ``record_max_words`` words is split into ``max_words`` chunks."""
-    data = _json(path.read_bytes(), str(path))
+    data = _json(read_limited(path), str(path))
     if isinstance(data, dict) and "docs" in data:
         raise CorpusFormatError(
             f"{path} looks like OpenIE output ({{'docs': ...}}), not a corpus: pass it with --openie"
@@ -184,26 +247,31 @@ def read_text_file(
 
 
 def read_text_folder(
-    folder: Path, max_words: int = 200, overlap_words: int = 30
+    folder: Path, max_words: int = 200, overlap_words: int = 30, source: str | None = None,
 ) -> Iterator[Passage]:
-    """Every ``.txt``/``.md`` file under ``folder``; each passage's source is the relative path."""
+    """Every ``.txt``/``.md`` file under ``folder``; each passage's source is the path
+    relative to the folder (under ``source`` when given: ``source/relative``)."""
     files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in TEXT_SUFFIXES and p.is_file())
     if not files:
         raise CorpusFormatError(f"{folder} holds no .txt or .md files")
     for path in files:
-        yield from read_text_file(path, str(path.relative_to(folder)), max_words, overlap_words)
+        relative = path.relative_to(folder).as_posix()
+        name = relative if source in (None, "", ".") else f"{source.rstrip('/')}/{relative}"
+        yield from read_text_file(path, name, max_words, overlap_words)
 
 
 def read_corpus(
     path: Path, max_words: int = 200, overlap_words: int = 30,
-    record_max_words: int = RECORD_MAX_WORDS,
+    record_max_words: int = RECORD_MAX_WORDS, source: str | None = None,
 ) -> list[Passage]:
     """Passages from a corpus file or folder, chosen by what ``path`` is.
 
     Text files are split into chunks of ``max_words``; JSON/JSONL records stay whole up to
     ``record_max_words`` words (so HippoRAG corpora keep their passages and OpenIE files
     align) and are split like text files beyond it. Duplicate passages (same title and
-    text) appear once.
+    text) appear once. Each passage's source is ``source`` (a folder's files: ``source/``
+    and their relative path), by default the file's name; a record's own ``source`` wins.
+    ``gear index`` passes :func:`source_name` of the path it was given.
 
     Raises:
         CorpusFormatError: the path is missing, or not a supported format.
@@ -211,14 +279,15 @@ def read_corpus(
     path = Path(path)
     if not path.exists():
         raise CorpusFormatError(f"corpus not found: {path}")
+    name = source if source is not None else path.name
     if path.is_dir():
-        passages = read_text_folder(path, max_words, overlap_words)
+        passages = read_text_folder(path, max_words, overlap_words, source)
     elif path.suffix.lower() in (".jsonl", ".ndjson"):
-        passages = read_jsonl_corpus(path, path.name, max_words, overlap_words, record_max_words)
+        passages = read_jsonl_corpus(path, name, max_words, overlap_words, record_max_words)
     elif path.suffix.lower() == ".json":
-        passages = read_json_corpus(path, path.name, max_words, overlap_words, record_max_words)
+        passages = read_json_corpus(path, name, max_words, overlap_words, record_max_words)
     elif path.suffix.lower() in TEXT_SUFFIXES:
-        passages = read_text_file(path, path.name, max_words, overlap_words)
+        passages = read_text_file(path, name, max_words, overlap_words)
     else:
         raise CorpusFormatError(
             f"{path}: unsupported corpus format; use .json (HippoRAG), .jsonl, or a folder of .txt/.md"

@@ -47,7 +47,7 @@ class LLMCallError(LLMError):
         self.attempts = attempts
         self.last_error = last_error
         self.retriable = retriable
-        what = f"{type(last_error).__name__}: {last_error}"
+        what = describe_call_error(last_error)
         if _refused(last_error):
             hint = ("nothing answers there: start the model server, or point OPENAI_BASE_URL "
                     "at the one that runs")
@@ -115,3 +115,20 @@ class LLMDeadlineError(LLMCallError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+def describe_call_error(error: BaseException) -> str:
+    """What went wrong in one line: a reply body that is not JSON (which Python's reader
+    reports as a ``UnicodeDecodeError`` of ``utf-16`` or ``utf-32`` when it starts with a
+    zero byte) is named as such, anything else as ``Type: message``.
+
+    Example:
+        >>> describe_call_error(ValueError("bad"))
+        'ValueError: bad'
+    """
+    import json
+
+    if isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)):
+        return (f"the endpoint replied with a body that is not JSON ({type(error).__name__}); "
+                "check that the URL is an OpenAI-compatible API (it usually ends in /v1)")
+    return f"{type(error).__name__}: {error}"

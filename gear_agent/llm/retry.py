@@ -103,9 +103,10 @@ def is_retriable(exc: BaseException) -> bool:
         return True
     if isinstance(exc, (TimeoutError, ConnectionError)):
         return True
-    if isinstance(exc, json.JSONDecodeError):
+    if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
         # Raised inside the model call, it can only be about the HTTP response's body:
-        # the client parses the reply before any of our code sees it.
+        # the client parses the reply before any of our code sees it (a body that starts
+        # with a zero byte is read as UTF-16 or UTF-32 and fails to decode).
         return True
     if isinstance(exc, _langchain_errors(_RETRIABLE_MODEL_ERRORS)):
         return True

@@ -72,7 +72,8 @@ class SearchRetriever(Retriever):
 
     def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
         check_request(query, k)
-        hits = search(self.store, self.encode, "passage", query, k, self.mode, self.rrf_k, where)
+        with self.store.snapshot():  # BM25 and dense read the same commit
+            hits = search(self.store, self.encode, "passage", query, k, self.mode, self.rrf_k, where)
         return [RankedPassage(h.id, h.score) for h in hits]
 
 

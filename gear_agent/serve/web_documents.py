@@ -21,7 +21,7 @@ from typing import Any
 
 from gear_agent.config import GearSettings
 from gear_agent.errors import GearError
-from gear_agent.indexing import IndexReport, add_passages, extract_with_llm
+from gear_agent.indexing import IndexReport, add_passages, delete_passages, extract_with_llm
 from gear_agent.ingest.corpus import read_corpus, read_text_file
 from gear_agent.llm.errors import LLMConfigError
 from gear_agent.runtime import Runtime
@@ -125,40 +125,39 @@ class Documents:
         return out
 
     def preview_delete(self, ids: Sequence[str] = (), source: str | None = None) -> dict[str, Any]:
-        """What :meth:`delete` with the same arguments would remove, removing nothing:
-        the passages (id, title, source) with their triple counts, and the ids not found.
+        """What :meth:`delete` with the same arguments would remove, removing nothing (the
+        dry run of :meth:`gear_agent.Gear.delete`): the passages (id, title, source) with
+        their triple counts, the ids not stored, and what the caller should know.
 
         Raises:
             DocumentError: neither ids nor a source are given.
         """
-        store = self.runtime.store
-        ids = [i for i in (str(x).strip() for x in ids) if i]
-        source = (source or "").strip() or None
-        if not ids and source is None:
-            raise DocumentError("name passage ids or a source to delete")
-        found = store.get_passages(ids) if ids else []
-        unknown = sorted(set(ids) - {p.id for p in found})
-        if source is not None:  # the store deletes a source by exact match
-            known = {p.id for p in found}
-            found += [p for p in store.iter_passages() if p.source == source and p.id not in known]
+        ids, source = self._asked(ids, source)
+        result = delete_passages(self.runtime.store, ids, source=source, dry_run=True)
         return {
             "passages": [{"id": p.id, "title": p.title, "source": p.source,
-                          "triples": len(store.triples_of_passage(p.id))} for p in found],
-            "unknown_ids": unknown,
+                          "triples": result.triples_by_passage.get(p.id, 0)} for p in result.passages],
+            "unknown_ids": result.unknown_ids,
+            "notes": result.messages(),
         }
 
     def delete(self, ids: Sequence[str] = (), source: str | None = None) -> dict[str, Any]:
-        """Delete passages by id and/or every passage of ``source``, with their triples."""
+        """Delete passages by id and/or every passage of ``source`` (exact, as
+        :meth:`gear_agent.Gear.delete`), with their triples."""
+        ids, source = self._asked(ids, source)
         store = self.runtime.store
+        with self._lock:
+            result = delete_passages(store, ids, source=source)
+        return {"deleted": result.ids, "unknown_ids": result.unknown_ids, "notes": result.messages(),
+                "passages": store.count("passage"), "triples": store.count("triple")}
+
+    @staticmethod
+    def _asked(ids: Sequence[str], source: str | None) -> tuple[list[str], str | None]:
         ids = [i for i in (str(x).strip() for x in ids) if i]
         source = (source or "").strip() or None
         if not ids and source is None:
             raise DocumentError("name passage ids or a source to delete")
-        with self._lock:
-            deleted = store.delete_passages(ids) if ids else []
-            if source is not None:
-                deleted += store.delete_source(source)
-        return {"deleted": deleted, "passages": store.count("passage"), "triples": store.count("triple")}
+        return ids, source
 
     # ---- reading the index ------------------------------------------------------------------
     def listing(self, offset: int = 0, limit: int = MAX_LIST, source: str | None = None) -> dict[str, Any]:

@@ -23,10 +23,14 @@ from gear_agent.sirerag.report import BuildReport
 from gear_agent.sirerag.settings import SiReRAGSettings
 from gear_agent.sirerag.tree import Leaf, build_levels
 from gear_agent.store.base import Store
-from gear_agent.store.nodes import NodeStore
+from gear_agent.store.nodes import NodeStore, node_store_of
 from gear_agent.types import Node, TreeName
 
 NODE_BATCH = 1024
+GENERATION_KEY = "generation"
+"""Meta key of the store generation the pool reflects: passages deleted since left it in
+their commit (the write path); passages added since are not in its trees until the next
+build (``gear sirerag info`` says how many)."""
 PROPOSITIONS_KEY = "propositions:"
 """Meta key prefix under which a full build records each passage's propositions."""
 
@@ -69,15 +73,17 @@ def build_ablation(store: Store, settings: SiReRAGSettings | None = None) -> Bui
         [('relatedness', 'aggregate', 0, 3650)]
     """
     settings = settings or SiReRAGSettings()
-    nodes = store.node_store()
+    nodes = node_store_of(store)
     report = BuildReport("ablation")
     start_mode(nodes, "ablation", report)
-    propositions = from_triples(store.iter_triples())
+    with store.snapshot():  # the pool reflects one commit, recorded with it
+        generation = store.generation()
+        propositions = from_triples(store.iter_triples())
     report.propositions = len(propositions)
     aggregates = group_by_entity(propositions, settings.min_propositions, settings.min_passages)
     stored = [n.id for n in nodes.iter_nodes()]
     sync_nodes(nodes, aggregates, stored, report)
-    nodes.set_meta({"mode": "ablation"})
+    nodes.set_meta({"mode": "ablation", GENERATION_KEY: str(generation)})
     report.levels = nodes.levels()
     return report
 
@@ -115,10 +121,12 @@ def build_full(
 async def _build_full(
     store: Store, llm: LLMClient, settings: SiReRAGSettings, prompts_dir: Path | str | None
 ) -> BuildReport:
-    nodes = store.node_store()
+    nodes = node_store_of(store)
     report = BuildReport("full")
     start_mode(nodes, "full", report)
-    passages = list(store.iter_passages())
+    with store.snapshot():
+        generation = store.generation()
+        passages = list(store.iter_passages())
     known = _stored_propositions(nodes)
     todo = [p for p in passages if p.id not in known]
     if todo:
@@ -158,6 +166,6 @@ async def _build_full(
         report.nodes_deleted += len(nodes.delete_nodes(doomed))
     report.nodes_kept = sum(1 for n in before if n.id in kept)
     report.nodes_added = len(kept) - report.nodes_kept
-    nodes.set_meta({"mode": "full"})
+    nodes.set_meta({"mode": "full", GENERATION_KEY: str(generation)})
     report.levels = nodes.levels()
     return report

@@ -21,6 +21,7 @@ from gear_agent.sirerag.build import PROPOSITIONS_KEY
 from gear_agent.sirerag.settings import SiReRAGSettings
 from gear_agent.sirerag.summaries import CHILD_MAX_CHARS
 from gear_agent.store.base import Store
+from gear_agent.store.nodes import node_store_of
 
 if TYPE_CHECKING:
     from gear_agent.config import GearSettings
@@ -108,7 +109,7 @@ def estimate_build_cost(store: Store, gear: GearSettings, settings: SiReRAGSetti
     """
     settings = settings or SiReRAGSettings()
     model = gear.llm_model
-    nodes = store.node_store()
+    nodes = node_store_of(store)
     done = {k[len(PROPOSITIONS_KEY):] for k in nodes.meta_items(PROPOSITIONS_KEY)}
     propositions = load_prompt("sirerag_propositions", gear.prompts_dir)
     summary = load_prompt("sirerag_summary", gear.prompts_dir)

@@ -15,6 +15,7 @@ from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
 from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.store.base import Store
+from gear_agent.store.nodes import node_store_of
 
 POOL_DEPTH = 100
 """Passages and nodes each taken from the top of their ranking before they are merged."""
@@ -49,7 +50,7 @@ class SiReRAGRetriever(Retriever):
 
     def __init__(self, store: Store, encode: QueryEncoder, name: str = "sirerag", depth: int = POOL_DEPTH):
         self.store, self.encode, self.name, self.depth = store, encode, name, depth
-        self.nodes = store.node_store()
+        self.nodes = node_store_of(store)
 
     def pool(self, query: str, k: int, where: Where | None = None) -> list[PoolItem]:
         """The merged pool for ``query`` with each node's passages in query order (only
@@ -76,7 +77,9 @@ class SiReRAGRetriever(Retriever):
     def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
         check_request(query, k)
         ranked: dict[str, RankedPassage] = {}
-        for item in self.pool(query, k, where):
+        with self.store.snapshot():
+            pool = self.pool(query, k, where)
+        for item in pool:
             for pid in item.passages:
                 if pid not in ranked:
                     ranked[pid] = RankedPassage(pid, item.score)

@@ -1,16 +1,18 @@
-"""Index backends behind one interface; :func:`open_store` picks the configured one."""
+"""Index backends behind one interface; :func:`open_store` picks the configured one from
+the backend table (:mod:`gear_agent.store.backends`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gear_agent.store.base import ModelMismatchError, Store, StoreError
+from gear_agent.store.base import IndexCorruptError, ModelMismatchError, Store, StoreError
+from gear_agent.store.changes import Changes
 
 if TYPE_CHECKING:
     from gear_agent.config import GearSettings
     from gear_agent.embedding.base import Embedder
 
-__all__ = ["ModelMismatchError", "Store", "StoreError", "open_store"]
+__all__ = ["Changes", "IndexCorruptError", "ModelMismatchError", "Store", "StoreError", "open_store"]
 
 
 def open_store(settings: GearSettings, embedder: Embedder, *, create: bool = True) -> Store:
@@ -20,13 +22,6 @@ def open_store(settings: GearSettings, embedder: Embedder, *, create: bool = Tru
         StoreError: no index where one is required, or the backend is unreachable.
         ModelMismatchError: the index was built with another embedding model.
     """
-    if settings.backend == "elasticsearch":
-        from gear_agent.store.elasticsearch import ElasticsearchStore
-        from gear_agent.store.es_client import ElasticsearchSettings
+    from gear_agent.store.backends import backend
 
-        return ElasticsearchStore(ElasticsearchSettings.from_gear(settings), embedder, create=create)
-    from gear_agent.store.embedded import EmbeddedStore
-
-    return EmbeddedStore.open(
-        settings.index_dir, embedder, create=create, tokenizer=settings.bm25_tokenizer
-    )
+    return backend(settings.backend).open(settings, embedder, create)

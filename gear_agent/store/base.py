@@ -7,18 +7,17 @@ Retrieval, expansion and the agent talk only to :class:`Store`, so a backend
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from gear_agent.errors import GearError
+from gear_agent.store.changes import Changes, Listeners
 from gear_agent.types import AddResult, Collection, Hit, Passage, Triple
-
-if TYPE_CHECKING:
-    from gear_agent.store.nodes import NodeStore
 
 WhereSpec = Any
 """A filter in any form :func:`gear_agent.filters.parse_where` reads (a ``Where``, a dict
@@ -33,18 +32,58 @@ class ModelMismatchError(StoreError):
     """The index was built with another embedding model than the one configured."""
 
 
+class IndexCorruptError(StoreError):
+    """An index cannot be read as it is; the message names what is wrong and what to do
+    (``gear check``, ``gear check --repair``)."""
+
+
+def split_new(records: Sequence[Any], stored: Container[str]) -> tuple[list[Any], list[str]]:
+    """Records to write (the first of each id that is not stored) and the ids that are
+    no-ops, in order: a repeat of an id within the same call counts as existing.
+
+    Example:
+        >>> from gear_agent.types import Passage
+        >>> a, b = Passage("p-1", "A", "a"), Passage("p-2", "B", "b")
+        >>> new, existing = split_new([a, b, a], {"p-2"})
+        >>> [p.id for p in new], existing
+        (['p-1'], ['p-2', 'p-1'])
+    """
+    new: list[Any] = []
+    existing: list[str] = []
+    seen: set[str] = set()
+    for record in records:
+        if record.id in stored or record.id in seen:
+            existing.append(record.id)
+        else:
+            seen.add(record.id)
+            new.append(record)
+    return new, existing
+
+
 class Store(ABC):
     """Passages and triples, with BM25 and vector search over each and an entity graph.
 
     Every triple belongs to exactly one passage; deleting a passage deletes its
     triples and their graph edges. Ids are content hashes, so adding something
-    already stored is a no-op. Vectors are L2-normalised float32 rows.
+    already stored is a no-op. Vectors are L2-normalised float32 rows. Every commit has
+    a generation, and :meth:`changes_since` says what changed after one.
+
+    Optional capabilities are protocols a backend may implement: SiReRAG nodes
+    (:class:`gear_agent.store.nodes.HasNodes`).
     """
 
+    #: The backend's name in :data:`gear_agent.store.backends.BACKENDS`.
+    backend: ClassVar[str] = ""
     #: Name of the embedding model the index was built with.
     embedding_model: str
     #: Dimension of its vectors.
     dimension: int
+
+    @property
+    def derived_dir(self) -> Path | None:
+        """The folder where caches derived from this index live (the PPR graph), or None
+        when the backend keeps no local folder (they are then kept in memory only)."""
+        return None
 
     # ---- writes -----------------------------------------------------------
     @abstractmethod
@@ -65,7 +104,17 @@ class Store(ABC):
 
     @abstractmethod
     def delete_source(self, source: str) -> list[str]:
-        """Delete every passage ingested from ``source``; returns the ids deleted."""
+        """Delete every passage whose source is exactly ``source``; returns the ids deleted
+        (``a/corpus.json`` never matches ``b/corpus.json``)."""
+
+    @abstractmethod
+    def passage_ids_of_source(self, source: str) -> list[str]:
+        """Ids of the passages :meth:`delete_source` would delete, in stored order."""
+
+    def sources_like(self, source: str) -> list[str]:
+        """A few stored sources with the same file name as ``source`` (to suggest one when
+        ``source`` matches nothing); backends that cannot list them cheaply give none."""
+        return []
 
     # ---- reads ------------------------------------------------------------
     @abstractmethod
@@ -154,24 +203,56 @@ class Store(ABC):
     def iter_triples(self) -> Iterator[Triple]:
         """Every stored triple."""
 
-    def node_store(self) -> NodeStore:
-        """The SiReRAG node collection of this index (:mod:`gear_agent.store.nodes`).
+    def passage_ids(self) -> list[str]:
+        """Ids of every stored passage (backends answer without reading the texts)."""
+        return [p.id for p in self.iter_passages()]
 
-        Raises:
-            NodesNotSupportedError: this backend keeps no SiReRAG nodes.
+    def triple_batches(self, size: int = 65_536) -> Iterator[list[tuple[str, str, str, str]]]:
+        """Every triple as ``(id, subject, object, passage id)``, ``size`` at a time (what a
+        graph over the store reads; backends stream it without holding every triple)."""
+        batch: list[tuple[str, str, str, str]] = []
+        for t in self.iter_triples():
+            batch.append((t.id, t.subject, t.object, t.passage_id))
+            if len(batch) >= size:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+    # ---- commits ------------------------------------------------------------
+    @abstractmethod
+    def generation(self) -> int:
+        """The generation of the last commit this store sees: every commit gets the next
+        number, 0 is a store nothing was ever written to (:mod:`gear_agent.store.changes`).
+        Cheap enough to ask once per query."""
+
+    @abstractmethod
+    def changes_since(self, generation: int) -> Changes:
+        """What the commits after ``generation`` added and removed (up to :meth:`generation`).
+
+        Example:
+            >>> changes = store.changes_since(graph.generation)  # doctest: +SKIP
+            >>> changes.passages_added, changes.passages_removed  # doctest: +SKIP
         """
-        from gear_agent.store.nodes import NodesNotSupportedError
 
-        raise NodesNotSupportedError(
-            f"the {type(self).__name__} backend does not store SiReRAG nodes; build SiReRAG "
-            "indexes in the embedded backend (GEAR_BACKEND=embedded)"
-        )
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads inside see one commit, however many land meanwhile (a query's reads
+        never mix two commits). Backends that cannot pin a commit read the latest."""
+        yield
 
-    @property
-    def derived_dir(self) -> Path | None:
-        """The local folder where caches derived from this store live (the PPR graph),
-        or None where none are kept."""
-        return None
+    def subscribe(self, listener: Callable[[int], None]) -> Callable[[], None]:
+        """Call ``listener(generation)`` after each commit this store object makes (the
+        write path of derived state kept in this process); returns the unsubscribe call."""
+        listeners = self.__dict__.setdefault("_commit_listeners", Listeners())
+        return listeners.add(listener)
+
+    def _committed(self, generation: int | Callable[[], int]) -> None:
+        """Tell the listeners about a commit (backends call it after each one); a callable
+        ``generation`` is asked only when someone listens."""
+        listeners = self.__dict__.get("_commit_listeners")
+        if listeners is not None and listeners:
+            listeners.notify(generation() if callable(generation) else generation)
 
     def maintain(self) -> None:  # noqa: B027 - optional hook
         """Bring derived caches up to date (the embedded store's ANN); called at the end of

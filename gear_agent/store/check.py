@@ -1,32 +1,51 @@
 """Integrity of an embedded index, like SQLite's ``PRAGMA integrity_check``: ``gear check``.
 
-Reads everything and reports each part: SQLite's own integrity check, the manifest's
-counts against the tables, every record's checksum, every vector chunk's checksum and
-finiteness (no NaN or infinity), every BM25 segment's checksum, every ANN part's
-checksum, and leftovers (bytes after the committed vectors, temporary files, folders of
-the previous format). Loads no model. ``repair`` rebuilds what is derived (BM25
-postings, ANN parts) and, given an embedder, re-embeds vector chunks that fail.
+Reads everything, read-only, and reports each part: SQLite's own integrity check, the
+commit counter against the database (a lost last commit), the manifest's counts against
+the tables, every record's checksum, every vector chunk's checksum and finiteness (no
+NaN or infinity) in ``passage.vec``, ``triple.vec`` and ``node.vec``, every BM25
+segment's checksum, every ANN part's checksum, the PPR graph cache (its segments and its
+phrase ANN), and leftovers (bytes after the committed vectors, temporary files, folders
+of the previous format). Loads no model.
+
+What ``--repair`` rebuilds: vectors are re-embedded from the texts (shown as damaged:
+the stored vectors are lost, and re-embedding needs the model), postings and ANN parts
+(marked *derived*, "rebuildable") rebuilt from the records and vectors, the PPR graph from
+the store (:func:`repair_index`). An edited record and a database that fails SQLite's
+check are primary data: reported, never guessed at. A lost commit is reported; ``--repair``
+goes on from the commits the database holds.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from gear_agent.errors import GearError
 from gear_agent.store import ann as ann_mod
-from gear_agent.store import embedded_db as edb
+from gear_agent.store.base import IndexCorruptError
 from gear_agent.store.derived_files import PPR_GRAPH_FILE, verify
+from gear_agent.store.embedded_db import DB_FILE, Database, read_counter
+from gear_agent.store.manifest import has_previous_format
 from gear_agent.store.postings import Segment
-from gear_agent.store.vectors import VectorFile
+from gear_agent.store.records import (
+    PASSAGE_COLUMNS,
+    TRIPLE_COLUMNS,
+    TRIPLE_FROM,
+    passage_from_row,
+    triple_from_row,
+)
+from gear_agent.store.vectors import CheckedVectors
+
+VECTOR_COLLECTIONS = ("passage", "triple", "node")
 
 
 @dataclass
 class CheckItem:
-    """One checked part: ``ok`` false means damage; ``note`` items are information only."""
+    """One checked part: ``ok`` false means damage; ``derived`` damage ``--repair`` rebuilds."""
 
     name: str
     ok: bool
@@ -36,11 +55,10 @@ class CheckItem:
 
 @dataclass
 class CheckReport:
-    """Every item checked, and the damaged vector chunks (collection, start, stop)."""
+    """Every item checked."""
 
     root: Path
     items: list[CheckItem] = field(default_factory=list)
-    bad_chunks: list[tuple[str, int, int]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -48,6 +66,16 @@ class CheckReport:
 
     def add(self, name: str, ok: bool, detail: str, derived: bool = False) -> None:
         self.items.append(CheckItem(name, ok, detail, derived))
+
+    def failing(self, *names: str) -> bool:
+        """Whether any item whose name ends with one of ``names`` failed."""
+        return any(not item.ok and item.name.endswith(names) for item in self.items)
+
+    @property
+    def repairable(self) -> bool:
+        """Whether ``--repair`` can mend every failing item."""
+        return all(item.ok or item.derived or item.name.endswith(("vectors", "commit counter"))
+                   for item in self.items)
 
 
 def check_index(root: Path) -> CheckReport:
@@ -59,82 +87,79 @@ def check_index(root: Path) -> CheckReport:
     """
     root = Path(root)
     report = CheckReport(root)
-    path = root / edb.DB_FILE
-    if not path.exists():
-        from gear_agent.store import legacy
-
-        if legacy.has_legacy_index(root):
-            report.add("format", True, "previous format (CURRENT + gen-*): the first open migrates it")
+    if not (root / DB_FILE).exists():
+        if has_previous_format(root):
+            report.add("format", False, "previous format (CURRENT + gen-*): convert it with `gear migrate`")
         else:
             report.add("index", False, f"no index at {root}")
         return report
     try:
-        db = edb.connect(path, timeout_s=10.0, readonly=True)
-        result = [r[0] for r in db.execute("PRAGMA integrity_check").fetchall()]
-    except (sqlite3.DatabaseError, edb.IndexCorruptError) as exc:
-        report.add("sqlite integrity_check", False, f"{path}: {exc}")
-        return report
-    report.add("sqlite integrity_check", result == ["ok"], "; ".join(result[:5]))
-    if result != ["ok"]:
+        db = Database(root, timeout_s=10.0, readonly=True)
+    except GearError as exc:
+        report.add("sqlite integrity_check", False, str(exc))
         return report
     try:
-        db.execute("BEGIN")
-        _check_tables(db, root, report)
-        db.execute("COMMIT")
-    except (sqlite3.DatabaseError, ValueError, KeyError, TypeError) as exc:
-        report.add("tables", False, f"{type(exc).__name__}: {exc}")
+        problems = db.integrity_errors()
+        report.add("sqlite integrity_check", not problems, "; ".join(problems) if problems else "ok")
+        if problems:
+            return report
+        with db.reading():
+            _check_commits(db, report)
+            _check_tables(db, root, report)
+    except GearError as exc:
+        report.add("tables", False, str(exc))
     finally:
         db.close()
+    _check_graph_cache(root, report)
+    leftovers = [p.name for p in root.glob(".tmp-*")]
+    if leftovers:
+        report.add("temporary files", True, f"{len(leftovers)} left by an interrupted write (the next write removes them)")
     return report
 
 
-def _check_tables(db: sqlite3.Connection, root: Path, report: CheckReport) -> None:
-    meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
-    dimension = int(meta.get("dimension", 0))
+def _check_commits(db: Database, report: CheckReport) -> None:
+    counted, held = read_counter(db.root), db.generation()
+    if counted is None:
+        report.add("commit counter", True, f"generation {held}; index.generation is missing or unreadable "
+                   "(rewritten by the next commit)")
+    elif counted > held:
+        report.add("commit counter", False, f"{counted} commits were made, index.sqlite holds {held}: the last "
+                   "commit(s) were lost (WAL damaged or removed); --repair goes on from commit "
+                   f"{held}, then index what they added again")
+    else:
+        report.add("commit counter", True, f"generation {held}")
+
+
+def _check_tables(db: Database, root: Path, report: CheckReport) -> None:
+    meta = dict(db.rows("SELECT key, value FROM meta"))
+    if "embedding_model" not in meta:  # a first run killed before its first commit
+        leftovers = [p.name for p in root.glob("*.vec") if p.stat().st_size]
+        report.add("manifest", True, "no commit yet: the first indexing run did not finish; run `gear index` "
+                   "again" + (f" (it trims {', '.join(leftovers)})" if leftovers else ""))
+        return
+    dimension = int(meta.get("dimension", 0) or 0)
     for collection, table in (("passage", "passages"), ("triple", "triples")):
-        stored = db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+        stored = db.one(f"SELECT COUNT(*) FROM {table}")[0]  # type: ignore[index]
         counted = int(meta.get(f"count:{collection}", 0))
         report.add(f"{collection} count", stored == counted, f"{stored:,} stored, manifest says {counted:,}")
     bad = []
-    for row in db.execute(f"SELECT {edb.PASSAGE_COLUMNS} FROM passages"):
-        try:
-            edb.passage_from_row(row, root)
-        except (edb.IndexCorruptError, ValueError) as exc:
-            bad.append(str(exc).split(" in ")[0])
-    for row in db.execute(f"SELECT {edb.TRIPLE_COLUMNS} FROM {edb.TRIPLE_FROM}"):
-        try:
-            edb.triple_from_row(row, root)
-        except edb.IndexCorruptError as exc:
-            bad.append(str(exc).split(" in ")[0])
-    orphans = db.execute("SELECT COUNT(*) FROM triples WHERE passage_row NOT IN (SELECT row FROM passages)").fetchone()[0]
+    for block in db.batches(f"SELECT {PASSAGE_COLUMNS} FROM passages"):
+        bad.extend(_failing(passage_from_row, block, root))
+    for block in db.batches(f"SELECT {TRIPLE_COLUMNS} FROM {TRIPLE_FROM}"):
+        bad.extend(_failing(triple_from_row, block, root))
+    orphans = db.one("SELECT COUNT(*) FROM triples WHERE passage_row NOT IN (SELECT row FROM passages)")[0]  # type: ignore[index]
     report.add("record checksums", not bad, f"{len(bad)} fail: {', '.join(bad[:3])}" if bad else "all match")
     report.add("triples point at stored passages", orphans == 0, f"{orphans} orphan triples" if orphans else "yes")
-    for collection in ("passage", "triple"):
+    for collection in VECTOR_COLLECTIONS:
         rows = int(meta.get(f"rows:{collection}", 0))
-        vectors = VectorFile(root / f"{collection}.vec", dimension)
-        failing, not_finite, covered = [], 0, 0
-        for start, stop, checksum in db.execute(
-            "SELECT start, stop, checksum FROM chunks WHERE collection=? ORDER BY start", (collection,)
-        ):
-            if start != covered:
-                failing.append((start, stop))
-            covered = stop
-            if vectors.checksum(start, stop) != checksum:
-                failing.append((start, stop))
-            if vectors.stored_rows() >= stop:
-                not_finite += int((~np.isfinite(vectors.view(rows)[start:stop]).all(axis=1)).sum())
-        report.bad_chunks.extend((collection, a, b) for a, b in failing)
-        ok = not failing and not_finite == 0 and covered == rows
-        detail = (f"{rows:,} rows, {len(failing)} chunk(s) fail their checksum, {not_finite} rows not finite"
-                  if not ok else f"{rows:,} rows, every chunk matches")
-        report.add(f"{collection} vectors", ok, detail)
-        extra = vectors.stored_rows() - rows
-        if extra > 0:
-            report.add(f"{collection} vectors tail", True,
-                       f"{extra:.1f} rows after the committed ones (an interrupted write; the next write trims them)")
-    bad_segments = [sid for sid, *blobs, checksum in db.execute(
-        "SELECT id, term_ids, offsets, rows, tfs, lens, checksum FROM segments")
-        if Segment.checksum_of(blobs) != checksum]
+        if collection == "node" and rows == 0:
+            continue
+        _check_vectors(CheckedVectors(db, root, collection, dimension), rows, report)
+    bad_segments = []
+    for block in db.batches("SELECT id, term_ids, offsets, rows, tfs, lens, checksum FROM segments", size=64):
+        for sid, *blobs, checksum in block:
+            if not all(isinstance(b, bytes) for b in blobs) or Segment.checksum_of(blobs) != checksum:
+                bad_segments.append(sid)
     report.add("BM25 segments", not bad_segments,
                f"{len(bad_segments)} fail their checksum (rebuilt from the text by --repair)" if bad_segments
                else "every segment matches", derived=True)
@@ -146,69 +171,111 @@ def _check_tables(db: sqlite3.Connection, root: Path, report: CheckReport) -> No
                    "; ".join(index.problems) + " (rebuilt by --repair or the next indexing run)" if index.problems
                    else f"{len(parts)} part(s), rows 0..{index.covered:,}" if parts else "none (exact search)",
                    derived=True)
-    _check_graph_cache(root, report)
-    leftovers = [p.name for p in root.glob(".tmp-*")]
-    if leftovers:
-        report.add("temporary files", True, f"{len(leftovers)} left by an interrupted write (the next write removes them)")
     if (root / "CURRENT").exists():
         report.add("previous format", True, f"migrated from {meta.get('migrated_from', '?')}; the old "
                    "CURRENT and gen-* files are no longer read and may be deleted")
 
 
+def _failing(decode, block, root: Path) -> list[str]:  # noqa: ANN001 - a record decoder
+    bad = []
+    for row in block:
+        try:
+            decode(row, root)
+        except IndexCorruptError as exc:
+            bad.append(str(exc).split(" in ")[0])
+    return bad
+
+
+def _check_vectors(vectors: CheckedVectors, rows: int, report: CheckReport) -> None:
+    name = f"{vectors.collection} vectors"
+    stored = vectors.file.stored_rows()
+    if stored < rows:
+        what = "is missing" if not vectors.path.exists() else f"holds {int(stored):,} of them (truncated)"
+        report.add(name, False, f"{rows:,} rows committed, {vectors.path.name} {what}; --repair re-embeds "
+                   "them from the texts")
+        return
+    failing = vectors.bad_chunks(rows)
+    not_finite = 0
+    if rows:
+        matrix = vectors.view(rows)
+        for start in range(0, rows, 65_536):
+            not_finite += int((~np.isfinite(matrix[start : start + 65_536]).all(axis=1)).sum())
+    ok = not failing and not_finite == 0
+    detail = (f"{rows:,} rows, {len(failing)} chunk(s) fail their checksum, {not_finite} rows not finite "
+              "(re-embedded from the texts by --repair)" if not ok else f"{rows:,} rows, every chunk matches")
+    report.add(name, ok, detail)
+    if stored > rows:
+        report.add(f"{name} tail", True,
+                   f"{stored - rows:.1f} rows after the committed ones (an interrupted write; the next write trims them)")
+
+
 GRAPH_MANIFEST = Path(PPR_GRAPH_FILE).with_suffix(".json").name
 """The PPR graph's manifest (``gear_agent.expansion.ppr_graph_files`` writes it beside the
-index): each file of the graph cache with its xxh3 checksum."""
+index): each file of the graph cache with its xxh3 checksum, the phrase ANN's included."""
 
 
 def _check_graph_cache(root: Path, report: CheckReport) -> None:
     """The PPR graph cache's files against its manifest (derived: a bad file makes the next
-    ``ppr``/``hipporag`` query rebuild the graph from the store)."""
+    ``ppr``/``hipporag`` query rebuild it, and ``--repair`` rebuilds it now)."""
     manifest_file = root / GRAPH_MANIFEST
     if not manifest_file.exists():
+        if (root / PPR_GRAPH_FILE).exists():
+            report.add("PPR graph cache", False, f"{GRAPH_MANIFEST} is missing; --repair rebuilds the graph",
+                       derived=True)
         return
     try:
         manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
         entries = [*manifest.get("segments", []), *([manifest["ann"]] if manifest.get("ann") else [])]
         bad = [e["file"] for e in entries if not verify(root / e["file"], e["checksum"])]
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        report.add("PPR graph cache", False, f"{GRAPH_MANIFEST} cannot be read ({exc}); the next PPR "
-                   "query rebuilds the graph", derived=True)
+        report.add("PPR graph cache", False, f"{GRAPH_MANIFEST} cannot be read ({exc}); --repair rebuilds "
+                   "the graph", derived=True)
         return
     report.add("PPR graph cache", not bad,
-               f"{', '.join(bad)} missing or failing its checksum; the next PPR query rebuilds the graph"
+               f"{', '.join(bad)} missing or failing its checksum; --repair rebuilds it"
                if bad else f"{len(entries)} file(s), every checksum matches", derived=True)
 
 
-def repair(store, report: CheckReport) -> list[str]:  # noqa: ANN001 - EmbeddedStore
-    """Rebuild what ``report`` found damaged that can be rebuilt; returns what was done."""
-    from gear_agent.store.maintenance import remove_superseded, update_ann
+def repair_index(root: Path, report: CheckReport, embedder, tokenizer: str = "standard",  # noqa: ANN001
+                 progress=None) -> list[str]:  # noqa: ANN001
+    """Mend what ``report`` found that is derived (vectors, postings, ANN parts) and accept
+    a lost commit; returns what was done, one line each. The PPR graph cache is the
+    caller's (it lives above the store).
 
+    An edited record stays reported (primary data: re-index it); the rest is repaired.
+
+    Raises:
+        IndexCorruptError: the database itself is damaged (nothing is repaired).
+    """
+    from gear_agent.store.embedded import EmbeddedStore
+
+    if report.failing("sqlite integrity_check", "tables", "format", "index"):
+        raise IndexCorruptError(
+            f"the index at {root} cannot be repaired: index.sqlite, which holds the primary data, is "
+            "damaged (--repair rebuilds only what is derived from it); index the corpus again into a "
+            "new folder")
     done = []
-    with store.transaction():
-        for collection, start, stop in report.bad_chunks:
-            table = "passages" if collection == "passage" else "triples"
-            if collection == "passage":
-                rows = store._db.execute("SELECT row, title, text FROM passages WHERE row >= ? AND row < ? "
-                                         "ORDER BY row", (start, stop)).fetchall()
-                texts = {r: (f"{t}\n{x}" if t else x) for r, t, x in rows}
-            else:
-                rows = store._db.execute(f"SELECT row, subject, predicate, object FROM {table} WHERE row >= ? "
-                                         "AND row < ? ORDER BY row", (start, stop)).fetchall()
-                texts = {r: f"{s} {p} {o}" for r, s, p, o in rows}
-            block = np.zeros((stop - start, store.dimension), dtype=np.float32)
-            if texts:
-                vectors = store._embed(list(texts.values()), [f"{collection} row {r}" for r in texts])
-                for i, row in enumerate(texts):
-                    block[row - start] = vectors[i]
-            checksum = store._vectors[collection].rewrite(start, block)
-            store._db.execute("UPDATE chunks SET checksum=? WHERE collection=? AND start=?", (checksum, collection, start))
-            done.append(f"re-embedded {collection} rows {start}..{stop}")
-        if any(i.name == "BM25 segments" and not i.ok for i in report.items):
-            for name in store._tokenizers():
-                store._rebuild_postings(name)
-            done.append("rebuilt the BM25 postings")
-        if any(i.name.endswith("ANN") and not i.ok for i in report.items):
-            done.extend(f"rebuilt ANN part {f}" for f in update_ann(store))
-    with store.transaction():
-        remove_superseded(store)
+    if report.failing("commit counter"):
+        db = Database(root, 10.0)
+        try:
+            held = db.accept_lost_commits()
+        finally:
+            db.close()
+        done.append(f"went on from commit {held}; index what the lost commits added again")
+    store = EmbeddedStore.open(root, embedder, create=False, tokenizer=tokenizer, verify=False)
+    try:
+        done.extend(store.repair(vectors=report.failing("vectors"), postings=report.failing("BM25 segments"),
+                                 ann=report.failing("ANN"), progress=progress))
+    finally:
+        store.close()
     return done
+
+
+def integrity_errors(root: Path) -> list[str]:
+    """SQLite's ``quick_check`` findings for the index at ``root`` (empty: sound): what
+    ``gear index`` runs before it writes (``gear check`` runs the full ``integrity_check``)."""
+    db = Database(root, 10.0, readonly=True)
+    try:
+        return db.integrity_errors(limit=3, quick=True)
+    finally:
+        db.close()

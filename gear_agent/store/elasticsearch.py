@@ -19,10 +19,10 @@ Example:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Container, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -30,7 +30,8 @@ from gear_agent.config import GearSettings
 from gear_agent.embedding.base import Embedder
 from gear_agent.filters import Where, parse_where
 from gear_agent.store import es_queries as q
-from gear_agent.store.base import Store, StoreError
+from gear_agent.store.base import Store, StoreError, split_new
+from gear_agent.store.changes import Changes
 from gear_agent.store.es_bulk import BulkFailure, BulkOutcome, BulkWriteError, BulkWriter
 from gear_agent.store.es_client import (
     ElasticsearchSettings,
@@ -77,23 +78,6 @@ def _unique(ids: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
-def split_new(records: Sequence[Any], stored: Container[str]) -> tuple[list[Any], list[str]]:
-    """Records to write (first of each id, not stored) and the ids that are no-ops, in order.
-
-    As in the embedded store, a repeat of an id within the same call counts as existing.
-    """
-    new: list[Any] = []
-    existing: list[str] = []
-    seen: set[str] = set()
-    for record in records:
-        if record.id in stored or record.id in seen:
-            existing.append(record.id)
-        else:
-            seen.add(record.id)
-            new.append(record)
-    return new, existing
-
-
 def _body(response: Any) -> dict[str, Any]:
     """The JSON body of a client response (``ObjectApiResponse.body``)."""
     return getattr(response, "body", response)
@@ -134,6 +118,8 @@ class ElasticsearchStore(Store):
             unsupported server, or an incompatible existing index.
         ModelMismatchError: an index was built with another embedding model.
     """
+
+    backend: ClassVar[str] = "elasticsearch"
 
     def __init__(
         self,
@@ -451,6 +437,7 @@ class ElasticsearchStore(Store):
 
         outcome = self._write(actions(), [index], refused)
         result = AddResult(added=outcome.done, existing=[*existing, *outcome.conflicts])
+        self._committed(self.generation)
         if not outcome.ok:
             raise BulkWriteError(f"adding passages to {index!r}", outcome, result)
         return result
@@ -488,6 +475,7 @@ class ElasticsearchStore(Store):
 
         outcome = self._write(actions(), [index], refused)
         result = AddResult(added=outcome.done, existing=[*existing, *outcome.conflicts])
+        self._committed(self.generation)
         if not outcome.ok:
             raise BulkWriteError(f"adding triples to {index!r}", outcome, result)
         return result
@@ -538,6 +526,7 @@ class ElasticsearchStore(Store):
         self.node_store().forget_passages(ids)
         index = self.indices.passages
         outcome = self._write((q.delete_action(index, pid) for pid in ids), [index], [])
+        self._committed(self.generation)
         if not outcome.ok:
             raise BulkWriteError(f"deleting passages from {index!r}", outcome, outcome.done)
         done = set(outcome.done)
@@ -545,9 +534,27 @@ class ElasticsearchStore(Store):
 
     def delete_source(self, source: str) -> list[str]:
         """Delete every passage whose ``source`` is exactly ``source`` (and its triples)."""
-        index = self.indices.passages
-        hits = self._walk(index, q.term("source", source), q.BY_ID, snapshot=True)
-        return self.delete_passages([hit["_id"] for hit in hits])
+        return self.delete_passages(self.passage_ids_of_source(source))
+
+    def passage_ids_of_source(self, source: str) -> list[str]:
+        hits = self._walk(self.indices.passages, q.term("source", source), q.BY_ID, snapshot=True)
+        return [hit["_id"] for hit in hits]
+
+    # ---- commits -----------------------------------------------------------
+    def generation(self) -> int:
+        """The indexing operations (creates, updates, deletes) the two indices' primaries
+        have taken: it moves with every write, a delete followed by as many adds included
+        (one ``_stats`` request; the counters restart with the cluster, which a reader takes
+        as "rebuild"). Needs the ``monitor`` privilege on the indices."""
+        with translate_errors("reading the indexing statistics"):
+            stats = _body(self._client.indices.stats(index=",".join(self.indices), metric="indexing"))
+        indexing = stats["_all"]["primaries"].get("indexing", {})
+        return int(indexing.get("index_total", 0)) + int(indexing.get("delete_total", 0))
+
+    def changes_since(self, generation: int) -> Changes:
+        """Elasticsearch keeps no list of the changes: always incomplete, so derived state
+        compares itself with the store (:class:`~gear_agent.store.changes.Changes`)."""
+        return Changes(generation, self.generation(), complete=False)
 
     # ---- reads -------------------------------------------------------------
     def _filter(self, collection: Collection, where: Where | None) -> dict[str, Any] | None:

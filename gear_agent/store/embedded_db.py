@@ -1,35 +1,60 @@
-"""The SQLite half of the embedded store: schema, connection, records and their checksums.
+"""The SQLite half of the embedded store: the schema, and :class:`Database`, which owns the
+connections, the transactions, the commit generation and its counter file.
 
-One file, ``index.sqlite``, in WAL mode (readers are never blocked by the writer, a
-crash rolls back to the last commit) with ``synchronous=FULL`` (a commit is on disk when
-it returns). It holds every record, the ``row`` of each record's vector in the vector
-files, the entity ids of each triple (so neighbours are an indexed lookup), metadata in
-a key/value table indexed for filters, the BM25 vocabulary and segments
-(:mod:`gear_agent.store.postings`), the vector chunks' checksums and the manifest (table
-``meta``). Each record carries a CRC-32 of its fields, checked whenever it is read.
+One file, ``index.sqlite``, in WAL mode (readers are never blocked by the writer, a crash
+rolls back to the last commit) with ``synchronous=FULL`` (a commit is on disk when it
+returns). It holds every record, the ``row`` of each record's vector in the vector files,
+the entity ids of each triple, metadata in a key/value table indexed for filters, the
+BM25 vocabulary and segments (:mod:`gear_agent.store.postings`), the vector chunks'
+checksums, one row per commit (``commits``: its generation and the row counts it left,
+which with the generation of each deletion in ``dead`` is the change feed) and the
+manifest (table ``meta``).
+
+Every statement runs through a :class:`Database` method inside
+:func:`gear_agent.store.embedded_errors.translated`, so a locked, read-only, full or
+damaged database is one line, never a traceback. Each thread reads through its own
+connection (a query pins one commit with :meth:`Database.reading`, while other threads
+read theirs); the writer's transaction runs on one connection under one lock.
+
+The generation of the last commit is also written, after the commit, to
+``index.generation`` beside the database: outside the WAL, so a WAL that lost committed
+frames (damaged or deleted before a checkpoint) shows as a database older than the
+counter (:meth:`Database.lost_commits`).
 """
 
 from __future__ import annotations
 
-import json
+import os
 import sqlite3
-import zlib
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from gear_agent.errors import GearError
-from gear_agent.filters import flatten_metadata
-from gear_agent.types import Passage, Triple
+from gear_agent.store.base import IndexCorruptError, StoreError
+from gear_agent.store.embedded_errors import translated
 
 DB_FILE = "index.sqlite"
+COUNTER_FILE = "index.generation"
 WAL_AUTOCHECKPOINT_PAGES = 65_536
 """Checkpoint the WAL into the database file every 256 MiB of WAL (SQLite's default is
 4 MiB): a checkpoint writes each page changed since the last one once, however many
 commits changed it. The store checkpoints fully at the end of an indexing run
 (:meth:`EmbeddedStore.maintain`)."""
-FORMAT_VERSION = 2
-_SEP = "\x1f"
+FORMAT_VERSION = 3
+"""3: commit generations (``commits``, ``dead.generation``/``dead.id``); 2 is upgraded in
+place by the first writable open (two added columns, one added table)."""
+MMAP_BYTES = 1 << 32
+"""SQLite reads the database through a memory map of up to this many bytes (``PRAGMA
+mmap_size``) instead of a ``read`` call per 4 KiB page (a cold open to the first query of
+a 100k-passage index went from 3.8-4.9 s to 2.0-2.3 s; ``benchmarks/scale.py``). SQLite's
+caveat is a process killed by SIGBUS if another process shrinks the file while it is
+mapped; nothing in this project shrinks it (no VACUUM; WAL checkpoints truncate only the
+WAL file)."""
+CHUNK = 900
+"""Ids per ``IN (...)`` list (SQLite allows 999 parameters by default)."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value);
@@ -52,6 +77,7 @@ CREATE INDEX IF NOT EXISTS triples_passage ON triples(passage_row, row);
 CREATE INDEX IF NOT EXISTS triples_head ON triples(head, row);
 CREATE INDEX IF NOT EXISTS triples_tail ON triples(tail, row);
 CREATE TABLE IF NOT EXISTS dead(collection TEXT NOT NULL, row INTEGER NOT NULL,
+  generation INTEGER NOT NULL DEFAULT 0, id TEXT,
   PRIMARY KEY(collection, row)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS chunks(collection TEXT NOT NULL, start INTEGER NOT NULL,
   stop INTEGER NOT NULL, checksum TEXT NOT NULL, PRIMARY KEY(collection, start)) WITHOUT ROWID;
@@ -63,98 +89,333 @@ CREATE TABLE IF NOT EXISTS segments(id INTEGER PRIMARY KEY, collection TEXT NOT 
   term_ids BLOB NOT NULL, offsets BLOB NOT NULL, rows BLOB NOT NULL, tfs BLOB NOT NULL,
   lens BLOB NOT NULL, checksum TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS segments_level ON segments(collection, tokenizer, level);
+CREATE TABLE IF NOT EXISTS commits(generation INTEGER PRIMARY KEY, passage_rows INTEGER NOT NULL,
+  triple_rows INTEGER NOT NULL, node_rows INTEGER NOT NULL, at TEXT NOT NULL);
 """
-
-
-MMAP_BYTES = 1 << 32
-"""SQLite reads the database through a memory map of up to this many bytes (``PRAGMA
-mmap_size``) instead of a ``read`` call per 4 KiB page: the first BM25 query of a freshly
-opened 100k-passage index reads its postings segments (about 150 MB) from a cold disk in a
-fraction of the time (a cold open to the first query went from 3.8-4.9 s to 2.0-2.3 s;
-``benchmarks/scale.py``). SQLite's caveat is a process killed by SIGBUS if another process
-shrinks the file while it is mapped; nothing in this project shrinks it (no VACUUM; WAL
-checkpoints truncate only the WAL file)."""
-
-
-class IndexCorruptError(GearError, RuntimeError):
-    """An index cannot be read as it is; the message names what is wrong and what to do."""
+_UPGRADE_2 = (
+    "ALTER TABLE dead ADD COLUMN generation INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE dead ADD COLUMN id TEXT",
+    "CREATE TABLE IF NOT EXISTS commits(generation INTEGER PRIMARY KEY, passage_rows INTEGER NOT NULL, "
+    "triple_rows INTEGER NOT NULL, node_rows INTEGER NOT NULL, at TEXT NOT NULL)",
+)
 
 
 def connect(path: Path, timeout_s: float, readonly: bool = False) -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are begun explicitly), WAL, FULL sync."""
-    if readonly:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=timeout_s,
-                             isolation_level=None, check_same_thread=False)
-    else:
-        db = sqlite3.connect(path, timeout=timeout_s, isolation_level=None, check_same_thread=False)
-    try:
-        if not readonly:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
-        db.execute("PRAGMA synchronous=FULL")
-        db.execute("PRAGMA foreign_keys=OFF")
-        db.execute("PRAGMA cache_size=-65536")
-        db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
-    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # a damaged header or schema text
-        db.close()
-        raise IndexCorruptError(f"{path} cannot be opened as an SQLite index ({exc}); run `gear check`") from exc
+    with translated(path):
+        if readonly:
+            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=timeout_s,
+                                 isolation_level=None, check_same_thread=False)
+        else:
+            db = sqlite3.connect(path, timeout=timeout_s, isolation_level=None, check_same_thread=False)
+        try:
+            if not readonly:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
+            db.execute("PRAGMA synchronous=FULL")
+            db.execute("PRAGMA foreign_keys=OFF")
+            db.execute("PRAGMA cache_size=-65536")
+            db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+        except BaseException:
+            db.close()
+            raise
     return db
 
 
-def get_meta(db: sqlite3.Connection, key: str, default: Any = None) -> Any:
-    row = db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
-    return default if row is None else row[0]
+def marks(items: Sequence[Any]) -> str:
+    """``?,?,...`` for an ``IN`` list of ``items``."""
+    return ",".join("?" * len(items))
 
 
-def set_meta(db: sqlite3.Connection, key: str, value: Any) -> None:
-    db.execute(
-        "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-        (key, value),
-    )
+def chunked(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
+    """``items`` in slices of at most ``size`` (for ``IN`` lists)."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
-def metadata_json(metadata: Mapping[str, Any]) -> str:
-    return json.dumps(dict(metadata), ensure_ascii=False, sort_keys=True, allow_nan=False)
+def read_counter(root: Path) -> int | None:
+    """The generation in ``index.generation``, or None when it is missing or unreadable."""
+    try:
+        text = (Path(root) / COUNTER_FILE).read_text(encoding="ascii").strip()
+        number, check = text.split()
+        return int(number) if int(check) == _counter_check(int(number)) else None
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
 
 
-def passage_crc(p: Passage, meta_json: str) -> int:
-    return zlib.crc32(_SEP.join((p.id, p.title, p.text, p.source, meta_json)).encode("utf-8"))
+def _counter_check(number: int) -> int:
+    import zlib
+
+    return zlib.crc32(str(number).encode("ascii"))
 
 
-def triple_crc(t: Triple) -> int:
-    return zlib.crc32(_SEP.join((t.id, t.subject, t.predicate, t.object, t.passage_id)).encode("utf-8"))
+def write_counter(root: Path, generation: int) -> None:
+    """Write ``generation`` to ``index.generation`` and flush it (after its commit)."""
+    payload = f"{generation} {_counter_check(generation)}".ljust(63).encode("ascii") + b"\n"
+    path = Path(root) / COUNTER_FILE
+    with translated(path):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            os.pwrite(fd, payload, 0)
+            os.ftruncate(fd, len(payload))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
-PASSAGE_COLUMNS = "row, id, title, text, source, metadata, crc"
+class Database:
+    """``index.sqlite`` of one store: per-thread read connections, one writer, generations.
 
+    Args:
+        root: The index folder.
+        timeout_s: How long a writer waits for another writer's lock.
+        readonly: Open the file read-only (``gear check``: nothing is written).
 
-def passage_from_row(row: tuple[Any, ...], where: Path) -> Passage:
-    """A :class:`Passage` from ``SELECT {PASSAGE_COLUMNS}``, its checksum verified."""
-    _, pid, title, text, source, meta_json, crc = row
-    passage = Passage(pid, title, text, source, json.loads(meta_json) if meta_json != "{}" else {})
-    if passage_crc(passage, meta_json) != crc:
-        raise IndexCorruptError(
-            f"passage {pid} in {where} fails its checksum (edited or damaged on disk); "
-            "run `gear check` and re-index it"
-        )
-    return passage
+    Example:
+        >>> db = Database(Path(tempfile.mkdtemp()), 5.0)  # doctest: +SKIP
+        >>> with db.writing():  # doctest: +SKIP
+        ...     db.set_meta("k", 1)
+        >>> db.generation()  # doctest: +SKIP
+        1
+    """
 
+    def __init__(self, root: Path, timeout_s: float, readonly: bool = False) -> None:
+        self.root = Path(root)
+        self.path = self.root / DB_FILE
+        self.timeout_s = timeout_s
+        self.readonly = readonly
+        self._writer = connect(self.path, timeout_s, readonly)
+        self._write_lock = threading.RLock()
+        self._tx_thread: int | None = None
+        self._tx_depth = 0
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._closed = False
+        self.after_commit: list[Any] = []
+        """Called with the new generation after each commit (the store's listeners)."""
 
-TRIPLE_COLUMNS = "t.row, t.id, t.subject, t.predicate, t.object, p.id, t.crc"
-TRIPLE_FROM = "triples t JOIN passages p ON p.row = t.passage_row"
+    # ---- connections --------------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        """The writer's connection inside this thread's transaction, else this thread's reader."""
+        if self._tx_thread == threading.get_ident():
+            return self._writer
+        reader = getattr(self._local, "conn", None)
+        if reader is None:
+            if self._closed:
+                raise StoreError(f"the index at {self.root} was closed")
+            reader = connect(self.path, self.timeout_s, self.readonly)
+            with self._readers_lock:
+                self._readers.append(reader)
+            self._local.conn = reader
+        return reader
 
+    def in_transaction(self) -> bool:
+        """True inside this thread's write transaction or pinned read (:meth:`reading`)."""
+        return self._tx_thread == threading.get_ident() or getattr(self._local, "pinned", 0) > 0
 
-def triple_from_row(row: tuple[Any, ...], where: Path) -> Triple:
-    """A :class:`Triple` from ``SELECT {TRIPLE_COLUMNS} FROM {TRIPLE_FROM}``, checksum verified."""
-    _, tid, subject, predicate, obj, pid, crc = row
-    triple = Triple(tid, subject, predicate, obj, pid)
-    if triple_crc(triple) != crc:
-        raise IndexCorruptError(
-            f"triple {tid} in {where} fails its checksum (edited or damaged on disk); run `gear check`"
-        )
-    return triple
+    def writing_here(self) -> bool:
+        """True inside this thread's write transaction."""
+        return self._tx_thread == threading.get_ident()
 
+    # ---- statements ---------------------------------------------------------------
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Every row of a query."""
+        with translated(self.path):
+            return self._conn().execute(sql, params).fetchall()
 
-def meta_rows(row: int, metadata: Mapping[str, Any]) -> list[tuple[str, Any, int]]:
-    """``passage_meta`` rows of one passage: one per (dotted key, scalar value)."""
-    return [(key, value, row) for key, value in flatten_metadata(metadata)]
+    def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        """The first row of a query, or None."""
+        with translated(self.path):
+            return self._conn().execute(sql, params).fetchone()
+
+    def batches(self, sql: str, params: Sequence[Any] = (), size: int = 65_536) -> Iterator[list[tuple[Any, ...]]]:
+        """The rows of a query, ``size`` at a time (a scan that never holds all of them)."""
+        with translated(self.path):
+            cursor = self._conn().execute(sql, params)
+        while True:
+            with translated(self.path):
+                block = cursor.fetchmany(size)
+            if not block:
+                return
+            yield block
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Execute one statement (in the caller's transaction); returns the rows it changed."""
+        with translated(self.path):
+            return self._conn().execute(sql, params).rowcount
+
+    def insert(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Execute an ``INSERT``; returns the new row's id."""
+        with translated(self.path):
+            return int(self._conn().execute(sql, params).lastrowid or 0)
+
+    def run_many(self, sql: str, params: Iterable[Sequence[Any]]) -> None:
+        with translated(self.path):
+            self._conn().executemany(sql, params)
+
+    def has_table(self, name: str) -> bool:
+        return self.one("SELECT 1 FROM sqlite_master WHERE name=?", (name,)) is not None
+
+    def meta(self, key: str, default: Any = None) -> Any:
+        row = self.one("SELECT value FROM meta WHERE key=?", (key,))
+        return default if row is None else row[0]
+
+    def meta_like(self, *patterns: str) -> dict[str, Any]:
+        """Meta values whose keys match any of the ``LIKE`` patterns."""
+        where = " OR ".join("key LIKE ?" for _ in patterns)
+        return dict(self.rows(f"SELECT key, value FROM meta WHERE {where}", patterns))
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self.run("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                 (key, value))
+
+    def add_meta(self, key: str, delta: int | float) -> None:
+        self.run("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
+                 "value = value + excluded.value", (key, delta))
+
+    def generation(self) -> int:
+        """The generation of the last commit this thread's connection sees."""
+        return int(self.meta("generation", 0))
+
+    # ---- schema -------------------------------------------------------------------
+    def ensure_schema(self) -> None:
+        """Create the tables of a new index; upgrade a format-2 index in place (additive)."""
+        with translated(self.path):
+            if not self.has_table("segments"):
+                self._writer.executescript(f"BEGIN IMMEDIATE;{SCHEMA}COMMIT;")
+                return
+            if self.has_table("commits"):
+                return
+        with self.writing(count=False):
+            if not self.has_table("commits"):
+                for statement in _UPGRADE_2:
+                    self.run(statement)
+                if self.meta("embedding_model") is not None:
+                    self.set_meta("format_version", FORMAT_VERSION)
+
+    # ---- transactions -------------------------------------------------------------
+    @contextmanager
+    def writing(self, count: bool = True) -> Iterator[None]:
+        """One atomic write under SQLite's write lock; nested calls join the outer one.
+
+        On success a transaction that changed something gets the next generation (recorded
+        in ``meta`` and ``commits`` inside it, then in the counter file). On an exception
+        nothing of it is kept.
+
+        Raises:
+            StoreError: another writer held the lock past the timeout, the index is
+                read-only, or the disk is full.
+        """
+        with self._write_lock:
+            if self._tx_thread == threading.get_ident():
+                self._tx_depth += 1
+                try:
+                    yield
+                finally:
+                    self._tx_depth -= 1
+                return
+            with translated(self.path):
+                self._writer.execute("BEGIN IMMEDIATE")
+            self._tx_thread, self._tx_depth = threading.get_ident(), 1
+            generation, changes_before = None, self._writer.total_changes
+            try:
+                yield
+                if count and self._writer.total_changes != changes_before:  # nothing written: no commit
+                    generation = self._record_commit()
+                with translated(self.path):
+                    self._writer.execute("COMMIT")
+            except BaseException:
+                if self._writer.in_transaction:
+                    with translated(self.path):
+                        self._writer.execute("ROLLBACK")
+                raise
+            finally:
+                self._tx_thread, self._tx_depth = None, 0
+        if generation is not None:
+            write_counter(self.root, generation)
+            for listener in list(self.after_commit):
+                listener(generation)
+
+    def _record_commit(self) -> int:
+        generation = self.generation() + 1
+        rows = self.meta_like("rows:%")
+        self.set_meta("generation", generation)
+        at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        self.set_meta("committed_at", at)
+        self.run("INSERT OR REPLACE INTO commits(generation, passage_rows, triple_rows, node_rows, at) "
+                 "VALUES (?, ?, ?, ?, ?)", (generation, int(rows.get("rows:passage", 0)),
+                                            int(rows.get("rows:triple", 0)), int(rows.get("rows:node", 0)), at))
+        return generation
+
+    @contextmanager
+    def reading(self) -> Iterator[int]:
+        """Pin this thread's reads to one commit; yields its generation (re-entrant).
+
+        Inside a write transaction the writer's own (uncommitted) state is read.
+        """
+        if self._tx_thread == threading.get_ident() or getattr(self._local, "pinned", 0):
+            self._local.pinned = getattr(self._local, "pinned", 0) + 1
+            try:
+                yield self.generation()
+            finally:
+                self._local.pinned -= 1
+            return
+        conn = self._conn()
+        with translated(self.path):
+            conn.execute("BEGIN")
+            try:
+                generation = int((conn.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
+                                  or (0,))[0])
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        self._local.pinned = 1
+        try:
+            yield generation
+        finally:
+            self._local.pinned = 0
+            with translated(self.path):
+                conn.execute("COMMIT")
+
+    # ---- the commit counter outside the WAL -----------------------------------------
+    def lost_commits(self) -> tuple[int, int] | None:
+        """(counted, held) when ``index.generation`` names a later commit than the database
+        holds (a WAL that lost committed frames), else None. The counter is read first: it
+        is written after each commit, so a commit landing meanwhile cannot look lost."""
+        counted = read_counter(self.root)
+        held = self.generation()
+        return (counted, held) if counted is not None and counted > held else None
+
+    def accept_lost_commits(self) -> int:
+        """Set the counter to the database's generation (``gear check --repair``)."""
+        held = self.generation()
+        write_counter(self.root, held)
+        return held
+
+    def checkpoint(self) -> None:
+        """Fold the WAL into the database file; skipped while readers hold it."""
+        with self._write_lock, translated(self.path):
+            self._writer.execute("PRAGMA busy_timeout=200")
+            try:
+                self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            finally:
+                self._writer.execute(f"PRAGMA busy_timeout={int(self.timeout_s * 1000)}")
+
+    def integrity_errors(self, limit: int = 5, quick: bool = False) -> list[str]:
+        """SQLite's ``PRAGMA integrity_check`` findings (empty when the file is sound);
+        ``quick``: ``quick_check``, which skips matching the indexes against their tables
+        (a tenth of the time: 0.4 s against 3.3 s for a 78 MB database)."""
+        pragma = "quick_check" if quick else "integrity_check"
+        try:
+            found = [r[0] for r in self.rows(f"PRAGMA {pragma}({int(limit)})")]
+        except IndexCorruptError as exc:
+            return [str(exc)]
+        return [] if found == ["ok"] else found
+
+    def close(self) -> None:
+        with self._write_lock, self._readers_lock:
+            self._closed = True
+            for conn in [self._writer, *self._readers]:
+                conn.close()
+            self._readers.clear()

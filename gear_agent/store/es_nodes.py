@@ -102,7 +102,7 @@ class ElasticsearchNodeStore(NodeStore):
             StoreError: a node names a passage that is not stored (nothing is written).
             BulkWriteError: some nodes were not stored (``err.failures`` says which).
         """
-        from gear_agent.store.elasticsearch import split_new
+        from gear_agent.store.base import split_new
 
         stored = self.store._mget(self.index, [n.id for n in nodes], []) if self._exists(self.index) else {}
         new, existing = split_new(nodes, stored)

@@ -1,4 +1,8 @@
-"""Atomic, multi-file commits of the embedded index as numbered generations.
+"""The previous embedded format: atomic, multi-file commits as numbered generations.
+
+Read only by ``gear migrate`` (:mod:`gear_agent.store.legacy`) and by tests that write an
+index of that format; the store itself never opens one.
+
 
 An index directory holds committed snapshots ``gen-000001/``, ``gen-000002/``,
 ... and a ``CURRENT`` file naming the live one. A commit writes the next
@@ -21,17 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from gear_agent.errors import GearError
+from gear_agent.store.base import IndexCorruptError
 
 CURRENT = "CURRENT"
 LOCK = ".lock"
 _PREFIX = "gen-"
 _TEMP_PREFIX = ".tmp-"
 KEEP_GENERATIONS = 2
-
-
-class IndexCorruptError(GearError, RuntimeError):
-    """An index directory cannot be read; the message names the file and what is wrong."""
 
 
 def current_generation(root: Path) -> Path | None:

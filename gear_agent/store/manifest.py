@@ -8,22 +8,48 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from gear_agent.store import embedded_db as edb
-from gear_agent.store.embedded_db import FORMAT_VERSION, IndexCorruptError
+from gear_agent.store.base import IndexCorruptError, StoreError
+from gear_agent.store.embedded_db import (
+    COUNTER_FILE,
+    DB_FILE,
+    FORMAT_VERSION,
+    connect,
+    read_counter,
+)
+
+PREVIOUS_FORMAT_POINTER = "CURRENT"
+"""The file naming the live generation of an index in the previous format (``gen-*``)."""
+ANN_SUFFIX = ".usearch"
+
+
+def has_previous_format(path: Path) -> bool:
+    """Whether ``path`` holds an index in the previous format (``CURRENT`` + ``gen-*``) and
+    none in this one (``gear migrate`` converts it)."""
+    path = Path(path)
+    return path.is_dir() and (path / PREVIOUS_FORMAT_POINTER).exists() and not (path / DB_FILE).exists()
 
 
 def read_manifest(path: Path) -> dict[str, Any] | None:
     """The manifest of the index at ``path`` (no model loaded), or None if there is none.
 
-    An index still in the previous format (``CURRENT`` + ``gen-*``) gives that format's
-    manifest with ``"format_version": 1``; it is migrated the first time it is opened.
-    """
-    from gear_agent.store import legacy
+    An index still in the previous format gives that format's manifest with
+    ``"format_version": 1`` (``gear migrate`` converts it).
 
-    db_path = Path(path) / edb.DB_FILE
+    Raises:
+        StoreError: ``path`` is a file, not an index folder.
+        IndexCorruptError: ``index.sqlite`` cannot be read.
+    """
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise StoreError(f"{path} is a file, not an index folder")
+    db_path = path / DB_FILE
     if not db_path.exists():
-        return legacy.read_legacy_manifest(Path(path))
-    db = edb.connect(db_path, timeout_s=5.0, readonly=True)
+        if has_previous_format(path):
+            from gear_agent.store.legacy import read_legacy_manifest
+
+            return read_legacy_manifest(path)
+        return None
+    db = connect(db_path, timeout_s=5.0, readonly=True)
     try:
         if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() is None:
             return None  # a writer is creating it
@@ -42,5 +68,17 @@ def read_manifest(path: Path) -> dict[str, Any] | None:
         "triples": int(meta.get("count:triple", 0)),
         "extracted_passages": int(meta.get("extracted", 0)),
         "committed_at": meta.get("committed_at", "?"),
+        "generation": int(meta.get("generation", 0)),
+        "generation_counted": read_counter(path),
         "tokenizers": json.loads(meta.get("tokenizers", "[]")),
     }
+
+
+def size_on_disk(root: Path) -> int:
+    """Bytes of the files of the index at ``root`` (SQLite with its WAL, vectors, ANN parts)."""
+    names = (DB_FILE, f"{DB_FILE}-wal", COUNTER_FILE, "passage.vec", "triple.vec", "node.vec")
+    total = 0
+    for path in Path(root).iterdir():
+        if path.is_file() and (path.name in names or path.name.endswith(ANN_SUFFIX)):
+            total += path.stat().st_size
+    return total

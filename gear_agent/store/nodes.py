@@ -1,19 +1,21 @@
 """The node collection of a store: SiReRAG tree nodes beside passages and triples.
 
-A backend that keeps SiReRAG nodes returns a :class:`NodeStore` from
-:meth:`gear_agent.store.base.Store.node_store`; one that does not raises
-:class:`NodesNotSupportedError` there, naming the backend that does. Nodes are dense-only
-(the paper ranks its pool by embedding similarity): no BM25 postings, no ANN.
+Keeping nodes is an optional capability: a backend that keeps them implements the
+:class:`HasNodes` protocol (a ``node_store()`` method returning a :class:`NodeStore`), and
+:func:`node_store_of` is how callers ask for it, with a one-line error naming a backend
+that does when this one does not. Nodes are dense-only (the paper ranks its pool by
+embedding similarity): no BM25 postings, no ANN.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from gear_agent.store.base import StoreError
+from gear_agent.store.base import Store, StoreError
 from gear_agent.types import AddResult, Hit, Node
 
 
@@ -88,3 +90,32 @@ class NodeStore(ABC):
     @abstractmethod
     def meta_items(self, prefix: str) -> dict[str, str]:
         """Every recorded value whose key starts with ``prefix``."""
+
+
+@runtime_checkable
+class HasNodes(Protocol):
+    """A backend that keeps SiReRAG nodes beside its passages and triples."""
+
+    def node_store(self) -> NodeStore:
+        """The node collection of this index."""
+        ...
+
+
+def node_store_of(store: Store) -> NodeStore:
+    """The SiReRAG node collection of ``store``.
+
+    Raises:
+        NodesNotSupportedError: the backend keeps no nodes (the message names one that does).
+
+    Example:
+        >>> node_store_of(store).count()  # doctest: +SKIP
+    """
+    if isinstance(store, HasNodes):
+        return store.node_store()
+    from gear_agent.store.backends import backends_with_nodes
+
+    names = ", ".join(f"GEAR_BACKEND={name}" for name in backends_with_nodes()) or "none"
+    raise NodesNotSupportedError(
+        f"the {store.backend or type(store).__name__} backend does not store SiReRAG nodes; "
+        f"build SiReRAG indexes in a backend that does ({names})"
+    )

@@ -14,7 +14,7 @@ the stored text.
 
 from __future__ import annotations
 
-import sqlite3
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -23,6 +23,7 @@ import numpy as np
 
 from gear_agent.store.bm25 import K1, B, lucene_idf
 from gear_agent.store.derived_files import bytes_checksum
+from gear_agent.store.embedded_db import Database
 
 MERGE_FACTOR = 8
 _CHUNK = 900
@@ -108,18 +109,20 @@ class Postings:
     """The persisted BM25 index of one collection under one tokenizer.
 
     Args:
-        db: The store's connection (the caller holds its lock and transactions).
+        db: The store's database (writes run inside the caller's transaction; reads see
+            the calling thread's commit).
         collection: ``passage`` or ``triple``.
         tokenizer: Tokenizer name; its postings are kept apart from other tokenizers'.
         tokenize: The tokenizer.
     """
 
     def __init__(
-        self, db: sqlite3.Connection, collection: str, tokenizer: str,
+        self, db: Database, collection: str, tokenizer: str,
         tokenize: Callable[[str], list[str]],
     ) -> None:
         self.db, self.collection, self.tokenizer, self.tokenize = db, collection, tokenizer, tokenize
         self._segments: dict[int, Segment] = {}
+        self._lock = threading.Lock()
         self._norms: dict[tuple[int, int], np.ndarray] = {}
         self._norms_avg = -1.0
         self._docs_key = f"bm25:{collection}:{tokenizer}:docs"
@@ -130,7 +133,7 @@ class Postings:
         for start in range(0, len(terms), _CHUNK):
             chunk = terms[start : start + _CHUNK]
             marks = ",".join("?" * len(chunk))
-            for term, tid in self.db.execute(
+            for term, tid in self.db.rows(
                 f"SELECT term, id FROM terms WHERE collection=? AND tokenizer=? AND term IN ({marks})",
                 (self.collection, self.tokenizer, *chunk),
             ):
@@ -142,7 +145,7 @@ class Postings:
         self._lookup(terms, found)
         new = [term for term in terms if term not in found]
         if new:  # one statement for the batch, then their ids (assigned in this order)
-            self.db.executemany(
+            self.db.run_many(
                 "INSERT INTO terms(collection, tokenizer, term, df) VALUES (?, ?, ?, 0)",
                 [(self.collection, self.tokenizer, term) for term in new],
             )
@@ -151,11 +154,7 @@ class Postings:
 
     def _stats_add(self, docs: int, length: int) -> None:
         for key, delta in ((self._docs_key, docs), (self._length_key, length)):
-            self.db.execute(
-                "INSERT INTO meta(key, value) VALUES (?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = value + excluded.value",
-                (key, delta),
-            )
+            self.db.add_meta(key, delta)
 
     def add(self, rows: Sequence[int], texts: Sequence[str], dead: Callable[[], np.ndarray]) -> None:
         """Index ``texts`` stored at ``rows`` as a new segment, then merge as the policy says."""
@@ -165,7 +164,7 @@ class Postings:
         ids = self._term_ids(dict.fromkeys(t for tokens in token_lists for t in tokens))
         documents = [Counter(ids[t] for t in tokens) for tokens in token_lists]
         df = Counter(term for counts in documents for term in counts)
-        self.db.executemany("UPDATE terms SET df = df + ? WHERE id = ?", [(n, t) for t, n in df.items()])
+        self.db.run_many("UPDATE terms SET df = df + ? WHERE id = ?", [(n, t) for t, n in df.items()])
         self._stats_add(len(rows), sum(len(t) for t in token_lists))
         self._insert(segment_of(rows, documents), level=0)
         self._merge_levels(dead)
@@ -177,43 +176,42 @@ class Postings:
         token_lists = [self.tokenize(t) for t in texts]
         df = Counter(t for tokens in token_lists for t in set(tokens))
         ids = self._term_ids(df)
-        self.db.executemany("UPDATE terms SET df = df - ? WHERE id = ?", [(n, ids[t]) for t, n in df.items()])
+        self.db.run_many("UPDATE terms SET df = df - ? WHERE id = ?", [(n, ids[t]) for t, n in df.items()])
         self._stats_add(-len(texts), -sum(len(t) for t in token_lists))
 
     def _insert(self, segment: Segment, level: int) -> int:
         blobs = segment.blobs()
-        cursor = self.db.execute(
+        return self.db.insert(
             "INSERT INTO segments(collection, tokenizer, level, postings, term_ids, offsets, rows, "
             "tfs, lens, checksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (self.collection, self.tokenizer, level, segment.postings, *blobs, Segment.checksum_of(blobs)),
         )
-        return int(cursor.lastrowid or 0)
 
     def _merge_levels(self, dead: Callable[[], np.ndarray]) -> None:
         level = 0
         while True:
-            ids = [sid for (sid,) in self.db.execute(
+            ids = [sid for (sid,) in self.db.rows(
                 "SELECT id FROM segments WHERE collection=? AND tokenizer=? AND level=? ORDER BY id",
                 (self.collection, self.tokenizer, level),
             )]
             if len(ids) < MERGE_FACTOR:
                 return
             merged = merge([self._load(sid) for sid in ids], dead())
-            self.db.execute(
-                f"DELETE FROM segments WHERE id IN ({','.join('?' * len(ids))})", ids
-            )
-            for sid in ids:
-                self._segments.pop(sid, None)
+            self.db.run(f"DELETE FROM segments WHERE id IN ({','.join('?' * len(ids))})", ids)
+            with self._lock:
+                for sid in ids:
+                    self._segments.pop(sid, None)
             self._insert(merged, level + 1)
             level += 1
 
     def rebuild(self, rows_and_texts: Iterable[tuple[int, str]]) -> None:
         """Drop this tokenizer's postings and index every live row again (one segment)."""
-        self.db.execute("DELETE FROM segments WHERE collection=? AND tokenizer=?", (self.collection, self.tokenizer))
-        self.db.execute("DELETE FROM terms WHERE collection=? AND tokenizer=?", (self.collection, self.tokenizer))
-        self.db.execute("DELETE FROM meta WHERE key IN (?, ?)", (self._docs_key, self._length_key))
+        self.db.run("DELETE FROM segments WHERE collection=? AND tokenizer=?", (self.collection, self.tokenizer))
+        self.db.run("DELETE FROM terms WHERE collection=? AND tokenizer=?", (self.collection, self.tokenizer))
+        self.db.run("DELETE FROM meta WHERE key IN (?, ?)", (self._docs_key, self._length_key))
         self._stats_add(0, 0)
-        self._segments.clear()
+        with self._lock:
+            self._segments.clear()
         rows, texts = [], []
         for row, text in rows_and_texts:
             rows.append(row)
@@ -226,29 +224,34 @@ class Postings:
     # ---- reads ----------------------------------------------------------------------
     def exists(self) -> bool:
         """Whether this tokenizer's postings were ever built for the collection."""
-        return self.db.execute("SELECT 1 FROM meta WHERE key=?", (self._docs_key,)).fetchone() is not None
+        return self.db.one("SELECT 1 FROM meta WHERE key=?", (self._docs_key,)) is not None
 
     def _load(self, sid: int) -> Segment:
         segment = self._segments.get(sid)
         if segment is None:
-            row = self.db.execute(
+            row = self.db.one(
                 "SELECT term_ids, offsets, rows, tfs, lens, checksum FROM segments WHERE id=?", (sid,)
-            ).fetchone()
+            )
             if row is None:
                 raise KeyError(sid)
             blobs, checksum = row[:5], row[5]
-            if Segment.checksum_of(blobs) != checksum:
+            if not all(isinstance(b, bytes) for b in blobs) or Segment.checksum_of(blobs) != checksum:
                 raise SegmentCorruptError(f"BM25 segment {sid} of {self.collection} fails its checksum")
-            segment = self._segments[sid] = Segment.from_blobs(blobs)
+            segment = Segment.from_blobs(blobs)
+            if not self.db.writing_here():  # a writer's segment may still be rolled back
+                with self._lock:
+                    self._segments[sid] = segment
         return segment
 
     def _live_ids(self) -> list[int]:
-        ids = [sid for (sid,) in self.db.execute(
+        ids = [sid for (sid,) in self.db.rows(
             "SELECT id FROM segments WHERE collection=? AND tokenizer=? ORDER BY id",
             (self.collection, self.tokenizer),
         )]
-        for gone in set(self._segments) - set(ids):
-            del self._segments[gone]
+        if len(self._segments) > 2 * len(ids) + 16:  # merged-away segments (ids are never reused)
+            with self._lock:
+                for gone in set(self._segments) - set(ids):
+                    del self._segments[gone]
         return ids
 
     def segments(self) -> list[Segment]:
@@ -276,9 +279,9 @@ class Postings:
 
     def stats(self) -> tuple[int, float]:
         """Live documents and their total length."""
-        values = dict(self.db.execute(
+        values = dict(self.db.rows(
             "SELECT key, value FROM meta WHERE key IN (?, ?)", (self._docs_key, self._length_key)
-        ).fetchall())
+        ))
         return int(values.get(self._docs_key, 0)), float(values.get(self._length_key, 0))
 
     def scores(
@@ -302,7 +305,7 @@ class Postings:
         for start in range(0, len(terms), _CHUNK):
             chunk = terms[start : start + _CHUNK]
             marks = ",".join("?" * len(chunk))
-            for term, tid, df in self.db.execute(
+            for term, tid, df in self.db.rows(
                 f"SELECT term, id, df FROM terms WHERE collection=? AND tokenizer=? AND term IN ({marks})",
                 (self.collection, self.tokenizer, *chunk),
             ):

@@ -10,9 +10,11 @@ punctuation, word order and small spelling differences:
 2. every content word of the phrase is a word of the source (``"Smith, John"`` vs
    ``"John Smith"``; function words and one-letter words such as the ``v`` of
    ``"Lancashire v Yorkshire"`` need not be there, but one content word must); or
-3. ``rapidfuzz.fuzz.partial_ratio`` (the best-aligned window of the source, an indel
-   similarity, RapidFuzz's C++ implementation) is at least ``threshold`` (``"Tchaikovsky"`` vs
-   ``"Tchaikowsky"``), for phrases of at least :data:`MIN_FUZZY_CHARS` characters.
+3. ``rapidfuzz.fuzz.ratio`` (an indel similarity, RapidFuzz's C++ implementation) of the
+   phrase and some run of whole words of the source, with one word fewer or more than the
+   phrase has, is at least ``threshold`` (``"Tchaikovsky"`` vs ``"Tchaikowsky"``), for phrases
+   of at least :data:`MIN_FUZZY_CHARS` characters. Whole words only: a phrase is never found
+   inside a longer word (``"Mallory"`` is not in ``"Mallorca"``).
 
 The predicate is not checked: it is usually the model's paraphrase of a relation.
 """
@@ -21,9 +23,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from rapidfuzz import fuzz
+from rapidfuzz import fuzz, process
 
 DEFAULT_THRESHOLD = 85.0
 """Lowest ``partial_ratio`` (0..100) counted as found."""
@@ -62,6 +64,7 @@ class Grounding:
     text: str
     words: frozenset[str]
     threshold: float = DEFAULT_THRESHOLD
+    _windows: dict[int, list[str]] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, *texts: str, threshold: float = DEFAULT_THRESHOLD) -> Grounding:
@@ -81,7 +84,20 @@ class Grounding:
             return True
         if len(wanted) < MIN_FUZZY_CHARS:
             return False
-        return fuzz.partial_ratio(wanted, self.text, score_cutoff=self.threshold) >= self.threshold
+        size = len(wanted.split())
+        for n in sorted({max(1, size - 1), size, size + 1}):
+            windows = self.windows(n)
+            if windows and process.extractOne(wanted, windows, scorer=fuzz.ratio, score_cutoff=self.threshold):
+                return True
+        return False
+
+    def windows(self, n: int) -> list[str]:
+        """Every run of ``n`` consecutive words of the source (kept once computed)."""
+        found = self._windows.get(n)
+        if found is None:
+            tokens = self.text.split()
+            found = self._windows[n] = [" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+        return found
 
     def grounds(self, subject: str, obj: str) -> bool:
         """Whether both the subject and the object of a triple appear in the source."""

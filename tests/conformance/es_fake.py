@@ -13,6 +13,7 @@ without a cluster, through the real ``elasticsearch`` client (a custom
   10,000, kNN ``k`` over ``num_candidates`` answer 400;
 * ``create`` on an existing ``_id`` answers 409, ``update``/``delete`` of a
   missing one 404;
+* the indexing statistics (``_stats/indexing``: ``index_total``, ``delete_total``);
 * the 8.x media-type check (``compatible-with=8``) and the product header.
 
 Corrected after running the backend against a real 8.19.4 cluster
@@ -95,6 +96,8 @@ class FakeIndex:
     mappings: dict[str, Any]
     live: dict[str, dict[str, Any]] = field(default_factory=dict)
     visible: dict[str, dict[str, Any]] = field(default_factory=dict)
+    indexed: int = 0  # index_total / delete_total of the indexing statistics
+    deleted: int = 0
 
     def refresh(self) -> None:
         self.visible = copy.deepcopy(self.live)
@@ -223,6 +226,11 @@ class FakeElasticsearch:
             return 200, {
                 n: {"mappings": copy.deepcopy(self._index(n).mappings)} for n in index_names
             }
+        if op == "_stats":
+            chosen = [self._index(n) for n in index_names]
+            indexing = {"index_total": sum(i.indexed for i in chosen),
+                        "delete_total": sum(i.deleted for i in chosen)}
+            return 200, {"_all": {"primaries": {"indexing": indexing}, "total": {"indexing": indexing}}}
         if op == "_refresh":
             for n in index_names:
                 self._index(n).refresh()
@@ -386,11 +394,13 @@ class FakeElasticsearch:
                 )
             self._check_document(index, body or {})
             index.live[doc_id] = copy.deepcopy(body)
+            index.indexed += 1
             return 201
         if op == "index":
             self._check_document(index, body or {})
             created = doc_id not in index.live
             index.live[doc_id] = copy.deepcopy(body)
+            index.indexed += 1
             return 201 if created else 200
         if op == "update":
             if doc_id not in index.live:
@@ -398,11 +408,13 @@ class FakeElasticsearch:
             merged = {**index.live[doc_id], **copy.deepcopy(body["doc"])}
             self._check_document(index, merged)
             index.live[doc_id] = merged
+            index.indexed += 1
             return 200
         if op == "delete":
             if doc_id not in index.live:
                 return 404
             del index.live[doc_id]
+            index.deleted += 1
             return 200
         raise EsError(400, "illegal_argument_exception", f"unknown bulk action [{op}]")
 

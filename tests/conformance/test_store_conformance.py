@@ -373,3 +373,68 @@ def test_a_bad_filter_is_one_clear_error(reports: Store) -> None:
     assert isinstance(caught.value, GearError) and "\n" not in str(caught.value)
     with pytest.raises(FilterError, match=r"\$near"):
         reports.count("passage", where={"year": {"$near": 2020}})
+
+
+# ---- commit generations and the change feed ---------------------------------------------
+
+
+def test_every_write_moves_the_generation_even_when_counts_stay_the_same(store: Store) -> None:
+    seen = [store.generation()]
+    store.add_passages(PASSAGES[:2])
+    seen.append(store.generation())
+    store.add_triples([T_EIFFEL_PARIS, T_COLOSSEUM_ROME])
+    seen.append(store.generation())
+    before = (store.count("passage"), store.count("triple"))
+    store.delete_passages([P_COLOSSEUM.id])
+    store.add_passages([P_GATE])
+    store.add_triples([T_GATE_BERLIN])
+    seen.append(store.generation())
+    assert (store.count("passage"), store.count("triple")) == before  # counts cannot tell
+    assert seen == sorted(seen) and len(set(seen)) == len(seen)
+
+
+def test_the_change_feed_lists_what_changed_since_a_generation(store: Store) -> None:
+    store.add_passages(PASSAGES[:2])
+    store.add_triples([T_EIFFEL_PARIS, T_COLOSSEUM_ROME])
+    mark = store.generation()
+    store.delete_passages([P_COLOSSEUM.id])
+    store.add_passages([P_GATE])
+    store.add_triples([T_GATE_BERLIN])
+    changes = store.changes_since(mark)
+    assert (changes.since, changes.generation) == (mark, store.generation())
+    if changes.complete:  # a backend that keeps a feed lists every change exactly
+        assert changes.passages_added == (P_GATE.id,)
+        assert changes.passages_removed == (P_COLOSSEUM.id,)
+        assert changes.triples_added == (T_GATE_BERLIN.id,)
+        assert changes.triples_removed == (T_COLOSSEUM_ROME.id,)
+        assert store.changes_since(store.generation()).empty
+    assert changes.generation == store.generation()
+
+
+def test_listeners_hear_every_commit_of_their_store(store: Store) -> None:
+    heard: list[int] = []
+    stop = store.subscribe(heard.append)
+    store.add_passages([P_EIFFEL])
+    store.add_triples([T_EIFFEL_PARIS])
+    store.delete_passages([P_EIFFEL.id])
+    assert len(heard) == 3 and heard == sorted(heard) and heard[-1] == store.generation()
+    stop()
+    store.add_passages([P_SEINE])
+    assert len(heard) == 3
+
+
+def test_a_snapshot_reads_one_commit(store: Store) -> None:
+    store.add_passages(PASSAGES)
+    with store.snapshot():
+        generation = store.generation()
+        assert store.count("passage") == 4
+    assert store.generation() == generation
+
+
+def test_delete_source_matches_the_source_exactly(store: Store) -> None:
+    store.add_passages([_passage("A", "from folder a", "a/corpus.json"),
+                        _passage("B", "from folder b", "b/corpus.json")])
+    assert store.passage_ids_of_source("corpus.json") == []
+    assert store.delete_source("corpus.json") == []
+    assert store.delete_source("a/corpus.json") == [passage_id("A", "from folder a")]
+    assert store.count("passage") == 1

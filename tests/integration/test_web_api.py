@@ -141,6 +141,9 @@ def test_documents_add_with_progress_preview_then_delete(client: TestClient) -> 
                           json={"source": "notes/lighthouse", "ids": ["p-unknown"]}).json()
     assert [p["title"] for p in preview["passages"]] == ["Harbour Lighthouse"]
     assert preview["unknown_ids"] == ["p-unknown"]
+    # the same exact match as Gear.delete: a base name is not a source, and the page says so
+    partial = client.post("/ui/api/documents/preview-delete", json={"source": "lighthouse"}).json()
+    assert partial["passages"] == [] and "notes/lighthouse" in partial["notes"][0]
     assert client.get("/ui/api/health").json()["passages"] == 11  # the preview removed nothing
     done = client.post("/ui/api/documents/delete", json={"source": "notes/lighthouse"}).json()
     assert done["deleted"] == report["ids"] and done["passages"] == 10

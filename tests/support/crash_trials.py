@@ -83,7 +83,7 @@ def _problems(store: EmbeddedStore) -> list[str]:
         found.append("the passages are not a prefix of the corpus (lost or reordered)")
     if store.count("passage") != len(passages) or store.count("triple") != len(triples):
         found.append("counts disagree with the stored items")
-    live_rows = tuple(store._rows[c] - int(store._dead[c].sum()) for c in ("passage", "triple"))
+    live_rows = tuple(store.view(c).rows - int(store.view(c).dead.sum()) for c in ("passage", "triple"))
     if live_rows != (len(passages), len(triples)):
         found.append("vectors and items disagree")
     if passages:
@@ -415,11 +415,11 @@ def cache_kill_trial(path: Path, delay_s: float) -> KillTrial:
         os.kill(writer.pid, signal.SIGKILL)
     writer.join(30)
     reopened = EmbeddedStore.open(path, BagOfWordsEmbedder())  # the caller set the small ANN thresholds
-    covered = reopened._ann["passage"].covered + reopened._ann["triple"].covered
+    covered = reopened.view("passage").ann.covered + reopened.view("triple").ann.covered
     after_kill = problems(reopened) + cache_problems(reopened)
     reopened.maintain()
     after_rerun = cache_problems(reopened)
-    if reopened._ann["triple"].covered != reopened._rows["triple"]:
+    if reopened.view("triple").ann.covered != reopened.view("triple").rows:
         after_rerun.append("the ANN does not cover the triples after maintenance")
     reopened.close()
     landed = covered < 2 * N_PASSAGES + N_PASSAGES

@@ -208,6 +208,17 @@ class FakeStore(Store):
     def delete_source(self, source: str) -> list[str]:
         raise NotImplementedError
 
+    def passage_ids_of_source(self, source: str) -> list[str]:
+        return [p.id for p in self.passages.values() if p.source == source]
+
+    def generation(self) -> int:
+        return len(self.writes)
+
+    def changes_since(self, generation: int):  # noqa: ANN201 - no feed: readers rebuild
+        from gear_agent.store.changes import Changes
+
+        return Changes(generation, self.generation(), complete=False)
+
     def count(self, collection: Collection) -> int:
         return len(self.passages) if collection == "passage" else len(self.triples)
 
@@ -278,3 +289,15 @@ class CountingEmbedder(HashingEmbedder):
     @property
     def texts_embedded(self) -> int:
         return sum(self.calls)
+
+
+def make_passage(title: str, text: str, source: str = "test") -> Passage:
+    """A passage with its content-hash id."""
+    return Passage(passage_id(title, text), title, text, source)
+
+
+def make_triple(passage: Passage, subject: str, predicate: str, obj: str) -> Triple:
+    """A triple of ``passage`` with its content-hash id."""
+    from gear_agent.ids import triple_id
+
+    return Triple(triple_id(passage.id, subject, predicate, obj), subject, predicate, obj, passage.id)

@@ -7,10 +7,9 @@ import re
 from pathlib import Path
 
 import pytest
+from support.cli import one_line_error, run_cli
 from support.tiny_corpus import build_store
-from typer.testing import CliRunner
 
-from gear_agent.cli import app
 from gear_agent.cli.search_cmd import describe_score
 from gear_agent.config import GearSettings
 from gear_agent.embedding import embedder_name, make_embedder
@@ -18,22 +17,11 @@ from gear_agent.embedding.hashing import HashingEmbedder
 from gear_agent.retrievers import RETRIEVERS
 from gear_agent.types import Passage
 
-WIDE = {"COLUMNS": "200"}
 COMMANDS = [["index"], ["info"], ["delete"], ["search"], ["eval"], ["retrievers"], ["serve"],
             ["trace"], ["trace", "show"], ["trace", "list"], ["graph"], ["graph", "export"]]
 
 
-def run(*args: str, env: dict[str, str] | None = None):
-    return CliRunner().invoke(app, list(args), env={**WIDE, **(env or {})})
-
-
-def one_line_error(result) -> str:
-    """Exit status 2, no traceback, exactly one line starting 'error:'."""
-    assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error:"), result.output
-    return lines[0]
+run = run_cli
 
 
 @pytest.fixture

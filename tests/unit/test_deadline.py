@@ -220,3 +220,25 @@ def test_the_deadline_is_recorded_in_the_trace(tmp_path: Path) -> None:
     root = roots(read_runs(tmp_path / FILE_NAME))[-1]
     assert root["outputs"]["stop_reason"] == "deadline"
     assert any("deadline is spent" in d["error"] for d in root["outputs"]["dropped"])
+
+
+def test_no_work_after_the_deadline_so_the_run_ends_at_it(tmp_path: Path, monkeypatch) -> None:
+    """A hanging model is cut at the deadline; the nodes after it that are not needed for
+    the answer (link, expand: encoders, graph walks, a first load of the int8 encoder) do
+    nothing, so the run ends within its budget (a 10 s run took 13 s before)."""
+    from gear_agent.agent import steps
+    from gear_agent.agent.graph import build_graph
+
+    calls: list[str] = []
+    for name in ("link_triples", "expand"):
+        original = getattr(steps, name)
+        monkeypatch.setattr(steps, name, lambda *a, _n=name, _f=original, **k: (calls.append(_n), _f(*a, **k))[1])
+    model = Hangs(responses=["late"], release=threading.Event())
+    try:
+        runtime = make_runtime(tmp_path / "index", make_settings(max_iterations=2))
+        agent = build_graph(runtime, LLMClient(model)).compile()
+        result = agent.invoke({"question": QUESTION, "deadline_s": 0.3})
+    finally:
+        model.release.set()
+    assert result["stop_reason"] == "deadline" and result["passages"]
+    assert calls == []  # link and expand did no work once the budget was spent

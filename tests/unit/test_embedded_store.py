@@ -7,7 +7,6 @@ import pytest
 from support.fakes import CountingEmbedder
 
 from gear_agent.ids import passage_id, triple_id
-from gear_agent.store import embedded as embedded_module
 from gear_agent.store.base import ModelMismatchError, StoreError
 from gear_agent.store.embedded import EmbeddedStore, read_manifest
 from gear_agent.types import Passage, Triple
@@ -112,22 +111,23 @@ def test_opening_a_missing_index_without_create_says_what_to_do(tmp_path):
 def _crash_during_commit(path: str, stage: str) -> None:
     store = EmbeddedStore.open(Path(path), CountingEmbedder())
     if stage == "vectors":  # vectors appended and flushed, the transaction never commits
-        original = store._append_vectors
+        vector_file = store.passages.vectors.file
+        original = vector_file.append
 
-        def dying(collection, vectors):
-            original(collection, vectors)
+        def dying(start, vectors):
+            original(start, vectors)
             os._exit(9)
 
-        store._append_vectors = dying
+        vector_file.append = dying
     else:  # every row written inside the transaction, killed just before COMMIT
-        original_meta = embedded_module.set_meta
+        original_meta = store.db.set_meta
 
-        def dying_meta(db, key, value):
+        def dying_meta(key, value):
             if key == "committed_at":
                 os._exit(9)
-            original_meta(db, key, value)
+            original_meta(key, value)
 
-        embedded_module.set_meta = dying_meta
+        store.db.set_meta = dying_meta
     store.add_passages([passage("Crash", "this write never commits")])
 
 
@@ -148,7 +148,7 @@ def test_a_write_killed_midway_leaves_the_last_good_index_readable(tmp_path, sta
     assert final.count("passage") == 4
     assert final.vector_search("passage", CountingEmbedder().embed_one("After\na later write"), 1)[0].id == \
         passage("After", "a later write").id
-    assert final._vectors["passage"].stored_rows() == 4
+    assert final.passages.vectors.file.stored_rows() == 4
 
 
 def test_transaction_rolls_back_on_error(tmp_path):
@@ -187,7 +187,7 @@ def test_many_commits_keep_bm25_segments_few_and_scores_exact(tmp_path):
     for p in extra:
         store.add_passages([p])
     store.delete_passages([extra[3].id, P2.id])
-    segments = store._db.execute("SELECT COUNT(*) FROM segments WHERE collection='passage'").fetchone()[0]
+    segments = store.db.one("SELECT COUNT(*) FROM segments WHERE collection='passage'")[0]
     assert segments < 2 * MERGE_FACTOR
     live = list(store.iter_passages())
     reference = BM25Index([tokenize(p.content) for p in live])
@@ -226,16 +226,17 @@ def test_metadata_is_kept_and_filters_apply_before_ranking(tmp_path):
 
 
 def test_an_edited_record_is_detected(tmp_path):
-    from gear_agent.store.embedded_db import IndexCorruptError
+    from gear_agent.store.base import IndexCorruptError
 
     store = build(tmp_path / "ix")
-    store._db.execute("UPDATE passages SET text = 'Paris is the capital of Spain.' WHERE id = ?", (P1.id,))
+    with store.transaction():
+        store.db.run("UPDATE passages SET text = 'Paris is the capital of Spain.' WHERE id = ?", (P1.id,))
     with pytest.raises(IndexCorruptError, match="checksum"):
         store.get_passages([P1.id])
 
 
 def test_a_damaged_newest_vector_chunk_is_refused_at_open(tmp_path):
-    from gear_agent.store.embedded_db import IndexCorruptError
+    from gear_agent.store.base import IndexCorruptError
 
     build(tmp_path / "ix")
     path = tmp_path / "ix" / "triple.vec"
@@ -246,8 +247,9 @@ def test_a_damaged_newest_vector_chunk_is_refused_at_open(tmp_path):
         EmbeddedStore.open(tmp_path / "ix", CountingEmbedder())
 
 
-def test_an_index_of_the_previous_format_is_migrated_and_left_in_place(tmp_path):
+def test_an_index_of_the_previous_format_is_refused_at_open_and_migrated_by_the_command(tmp_path):
     from gear_agent.store import generations
+    from gear_agent.store.legacy import migrate
 
     root = tmp_path / "old"
     embedder = CountingEmbedder()
@@ -270,26 +272,33 @@ def test_an_index_of_the_previous_format_is_migrated_and_left_in_place(tmp_path)
     embedder.calls.clear()
     before = sorted(str(p.relative_to(root)) for p in root.rglob("*"))
     assert read_manifest(root)["format_version"] == 1
+    with pytest.raises(StoreError, match=f"gear migrate --index {root}"):  # never migrated on open
+        EmbeddedStore.open(root, embedder)
+    assert migrate(root, embedder) == {"passages": 3, "triples": 4}
     store = EmbeddedStore.open(root, embedder)
     assert store.count("passage") == 3 and store.count("triple") == 4
     assert [p.id for p in store.unextracted_passages()] == [P2.id, P3.id]
     assert set(store.neighbours(T2.id)) == {T1.id, T4.id}
     assert embedder.texts_embedded == 0  # vectors copied, not re-embedded
-    assert read_manifest(root)["format_version"] == 2
+    assert read_manifest(root)["format_version"] == 3
     after = {str(p.relative_to(root)) for p in root.rglob("*")}
     assert set(before) <= after  # the old generation is left exactly where it was
+    with pytest.raises(StoreError, match="nothing to migrate"):
+        migrate(root, embedder)  # migrated once, not twice
     again = EmbeddedStore.open(root, embedder)
-    assert again.count("passage") == 3  # migrated once, not twice
+    assert again.count("passage") == 3
 
 
 def test_an_unreadable_previous_format_index_is_refused_and_kept(tmp_path):
-    from gear_agent.store.embedded_db import IndexCorruptError
+    from gear_agent.store.base import IndexCorruptError
+    from gear_agent.store.legacy import migrate
 
     root = tmp_path / "old"
     root.mkdir()
     (root / "CURRENT").write_text("gen-000007", encoding="utf-8")
     with pytest.raises(IndexCorruptError):
-        EmbeddedStore.open(root, CountingEmbedder())
+        migrate(root, CountingEmbedder())
+    assert sorted(p.name for p in root.iterdir()) == ["CURRENT"]  # nothing left behind
     assert (root / "CURRENT").read_text(encoding="utf-8") == "gen-000007"
 
 
@@ -304,7 +313,7 @@ def test_ann_parts_are_built_checksummed_and_rebuilt_when_bad(tmp_path, monkeypa
     store.add_passages(docs)
     store.maintain()
     parts = list((tmp_path / "ix").glob("*.usearch"))
-    assert len(parts) == 1 and store._ann["passage"].covered == 300
+    assert len(parts) == 1 and store.view("passage").ann.covered == 300
     query = embedder.embed_one("document about topic 5 and theme 2")
     assert store.vector_search("passage", query, 5)[0].score == pytest.approx(
         store.exact_vector_search("passage", query, 5)[0].score)
@@ -313,16 +322,16 @@ def test_ann_parts_are_built_checksummed_and_rebuilt_when_bad(tmp_path, monkeypa
     found = store.vector_search("passage", embedder.embed_one(more[-1].content), 1)
     assert found[0].id == more[-1].id  # the tail past the ANN is searched exactly
     store.maintain()
-    assert store._ann["passage"].covered == 340
+    assert store.view("passage").ann.covered == 340
     names = sorted(p.name for p in (tmp_path / "ix").glob("*.usearch"))
     assert names == ["passage-0-300.usearch", "passage-300-340.usearch"]  # a small second part
     damaged = tmp_path / "ix" / "passage-300-340.usearch"
     damaged.write_bytes(damaged.read_bytes()[:-100])
     reopened = EmbeddedStore.open(tmp_path / "ix", embedder)
-    assert reopened._ann["passage"].covered == 300 and reopened._ann["passage"].problems
+    assert reopened.view("passage").ann.covered == 300 and reopened.view("passage").ann.problems
     assert reopened.vector_search("passage", query, 1)[0].id == store.exact_vector_search("passage", query, 1)[0].id
     reopened.maintain()
-    assert reopened._ann["passage"].covered == 340 and not reopened._ann["passage"].problems
+    assert reopened.view("passage").ann.covered == 340 and not reopened.view("passage").ann.problems
     store.add_passages([passage(f"F{i}", f"more {i}") for i in range(200)])
     store.maintain()  # 200 new rows: at least half of the parts before, so all fold into one
     names = sorted(p.name for p in (tmp_path / "ix").glob("*.usearch"))

@@ -53,3 +53,11 @@ def test_function_words_and_one_letter_words_need_not_be_in_the_source() -> None
     assert source.finds("Lancashire v Yorkshire rugby league representative fixture")
     assert source.finds("the Lancashire fixture")
     assert not source.finds("Lancashire v Durham fixture")  # a content word is missing
+
+
+def test_fuzzy_matching_is_of_whole_words_only() -> None:
+    """Regression: a partial match inside a longer word counted ("Mallory" in "Mallorca")."""
+    source = Grounding.of("Mallorca", "Mallorca is the largest of the Balearic Islands.")
+    assert not source.finds("Mallory")
+    assert not source.grounds("Mallory", "Balearic Islands")
+    assert source.finds("Mallorka") and source.finds("Balearic Island")  # small misspellings still do

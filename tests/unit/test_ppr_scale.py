@@ -26,7 +26,7 @@ from gear_agent.expansion.hipporag import HippoRAGRetriever, hipporag_scores, qu
 from gear_agent.expansion.ppr import (
     PPRRetriever,
     _lowest_score,
-    _seeds,
+    choose_seeds,
     passage_mass,
     ppr_expand,
     seed_phrase_mass,
@@ -317,7 +317,7 @@ def test_local_tail_is_a_uniform_mass_on_every_passage(tmp_path: Path) -> None:
     store, graph, q = _five_passages(tmp_path)
     got = ppr_expand(store, graph, "x", q, None, k=2, dense_passages=2, tolerance=1e-13)
 
-    triples, scores = _seeds(store, "x", q, None, 5, None)
+    triples, scores = choose_seeds(store, "x", q, None, 5, None)
     phrases = seed_phrase_mass(graph, triples, scores)
     hits = store.vector_search("passage", q, 2)
     top = passage_mass(graph, hits, _lowest_score(store, "passage", q), hits[0].score, 0.05)
@@ -373,7 +373,7 @@ def test_local_tail_with_sharpened_passage_weights(tmp_path: Path) -> None:
     got = ppr_expand(store, graph, "x", q, None, k=2, dense_passages=2, tolerance=1e-13,
                      passage_sharpness=3.0, walk=walk)
 
-    triples, scores = _seeds(store, "x", q, None, 5, None)
+    triples, scores = choose_seeds(store, "x", q, None, 5, None)
     phrases = seed_phrase_mass(graph, triples, scores)
     hits = store.vector_search("passage", q, 2)
     low = _lowest_score(store, "passage", q)

@@ -148,9 +148,29 @@ def test_node_search_matches_an_exact_cosine(store: EmbeddedStore) -> None:
 def test_backends_without_nodes_say_so() -> None:
     from support.fakes import FakeStore
 
+    from gear_agent.store.nodes import node_store_of
+
     with pytest.raises(NodesNotSupportedError, match="does not store SiReRAG nodes.*GEAR_BACKEND=embedded"):
-        FakeStore().node_store()
+        node_store_of(FakeStore())
 
 
 def test_settings_are_typed_defaults() -> None:
     assert SiReRAGSettings().min_propositions == 2
+
+
+def test_the_pool_records_the_commit_it_reflects(tmp_path) -> None:
+    from support.tiny_corpus import build_store
+
+    from gear_agent.embedding.hashing import HashingEmbedder
+    from gear_agent.ids import passage_id
+    from gear_agent.sirerag.build import GENERATION_KEY, build_ablation
+    from gear_agent.types import Passage
+
+    store = build_store(tmp_path / "index", HashingEmbedder(64))
+    at = store.generation()
+    build_ablation(store)
+    nodes = store.node_store()
+    assert nodes.get_meta(GENERATION_KEY) == str(at)
+    late = Passage(passage_id("Late", "Added after the build."), "Late", "Added after the build.")
+    store.add_passages([late])
+    assert store.changes_since(int(nodes.get_meta(GENERATION_KEY))).passages_added == (late.id,)

@@ -1,0 +1,176 @@
+"""The one table of index backends: name → how it opens, where it lives, what it offers.
+
+Everything outside :mod:`gear_agent.store` that needs to know about a backend (the CLI's
+cheap checks, ``gear info``, ``gear check``, the PPR graph's cache folder, the facade's
+``repr``) reads its row here instead of branching on the store's class. A backend's
+module is imported only when it is opened, so a missing optional dependency
+(``elasticsearch``) fails only when that backend is chosen.
+
+Example:
+    >>> backend("embedded").keeps_nodes
+    True
+    >>> sorted(BACKENDS)
+    ['elasticsearch', 'embedded']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gear_agent.errors import UnknownNameError
+
+if TYPE_CHECKING:
+    from gear_agent.config import GearSettings
+    from gear_agent.embedding.base import Embedder
+    from gear_agent.store.base import Store
+    from gear_agent.store.check import CheckReport
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One row of :data:`BACKENDS`.
+
+    Attributes:
+        name: The ``GEAR_BACKEND`` value.
+        description: One line for help texts.
+        open: ``open(settings, embedder, create)``: the opened :class:`Store`.
+        location: Where the index lives, for messages (a folder, a URL).
+        index_option: The command-line option that points at this index (``--index DIR``),
+            or "" where the settings alone name it.
+        derived_dir: The local folder under which caches derived from the index live (the PPR
+            graph): the index folder itself, or ``GEAR_ES_CACHE_DIR`` (an opened store's
+            ``derived_dir`` names its own sub-folder, ``{cluster_uuid}-{prefix}``).
+        manifest: Reads the index's manifest without loading a model (embedding model,
+            dimension, counts), or None when the backend checks these when it opens.
+        check: ``gear check`` for this backend (None: it keeps its own integrity).
+        repair: ``gear check --repair``: ``repair(settings, report, embedder, progress)``
+            mends what the report found derived; returns what was done.
+        integrity_errors: Damage found by the database's own check before a write (empty:
+            sound), or None when the backend has none.
+        size_on_disk: Bytes of the index's files, or None.
+        keeps_nodes: Whether the store implements :class:`gear_agent.store.nodes.HasNodes`.
+    """
+
+    name: str
+    description: str
+    open: Callable[[GearSettings, Embedder, bool], Store]
+    location: Callable[[GearSettings], str]
+    index_option: Callable[[GearSettings], str]
+    derived_dir: Callable[[GearSettings], Path | None]
+    manifest: Callable[[GearSettings], dict[str, Any] | None] | None
+    check: Callable[[GearSettings], CheckReport] | None
+    repair: Callable[[GearSettings, CheckReport, Embedder, Any], list[str]] | None
+    integrity_errors: Callable[[GearSettings], list[str]] | None
+    size_on_disk: Callable[[GearSettings], int] | None
+    keeps_nodes: bool
+
+
+def _open_embedded(settings: GearSettings, embedder: Embedder, create: bool) -> Store:
+    from gear_agent.store.embedded import EmbeddedStore
+
+    return EmbeddedStore.open(settings.index_dir, embedder, create=create, tokenizer=settings.bm25_tokenizer)
+
+
+def _embedded_manifest(settings: GearSettings) -> dict[str, Any] | None:
+    from gear_agent.store.manifest import read_manifest
+
+    return read_manifest(settings.index_dir)
+
+
+def _embedded_check(settings: GearSettings) -> CheckReport:
+    from gear_agent.store.check import check_index
+
+    return check_index(settings.index_dir)
+
+
+def _embedded_repair(settings: GearSettings, report: CheckReport, embedder: Embedder, progress: Any) -> list[str]:
+    from gear_agent.store.check import repair_index
+
+    return repair_index(settings.index_dir, report, embedder, settings.bm25_tokenizer, progress)
+
+
+def _embedded_integrity(settings: GearSettings) -> list[str]:
+    from gear_agent.store.check import integrity_errors
+
+    return integrity_errors(settings.index_dir)
+
+
+def _embedded_size(settings: GearSettings) -> int:
+    from gear_agent.store.manifest import size_on_disk
+
+    return size_on_disk(settings.index_dir)
+
+
+def _es_check(settings: GearSettings) -> CheckReport:
+    from gear_agent.store.es_check import check_elasticsearch
+    from gear_agent.store.es_client import ElasticsearchSettings
+
+    return check_elasticsearch(ElasticsearchSettings.from_gear(settings))
+
+
+def _es_repair(settings: GearSettings, report: CheckReport, embedder: Embedder, progress: Any) -> list[str]:
+    """Nothing of its own: the cluster owns its indices; the PPR graph cache (the one
+    derived part, outside the cluster) is rebuilt by ``gear check --repair`` for every backend."""
+    return []
+
+
+def _open_elasticsearch(settings: GearSettings, embedder: Embedder, create: bool) -> Store:
+    from gear_agent.store.elasticsearch import ElasticsearchStore
+    from gear_agent.store.es_client import ElasticsearchSettings
+
+    return ElasticsearchStore(ElasticsearchSettings.from_gear(settings), embedder, create=create)
+
+
+BACKENDS: dict[str, Backend] = {
+    "embedded": Backend(
+        name="embedded",
+        description="one local folder (SQLite + memory-mapped vectors + ANN parts), no server",
+        open=_open_embedded,
+        location=lambda s: str(s.index_dir),
+        index_option=lambda s: f"--index {s.index_dir}",
+        derived_dir=lambda s: Path(s.index_dir),
+        manifest=_embedded_manifest,
+        check=_embedded_check,
+        repair=_embedded_repair,
+        integrity_errors=_embedded_integrity,
+        size_on_disk=_embedded_size,
+        keeps_nodes=True,
+    ),
+    "elasticsearch": Backend(
+        name="elasticsearch",
+        description="two indices in an Elasticsearch 8 cluster (GEAR_ES_URL)",
+        open=_open_elasticsearch,
+        location=lambda s: str(s.es_url),
+        index_option=lambda s: "",
+        derived_dir=lambda s: Path(s.es_cache_dir),
+        manifest=None,
+        check=_es_check,
+        repair=_es_repair,
+        integrity_errors=None,
+        size_on_disk=None,
+        keeps_nodes=True,
+    ),
+}
+"""Every backend, by its ``GEAR_BACKEND`` name."""
+
+
+def backend(name: str) -> Backend:
+    """The row of backend ``name``.
+
+    Raises:
+        UnknownNameError: no such backend (the message lists the known ones).
+    """
+    try:
+        return BACKENDS[name]
+    except KeyError:
+        raise UnknownNameError(
+            f"unknown backend {name!r}; known: {', '.join(sorted(BACKENDS))}"
+        ) from None
+
+
+def backends_with_nodes() -> list[str]:
+    """Names of the backends that keep SiReRAG nodes."""
+    return [name for name, row in BACKENDS.items() if row.keeps_nodes]

@@ -1,0 +1,176 @@
+"""What the embedded store looks like at one commit, per thread: states, pins, the feed.
+
+A :class:`State` is the store as of one commit: its generation, each collection's
+:class:`~gear_agent.store.collection.View` (rows, live count, dead rows, opened ANN parts)
+and the BM25 tokenizers. :class:`States` keeps the latest one (reloaded when another
+connection committed, checked at most every :data:`SYNC_INTERVAL_S`), the one a thread
+pinned for a query (:meth:`States.pinned`: SQLite reads of that thread see the same
+commit), and the writer's own inside its transaction; it answers the change feed from
+the commit log (:meth:`States.changes_since`) and caches filter rows per commit.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+
+from gear_agent.filters import Where
+from gear_agent.store.changes import Changes
+from gear_agent.store.collection import RecordCollection, View
+from gear_agent.store.embedded_db import Database
+from gear_agent.store.where_sql import where_sql
+
+SYNC_INTERVAL_S = 0.005
+"""How stale a reader outside a snapshot may be: it looks for other processes' commits at
+most this often (one query makes dozens of store calls)."""
+
+
+@dataclass(frozen=True)
+class State:
+    """The store as of one commit: its generation, each collection's view, the tokenizers."""
+
+    generation: int
+    views: dict[str, View]
+    tokenizers: tuple[str, ...]
+
+
+class States:
+    """The states of one store (see the module docstring).
+
+    Args:
+        db: The store's database.
+        collections: Its passage and triple collections, by name.
+        verify: Verify vector chunks before a state uses their rows.
+    """
+
+    def __init__(self, db: Database, collections: Mapping[str, RecordCollection], verify: bool) -> None:
+        self.db, self.collections, self.verify = db, collections, verify
+        self._latest: State | None = None
+        self._checked_at = 0.0
+        self._lock = threading.RLock()
+        self._local = threading.local()
+        self._where_cache: dict[tuple[int, str, str], np.ndarray] = {}
+
+    def load(self, generation: int, previous: State | None) -> State:
+        """The store as this thread's connection sees it (at ``generation``)."""
+        meta = self.db.meta_like("rows:%", "count:%", "ann:%", "tokenizers")
+        views = {name: coll.load_view(generation, meta, previous.views[name] if previous else None, self.verify)
+                 for name, coll in self.collections.items()}
+        return State(generation, views, tuple(json.loads(meta.get("tokenizers") or "[]")))
+
+    def sync(self, force: bool = False) -> State:
+        """The latest state, reloaded when another connection committed since."""
+        state = self._latest
+        now = time.monotonic()
+        if state is not None and not force and now - self._checked_at < SYNC_INTERVAL_S:
+            return state
+        self._checked_at = now
+        generation = self.db.generation()
+        if state is not None and generation == state.generation:
+            return state
+        with self._lock:
+            state = self._latest
+            if state is None or generation != state.generation:
+                loaded = self.load(generation, state)
+                if state is None or loaded.generation > state.generation:
+                    self._latest = loaded
+                state = loaded
+        return state
+
+    def current(self) -> State:
+        """The state this thread reads: its pinned commit, the writer's, or the latest."""
+        pinned = getattr(self._local, "state", None)
+        if pinned is not None:
+            return pinned
+        if self.db.writing_here():
+            return self.writer()
+        return self.sync()
+
+    def writer(self) -> State:
+        """The writer's state inside its transaction (loaded once per transaction)."""
+        state = getattr(self._local, "writer", None)
+        if state is None:
+            state = self._local.writer = self.load(self.db.generation(), self._latest)
+        return state
+
+    def forget_writer(self) -> None:
+        self._local.writer = None
+
+    @contextmanager
+    def pinned(self) -> Iterator[None]:
+        """This thread's reads see one commit inside the block (re-entrant)."""
+        if getattr(self._local, "state", None) is not None or self.db.writing_here():
+            yield
+            return
+        with self.db.reading() as generation:
+            latest = self._latest
+            if latest is not None and latest.generation == generation:
+                state = latest
+            else:
+                with self._lock:
+                    state = self.load(generation, latest)
+            self._local.state = state
+            try:
+                yield
+            finally:
+                self._local.state = None
+
+    def is_pinned(self) -> bool:
+        return getattr(self._local, "state", None) is not None
+
+    def changes_since(self, generation: int) -> Changes:
+        """What the commits after ``generation`` added and removed, from the commit log:
+        rows are never reused, so the records added are the live rows past the row counts
+        ``generation`` left, and the removed ones the rows it held that died since."""
+        state = self.current()
+        now = state.generation
+        if generation >= now:
+            return Changes(generation, now, complete=generation == now)
+        if generation == 0:
+            before: tuple[int, int] | None = (0, 0)
+        else:
+            found = self.db.one("SELECT passage_rows, triple_rows FROM commits WHERE generation=?", (generation,))
+            before = None if found is None else (int(found[0]), int(found[1]))
+        if before is None or generation < 0:
+            return Changes(generation, now, complete=False)
+        added, removed = {}, {}
+        for (name, coll), start in zip(self.collections.items(), before):
+            view = state.views[name]
+            rows = np.arange(start, view.rows)
+            added[name] = tuple(coll.ids_of_rows(rows[~view.dead[start:]]))
+            removed[name] = tuple(i for (i,) in self.db.rows(
+                "SELECT id FROM dead WHERE collection=? AND generation > ? AND row < ? AND id IS NOT NULL "
+                "ORDER BY row", (name, generation, start)))
+        return Changes(generation, now, added["passage"], removed["passage"], added["triple"], removed["triple"])
+
+    def where_rows(self, collection: str, where: Where, state: State) -> np.ndarray:
+        """Rows of ``collection`` passing ``where`` at ``state`` (for triples: whose passage
+        passes), cached per commit."""
+        key = (state.generation, collection, repr(where))
+        rows = self._where_cache.get(key)
+        if rows is None:
+            sql, params = where_sql(where)
+            if collection == "triple":
+                sql = f"SELECT row FROM triples WHERE passage_row IN ({sql.replace(' ORDER BY row', '')}) ORDER BY row"
+            rows = np.fromiter((r for (r,) in self.db.rows(sql, params)), dtype=np.int64)
+            rows = rows[rows < state.views[collection].rows]
+            if not self.db.writing_here():
+                with self._lock:
+                    if len(self._where_cache) > 64:
+                        self._where_cache.clear()
+                    self._where_cache[key] = rows
+        return rows
+
+    def allowed(self, collection: str, where: Where | None, state: State) -> np.ndarray | None:
+        """A mask over the rows of ``collection`` passing ``where`` (None: no filter)."""
+        if where is None:
+            return None
+        mask = np.zeros(state.views[collection].rows, dtype=bool)
+        mask[self.where_rows(collection, where, state)] = True
+        return mask
