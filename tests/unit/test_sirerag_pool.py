@@ -5,19 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 from support.fakes import CountingEmbedder
 
 from gear_agent.ids import node_id, passage_id, triple_id
-from gear_agent.retrieval.search import QueryEncoder
-from gear_agent.sirerag import SiReRAGRetriever, SiReRAGSettings, build_ablation
+from gear_agent.sirerag import SiReRAGSettings
 from gear_agent.sirerag.aggregates import group_by_entity
 from gear_agent.sirerag.propositions import Proposition, from_triples
-from gear_agent.store.base import StoreError
 from gear_agent.store.embedded import EmbeddedStore
 from gear_agent.store.nodes import NodesNotSupportedError
-from gear_agent.types import Node, Passage, Triple
+from gear_agent.types import Passage, Triple
 
 
 def passage(title: str, text: str) -> Passage:
@@ -73,76 +70,6 @@ def store(tmp_path: Path) -> EmbeddedStore:
     store.add_passages([KESTREL, BRENNER, ILSE, ROME])
     store.add_triples(TRIPLES)
     return store
-
-
-def test_ablation_build_stores_nodes_with_provenance_and_is_incremental(store: EmbeddedStore) -> None:
-    report = build_ablation(store)
-    assert report.propositions == 5 and report.nodes_added == 3 and report.nodes_deleted == 0
-    assert report.level_rows() == [("relatedness", "aggregate", 0, 3)]
-    nodes = store.node_store()
-    stored = list(nodes.iter_nodes())
-    provenance = nodes.passages_of([n.id for n in stored])
-    for node in stored:  # provenance from any node to its passages
-        assert provenance[node.id] == list(node.passage_ids)
-        assert [p.id for p in store.get_passages(provenance[node.id])] == list(node.passage_ids)
-        assert nodes.get_nodes([node.id]) == [node]
-    again = build_ablation(store)
-    assert (again.nodes_added, again.nodes_kept, again.nodes_deleted) == (0, 3, 0)
-    extra = passage("Harbour at Dusk", "The Harbour at Dusk hangs in Kiel.")
-    store.add_passages([extra])
-    store.add_triples([triple(extra, "Harbour at Dusk", "hangs in", "Kiel")])
-    grown = build_ablation(store)
-    # only the new aggregate is embedded (harbour at dusk now has two propositions)
-    assert (grown.nodes_added, grown.nodes_kept, grown.nodes_deleted) == (1, 3, 0)
-    harbour = next(n for n in nodes.iter_nodes() if n.entity == "harbour at dusk")
-    assert nodes.passages_of([harbour.id])[harbour.id] == [ILSE.id, extra.id]
-
-
-def test_deleting_a_passage_drops_it_from_every_provenance(store: EmbeddedStore) -> None:
-    build_ablation(store)
-    nodes = store.node_store()
-    oskar = next(n for n in nodes.iter_nodes() if n.entity == "oskar brenner")
-    store.delete_passages([BRENNER.id])
-    assert nodes.passages_of([oskar.id])[oskar.id] == [KESTREL.id]
-    store.delete_passages([KESTREL.id])  # nodes left with no passage go with it
-    assert [(n.entity, n.passage_ids) for n in nodes.iter_nodes()] == [("ilse brenner", (ILSE.id,))]
-    assert nodes.passages_of([oskar.id]) == {}
-    assert nodes.count() == 1
-    assert [h.id for h in nodes.search(store.embedder.embed_one("Oskar Brenner"), 5)] == [
-        n.id for n in nodes.iter_nodes()]
-
-
-def test_a_node_naming_an_unknown_passage_is_refused(store: EmbeddedStore) -> None:
-    bad = Node(node_id("summary", "similarity", 1, "x"), "summary", "similarity", 1, "x", ("p-nope",))
-    with pytest.raises(StoreError, match="p-nope.*not stored"):
-        store.node_store().add_nodes([bad])
-    assert store.node_store().count() == 0
-
-
-def test_retriever_counts_a_node_as_its_passages_once_each(store: EmbeddedStore) -> None:
-    encode = QueryEncoder(store.embedder)
-    plain = SiReRAGRetriever(store, encode).retrieve("Oskar Brenner spouse", 4)
-    assert len(plain) == 4 and len({p.id for p in plain}) == 4  # no nodes: the dense list
-    build_ablation(store)
-    retriever = SiReRAGRetriever(store, encode)
-    pool = retriever.pool("Oskar Brenner spouse", 4)
-    assert any(item.is_node for item in pool)
-    assert [i.score for i in pool] == sorted((i.score for i in pool), reverse=True)
-    ranked = retriever.retrieve("Oskar Brenner spouse", 3)
-    expected: list[str] = []
-    for item in pool:
-        expected.extend(p for p in item.passages if p not in expected)
-    assert [p.id for p in ranked] == expected[:3]
-
-
-def test_node_search_matches_an_exact_cosine(store: EmbeddedStore) -> None:
-    build_ablation(store)
-    nodes = store.node_store()
-    stored = list(nodes.iter_nodes())
-    q = store.embedder.embed_one("Ilse Brenner painter")
-    scores = nodes.vectors([n.id for n in stored]) @ q
-    best = stored[int(np.argmax(scores))].id
-    assert nodes.search(q, 1)[0].id == best
 
 
 def test_backends_without_nodes_say_so() -> None:
