@@ -5,33 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support.fakes import make_passage, make_triple
+from support.sirerag_corpus import BRENNER, ILSE, KESTREL, ROME, TRIPLES
 
-from gear_agent.ids import node_id, passage_id, triple_id
+from gear_agent.ids import node_id
 from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.sirerag import SiReRAGRetriever, build_ablation
 from gear_agent.store.base import Store, StoreError
-from gear_agent.types import Node, Passage, Triple
-
-
-def passage(title: str, text: str) -> Passage:
-    return Passage(passage_id(title, text), title, text, "test")
-
-
-def triple(p: Passage, s: str, r: str, o: str) -> Triple:
-    return Triple(triple_id(p.id, s, r, o), s, r, o, p.id)
-
-
-KESTREL = passage("Kestrel Observatory", "Oskar Brenner founded the Kestrel Observatory in 1923.")
-BRENNER = passage("Oskar Brenner", "Oskar Brenner was married to Ilse Brenner, a painter.")
-ILSE = passage("Ilse Brenner", "Ilse Brenner painted the Harbour at Dusk.")
-ROME = passage("Rome", "Rome is the capital of Italy.")
-TRIPLES = [
-    triple(KESTREL, "Oskar Brenner", "founded", "Kestrel Observatory"),
-    triple(KESTREL, "Kestrel Observatory", "founded in", "1923"),
-    triple(BRENNER, "Oskar  Brenner", "spouse", "Ilse Brenner"),
-    triple(ILSE, "ilse brenner", "painted", "Harbour at Dusk"),
-    triple(ROME, "Rome", "capital of", "Italy"),
-]
+from gear_agent.types import Node
 
 
 @pytest.fixture
@@ -63,9 +44,9 @@ def test_ablation_build_stores_nodes_with_provenance_and_is_incremental(filled: 
         assert nodes.get_nodes([node.id]) == [node]
     again = build_ablation(filled)
     assert (again.nodes_added, again.nodes_kept, again.nodes_deleted) == (0, 3, 0)
-    extra = passage("Harbour at Dusk", "The Harbour at Dusk hangs in Kiel.")
+    extra = make_passage("Harbour at Dusk", "The Harbour at Dusk hangs in Kiel.")
     filled.add_passages([extra])
-    filled.add_triples([triple(extra, "Harbour at Dusk", "hangs in", "Kiel")])
+    filled.add_triples([make_triple(extra, "Harbour at Dusk", "hangs in", "Kiel")])
     grown = build_ablation(filled)
     assert (grown.nodes_added, grown.nodes_kept, grown.nodes_deleted) == (1, 3, 0)
     harbour = next(n for n in nodes.iter_nodes() if n.entity == "harbour at dusk")

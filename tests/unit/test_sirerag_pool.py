@@ -7,35 +7,15 @@ from pathlib import Path
 
 import pytest
 from support.fakes import CountingEmbedder
+from support.sirerag_corpus import BRENNER, ILSE, KESTREL, ROME, TRIPLES
 
-from gear_agent.ids import node_id, passage_id, triple_id
+from gear_agent.ids import node_id, passage_id
 from gear_agent.sirerag import SiReRAGSettings
 from gear_agent.sirerag.aggregates import group_by_entity
 from gear_agent.sirerag.propositions import Proposition, from_triples
 from gear_agent.store.embedded import EmbeddedStore
 from gear_agent.store.nodes import NodesNotSupportedError
-from gear_agent.types import Passage, Triple
-
-
-def passage(title: str, text: str) -> Passage:
-    return Passage(passage_id(title, text), title, text, "test")
-
-
-def triple(p: Passage, s: str, r: str, o: str) -> Triple:
-    return Triple(triple_id(p.id, s, r, o), s, r, o, p.id)
-
-
-KESTREL = passage("Kestrel Observatory", "Oskar Brenner founded the Kestrel Observatory in 1923.")
-BRENNER = passage("Oskar Brenner", "Oskar Brenner was married to Ilse Brenner, a painter.")
-ILSE = passage("Ilse Brenner", "Ilse Brenner painted the Harbour at Dusk.")
-ROME = passage("Rome", "Rome is the capital of Italy.")
-TRIPLES = [
-    triple(KESTREL, "Oskar Brenner", "founded", "Kestrel Observatory"),
-    triple(KESTREL, "Kestrel Observatory", "founded in", "1923"),
-    triple(BRENNER, "Oskar  Brenner", "spouse", "Ilse Brenner"),
-    triple(ILSE, "ilse brenner", "painted", "Harbour at Dusk"),
-    triple(ROME, "Rome", "capital of", "Italy"),
-]
+from gear_agent.types import Passage
 
 
 def test_aggregates_group_propositions_by_shared_entity_in_reading_order() -> None:
@@ -89,9 +69,7 @@ def test_the_pool_records_the_commit_it_reflects(tmp_path) -> None:
     from support.tiny_corpus import build_store
 
     from gear_agent.embedding.hashing import HashingEmbedder
-    from gear_agent.ids import passage_id
     from gear_agent.sirerag.build import GENERATION_KEY, build_ablation
-    from gear_agent.types import Passage
 
     store = build_store(tmp_path / "index", HashingEmbedder(64))
     at = store.generation()
