@@ -13,8 +13,9 @@ Two modes, each printing one table:
   with the stand-in embedder ``hashing-384`` by ``benchmarks/scale.py``'s build phase
   (``--path openie``), then, in a fresh process per size: the graph built from scratch
   (seconds, of which phrase embedding; peak RSS of the process, and before the build, with
-  its anonymous and file-backed peaks), vertices and edges, and p50/p99 ms per query of global and local PPR on queries made from
-  the corpus's triples, with their top-15 agreement::
+  its anonymous and file-backed peaks), vertices and edges, and p50/p99 ms per query of
+  global and local PPR on queries made from the corpus's triples, with their top-15
+  agreement::
 
       nice python benchmarks/ppr_bench.py --sizes 2000,20000 --work /tmp/ppr-work
       nice python benchmarks/ppr_bench.py --sizes 100000 --work /tmp/ppr-work --reuse-graph
