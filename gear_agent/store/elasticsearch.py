@@ -180,10 +180,10 @@ class ElasticsearchStore(Store):
                 "(GEAR_BACKEND=elasticsearch), or check GEAR_ES_INDEX_PREFIX"
             )
         mapping = self._create_or_read(name, None if exists else index_mappings(
-            collection, self.embedding_model, self.dimension))
+            collection, self.embedding_model, self.dimension, self.settings.tokenizer))
         if mapping is None:
             return
-        check_mapping(name, mapping, collection, self.embedding_model, self.dimension)
+        check_mapping(name, mapping, collection, self.embedding_model, self.dimension, self.settings.tokenizer)
         if ((mapping.get("_meta") or {}).get("gear_agent") or {}).get("schema_version") == 1:
             body = upgrade_mapping(collection, self.embedding_model, self.dimension)
             with translate_errors(f"adding the metadata fields to index {name!r}"):
@@ -222,7 +222,7 @@ class ElasticsearchStore(Store):
         if mappings is not None:
             try:
                 with translate_errors(f"creating index {name!r}"):
-                    es.indices.create(index=name, settings=index_settings(), mappings=mappings)
+                    es.indices.create(index=name, settings=index_settings(self.settings.tokenizer), mappings=mappings)
                 return None
             except StoreError as err:
                 if "resource_already_exists_exception" not in str(err):
