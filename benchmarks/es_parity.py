@@ -192,8 +192,10 @@ def main() -> None:
         replay = None
         if args.replay:
             # The replay guard's rows were recorded with the `word` tokenizer: their own
-            # indices, made with the analyzer that tokenises as it does.
-            es_env = {**es_env, "GEAR_ES_INDEX_PREFIX": f"{prefix}-word", "GEAR_BM25_TOKENIZER": "word"}
+            # indices, made with the analyzer that tokenises as it does, and BM25 with exact
+            # document lengths (the reader's prompt holds the base ranking, near ties included).
+            es_env = {**es_env, "GEAR_ES_INDEX_PREFIX": f"{prefix}-word", "GEAR_BM25_TOKENIZER": "word",
+                      "GEAR_ES_EXACT_BM25": "true"}
             if args.vectors_from is not None:
                 misses = build_from_vectors(args.data, args.work / "embedded", es_env, False)
                 print(f"`word` indices built from the embedded index's vectors ({misses} texts embedded anew)")

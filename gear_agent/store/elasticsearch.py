@@ -29,6 +29,7 @@ import numpy as np
 from gear_agent.config import GearSettings
 from gear_agent.embedding.base import Embedder
 from gear_agent.filters import Where, parse_where
+from gear_agent.store import es_bm25
 from gear_agent.store import es_queries as q
 from gear_agent.store.base import Store, StoreError, split_new
 from gear_agent.store.changes import Changes
@@ -605,9 +606,24 @@ class ElasticsearchStore(Store):
         if k <= 0:
             return []
         flt = self._filter(collection, parse_where(where))
-        request = q.bm25_request(TEXT_FIELD[collection], query, k, filter=flt)
+        exact = self.settings.exact_bm25
+        request = q.bm25_request(TEXT_FIELD[collection], query, es_bm25.candidates(k) if exact else k, filter=flt)
+        if exact:
+            request["seq_no_primary_term"] = True
         response = self._search(f"BM25 search on {index!r}", index, request)
-        return [Hit(h["_id"], float(h["_score"])) for h in response["hits"]["hits"]]
+        if not exact:
+            return [Hit(h["_id"], float(h["_score"])) for h in response["hits"]["hits"]]
+        return self._exact_bm25(index, TEXT_FIELD[collection], query, response["hits"]["hits"], k)
+
+    def _exact_bm25(self, index: str, field: str, query: str, hits: list[dict[str, Any]], k: int) -> list[Hit]:
+        """``hits`` scored again with exact document lengths (:mod:`gear_agent.store.es_bm25`)."""
+        if not hits:
+            return []
+        with translate_errors(f"BM25 rescoring on {index!r}"):
+            terms = es_bm25.query_terms(_body(self._client.indices.analyze(index=index, field=field, text=query)))
+            vectors = _body(self._client.mtermvectors(
+                index=index, **es_bm25.termvectors_request(field, [h["_id"] for h in hits])))
+        return es_bm25.rescore(terms, vectors, field, k, {h["_id"]: h.get("_seq_no", 0) for h in hits})
 
     def vector_search(
         self, collection: Collection, vector: np.ndarray, k: int, where: Any = None

@@ -62,6 +62,7 @@ class ElasticsearchSettings:
     index_prefix: str = "gear"
     cache_dir: Path = Path(".gear/es-cache")
     tokenizer: str = "standard"
+    exact_bm25: bool = False
 
     @classmethod
     def from_gear(cls, settings: GearSettings) -> ElasticsearchSettings:
@@ -70,7 +71,7 @@ class ElasticsearchSettings:
             url=settings.es_url, api_key=settings.es_api_key, username=settings.es_username,
             password=settings.es_password, verify_certs=settings.es_verify_certs,
             index_prefix=settings.es_index_prefix, cache_dir=settings.es_cache_dir,
-            tokenizer=settings.bm25_tokenizer,
+            tokenizer=settings.bm25_tokenizer, exact_bm25=settings.es_exact_bm25,
         )
 
     @classmethod
