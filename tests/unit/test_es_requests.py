@@ -36,7 +36,7 @@ from gear_agent.store import es_queries as q  # noqa: E402
 from gear_agent.store.base import ModelMismatchError, StoreError  # noqa: E402
 from gear_agent.store.elasticsearch import BulkWriteError, ElasticsearchStore  # noqa: E402
 from gear_agent.store.es_client import import_elasticsearch, make_client  # noqa: E402
-from gear_agent.store.es_mappings import index_mappings  # noqa: E402
+from gear_agent.store.es_mappings import index_mappings, index_settings  # noqa: E402
 from gear_agent.types import Passage, Triple  # noqa: E402
 
 DIM = 8
@@ -259,6 +259,36 @@ def test_startup_asks_info_then_creates_both_indices_with_explicit_mappings() ->
     assert triples["text"] == {"type": "text", "analyzer": "standard", "similarity": "gear_bm25"}
     for name in ("head", "tail", "passage_id"):
         assert triples[name] == {"type": "keyword"}
+
+
+def test_the_word_tokenizer_creates_its_analyzer_and_records_it() -> None:
+    cluster = Cluster()
+    ElasticsearchStore(GearSettings(backend="elasticsearch", bm25_tokenizer="word"), FixedEmbedder(),
+                       client=cluster.client(max_retries=0), sleep=lambda _: None)
+    for create in (cluster.sent[2], cluster.sent[4]):
+        analysis = create.body["settings"]["index"]["analysis"]
+        assert analysis["analyzer"]["gear_word"]["tokenizer"] == "gear_word"
+        assert analysis["tokenizer"]["gear_word"] == {"type": "pattern", "pattern": r"[\p{L}\p{N}_]+", "group": 0}
+        assert create.body["mappings"]["_meta"]["gear_agent"]["tokenizer"] == "word"
+    assert cluster.sent[2].body["mappings"]["properties"]["content"]["analyzer"] == "gear_word"
+    assert cluster.sent[4].body["mappings"]["properties"]["text"]["analyzer"] == "gear_word"
+    assert "analysis" not in index_settings("standard")["index"]
+
+
+@pytest.mark.parametrize(("made", "configured"), [("standard", "word"), ("word", "standard")])
+def test_an_index_made_with_another_tokenizer_is_refused_in_one_line(made: str, configured: str) -> None:
+    mapping = index_mappings("passage", "fixed-model", DIM, made)
+    cluster = Cluster(mappings={PASSAGE_INDEX: mapping})
+    with pytest.raises(StoreError, match=f"BM25 tokenizer '{made}'.*GEAR_BM25_TOKENIZER is '{configured}'") as err:
+        ElasticsearchStore(GearSettings(backend="elasticsearch", bm25_tokenizer=configured), FixedEmbedder(),
+                           client=cluster.client(max_retries=0), sleep=lambda _: None)
+    assert "\n" not in str(err.value)
+
+
+def test_an_index_made_before_the_tokenizer_was_recorded_is_standard() -> None:
+    mapping = index_mappings("passage", "fixed-model", DIM)
+    del mapping["_meta"]["gear_agent"]["tokenizer"]
+    _open(Cluster(mappings={PASSAGE_INDEX: mapping})).close()
 
 
 @pytest.mark.parametrize(
