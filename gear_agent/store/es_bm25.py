@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from gear_agent.store.bm25 import B, K1, lucene_idf, lucene_tf
+from gear_agent.store.bm25 import K1, B, lucene_idf, lucene_tf
 from gear_agent.types import Hit
 
 EXTRA = 50
