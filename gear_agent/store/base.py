@@ -191,6 +191,14 @@ class Store(ABC):
         without, the first ``limit`` in a stable order.
         """
 
+    def neighbours_many(
+        self, triple_ids: Sequence[str], query_vector: np.ndarray | None = None, limit: int = 100
+    ) -> list[list[str]]:
+        """:meth:`neighbours` of each of ``triple_ids``, in order, in one call: a beam
+        search step asks for all its beams at once, which a remote backend answers in one
+        request. This default asks :meth:`neighbours` for each."""
+        return [self.neighbours(t, query_vector, limit) for t in triple_ids]
+
     @abstractmethod
     def unextracted_passages(self) -> list[Passage]:
         """Passages on which triple extraction has not run yet."""

@@ -89,6 +89,18 @@ def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
         yield items[start : start + size]
 
 
+def _search_error(what: str, response: dict[str, Any]) -> StoreError:
+    """The error of one search of an ``_msearch`` answer, as :func:`translate_errors` words
+    the error of a single search."""
+    error = response["error"]
+    gone = missing_index(what, error)
+    if gone is not None:
+        return gone
+    cause = error_cause(error)
+    return StoreError(f"{what}: Elasticsearch answered HTTP {response.get('status', '?')}, "
+                      f"{cause.get('type')}: {cause.get('reason')}")
+
+
 class ElasticsearchStore(Store):
     """Passages and triples in Elasticsearch, behind the :class:`Store` interface.
 
@@ -146,6 +158,7 @@ class ElasticsearchStore(Store):
         self._last_ns = 0
         self._nodes: ElasticsearchNodeStore | None = None
         self._recent_triples: dict[str, dict[str, Any]] = {}
+        self._recent_generation: int | None = None  # the generation the kept triples were read at
         self._loading: set[str] | None = None  # in bulk_load(): indices written, not yet refreshed
         try:
             self.server_version, self.cluster_uuid = check_server(self._client, self._where)
@@ -682,22 +695,49 @@ class ElasticsearchStore(Store):
         :meth:`triple_vectors` of a beam search's candidates that follow are answered
         from them (see :meth:`_remember`).
         """
-        if limit <= 0:
-            return []
+        return self.neighbours_many([triple_id], query_vector, limit)[0]
+
+    def neighbours_many(
+        self, triple_ids: Sequence[str], query_vector: np.ndarray | None = None, limit: int = 100
+    ) -> list[list[str]]:
+        """:meth:`neighbours` of each of ``triple_ids`` in one ``_msearch`` request (a beam
+        search step's beams at once), after one generation check (see :meth:`_remember`)."""
+        if limit <= 0 or not triple_ids:
+            return [[] for _ in triple_ids]
         index = self.indices.triples
         vector = None if query_vector is None else self._query_vector(query_vector)
-        request = q.neighbours_request(index, triple_id, vector, limit)
-        response = self._search(f"neighbours of {triple_id!r} in {index!r}", index, request)
-        hits = response["hits"]["hits"]
-        self._remember(hits)
-        return [hit["_id"] for hit in hits]
+        self._check_recent()
+        requests = [q.neighbours_request(index, t, vector, limit) for t in triple_ids]
+        what = f"neighbours of {len(triple_ids)} triple(s) in {index!r}"
+        self._settle()
+        with translate_errors(what):
+            answer = _body(self._client.msearch(index=index, searches=q.msearch_lines(index, requests)))
+        found = []
+        for response in answer["responses"]:
+            if "error" in response:
+                raise _search_error(what, response)
+            hits = response["hits"]["hits"]
+            self._remember(hits)
+            found.append([hit["_id"] for hit in hits])
+        return found
+
+    def _check_recent(self) -> None:
+        """Forget the kept triple documents when the store's generation moved since they
+        were kept (a write by another process), read before the search that keeps more
+        (one ``_stats`` request)."""
+        now = self.generation()
+        if now != self._recent_generation:
+            self._recent_triples.clear()
+            self._recent_generation = now
 
     def _remember(self, hits: Sequence[dict[str, Any]]) -> None:
         """Keep the triple documents a neighbours search returned (the latest
         ``_RECENT_TRIPLES``), so reading them again right after costs no request. An id is
         the hash of the triple's content and the model is fixed per index, so a kept
-        document cannot differ from the stored one; every write or delete through this
-        store forgets them all (a deletion by another process is seen once they age out)."""
+        document cannot differ from the stored one, but it may have been deleted: every
+        write or delete through this store forgets them all, and each neighbours call first
+        compares the store's generation with the one they were kept at, so a deletion by
+        another process is seen by the next neighbours call and the reads after it."""
         recent = self._recent_triples
         for hit in hits:
             recent.pop(hit["_id"], None)
