@@ -262,6 +262,12 @@ class Store(ABC):
         if listeners is not None and listeners:
             listeners.notify(generation() if callable(generation) else generation)
 
+    def bulk_load(self) -> contextlib.AbstractContextManager[None]:
+        """A block of many writes (a whole build): a backend that writes faster with other
+        settings while it runs uses them (Elasticsearch: no refresh until the end, see
+        :meth:`ElasticsearchStore.bulk_load`). Here: nothing changes."""
+        return contextlib.nullcontext()
+
     def maintain(self) -> None:  # noqa: B027 - optional hook
         """Bring derived caches up to date (the embedded store's ANN); called at the end of
         an indexing run. A no-op where there is nothing to do."""
