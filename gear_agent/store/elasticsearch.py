@@ -690,10 +690,11 @@ class ElasticsearchStore(Store):
         ``limit`` most similar first. Without: the first ``limit`` by id.
         An unknown ``triple_id`` has no neighbours.
 
-        One request: the search looks the triple's entities up itself (a ``terms``
-        lookup), and the hits bring their documents back, so the :meth:`get_triples` and
-        :meth:`triple_vectors` of a beam search's candidates that follow are answered
-        from them (see :meth:`_remember`).
+        The search looks the triple's entities up itself (a ``terms`` lookup), and the hits
+        bring their documents back, so the :meth:`get_triples` and :meth:`triple_vectors`
+        of a beam search's candidates that follow are answered from them (see
+        :meth:`_remember`). It is :meth:`neighbours_many` of one triple: a generation check
+        and one ``_msearch``.
         """
         return self.neighbours_many([triple_id], query_vector, limit)[0]
 
