@@ -121,6 +121,7 @@ def build_from_vectors(data: Path, index: Path, es_env: dict[str, str], sirerag:
     settings = GearSettings(
         backend="elasticsearch", es_url=es_env["GEAR_ES_URL"], es_index_prefix=es_env["GEAR_ES_INDEX_PREFIX"],
         es_cache_dir=Path(es_env["GEAR_ES_CACHE_DIR"]),
+        bm25_tokenizer=es_env.get("GEAR_BM25_TOKENIZER", "standard"),
     )
     embedder = StoredVectors(settings, stored_vectors(index, settings.embedding_model))
     report = IndexReport()
@@ -149,6 +150,8 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/work/scratch-es/parity"))
     parser.add_argument("--fresh", action="store_true", help="rebuild both indexes")
     parser.add_argument("--replay", action="store_true", help="also the replayed LLM rows on ES")
+    parser.add_argument("--replay-only", action="store_true",
+                        help="only the replayed LLM rows on ES (no LLM-free rows on either backend)")
     parser.add_argument("--reuse-embedded", action="store_true",
                         help="take the embedded rows from an earlier run's embedded.json")
     parser.add_argument("--vectors-from", type=Path, metavar="DIR",
@@ -165,7 +168,10 @@ def main() -> None:
     saved = args.work / "embedded.json"
     if args.vectors_from is not None and not (args.work / "embedded").exists():
         shutil.copytree(args.vectors_from, args.work / "embedded")
-    if args.reuse_embedded and saved.exists():
+    args.replay = args.replay or args.replay_only
+    if args.replay_only:
+        embedded = {}
+    elif args.reuse_embedded and saved.exists():
         embedded = {row["retriever"]: row for row in json.loads(saved.read_text())["rows"]}
     else:
         embedded = gear_eval(args.data, args.retrievers, {"GEAR_BACKEND": "embedded"}, saved,
@@ -178,20 +184,28 @@ def main() -> None:
     try:
         es_env = {"GEAR_BACKEND": "elasticsearch", "GEAR_ES_URL": url, "GEAR_ES_INDEX_PREFIX": prefix,
                   "GEAR_ES_CACHE_DIR": str(args.work / "es-cache")}
-        if args.vectors_from is not None:
+        if args.vectors_from is not None and not args.replay_only:
             misses = build_from_vectors(args.data, args.work / "embedded", es_env, "sirerag" in args.retrievers)
             print(f"Elasticsearch indices built from the embedded index's vectors ({misses} texts embedded anew)")
-        es = gear_eval(args.data, args.retrievers, es_env, args.work / "elasticsearch.json",
-                       [*common, "--index", str(args.work / "es-eval")])
+        es = {} if args.replay_only else gear_eval(args.data, args.retrievers, es_env, args.work / "elasticsearch.json",
+                                                   [*common, "--index", str(args.work / "es-eval")])
         replay = None
         if args.replay:
+            # The replay guard's rows were recorded with the `word` tokenizer: their own
+            # indices, made with the analyzer that tokenises as it does, and BM25 with exact
+            # document lengths (the reader's prompt holds the base ranking, near ties included).
+            es_env = {**es_env, "GEAR_ES_INDEX_PREFIX": f"{prefix}-word", "GEAR_BM25_TOKENIZER": "word",
+                      "GEAR_ES_EXACT_BM25": "true"}
+            if args.vectors_from is not None:
+                misses = build_from_vectors(args.data, args.work / "embedded", es_env, False)
+                print(f"`word` indices built from the embedded index's vectors ({misses} texts embedded anew)")
             env = {**es_env, **REPLAY_ENV, "GEAR_LLM_CACHE_DIR": str(args.data / "llm-replay" / "cache")}
             replay = gear_eval(args.data, REPLAY, env, args.work / "replay-es.json",
                                ["--tokenizer", "word", "--concurrency", "8", "--index", str(args.work / "es-eval")])
     finally:
         if cluster is not None:
             cluster.close()
-    print(f"\n{args.data.name}: {len(json.loads((args.work / 'embedded.json').read_text())['rows'])} rows, "
+    print(f"\n{args.data.name}: {len(embedded)} rows, "
           f"Elasticsearch {cluster.version if cluster else url}\n")
     print("| retriever | embedded R@5 / 10 / 15 | Elasticsearch R@5 / 10 / 15 | Δ R@15 | ms/query embedded / ES |")
     print("|---|---|---|---|---|")

@@ -88,7 +88,7 @@ def main() -> None:
         runtimes = {}
         for n, (label, cls) in enumerate(variants.items()):
             s = GearSettings(backend="elasticsearch", es_url=cluster.url, es_index_prefix=f"speed-{n}",
-                             embedding_model="hashing-384", bm25_tokenizer="word",
+                             embedding_model="hashing-384",
                              es_cache_dir=work / f"cache-{n}")
             embedder = make_embedder(s)
             store, seconds = build(cls, s, embedder, corpus, openie)

@@ -58,7 +58,7 @@ def index(
     embedder = make_embedder(settings)
     store = open_store(settings, embedder)
     report = IndexReport()
-    with ProgressBoard() as board, board.embedding():
+    with ProgressBoard() as board, board.embedding(), store.bulk_load():
         add_passages(store, passages, report, board.stage)
         if triples is not None:
             import_openie(store, triples, report, board.stage)

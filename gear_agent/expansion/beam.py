@@ -137,11 +137,9 @@ class TripleBeamSearch:
             pool: list[Beam] = []
             next_sums: dict[tuple[str, ...], np.ndarray] = {}
             grown_from: list[tuple[Beam, list[str], np.ndarray, np.ndarray]] = []
-            for beam in beams:
-                candidates = [
-                    t for t in self.store.neighbours(beam.triples[-1], query, settings.beam_neighbours)
-                    if t not in used
-                ]
+            proposed = self.store.neighbours_many([b.triples[-1] for b in beams], query, settings.beam_neighbours)
+            for beam, neighbours in zip(beams, proposed, strict=True):
+                candidates = [t for t in neighbours if t not in used]
                 if not candidates:  # a beam that cannot grow competes as it is
                     grown_from.append((beam, [], np.zeros((0, 0)), np.zeros(0)))
                     continue

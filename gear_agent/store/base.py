@@ -191,6 +191,14 @@ class Store(ABC):
         without, the first ``limit`` in a stable order.
         """
 
+    def neighbours_many(
+        self, triple_ids: Sequence[str], query_vector: np.ndarray | None = None, limit: int = 100
+    ) -> list[list[str]]:
+        """:meth:`neighbours` of each of ``triple_ids``, in order, in one call: a beam
+        search step asks for all its beams at once, which a remote backend answers in one
+        request. This default asks :meth:`neighbours` for each."""
+        return [self.neighbours(t, query_vector, limit) for t in triple_ids]
+
     @abstractmethod
     def unextracted_passages(self) -> list[Passage]:
         """Passages on which triple extraction has not run yet."""
@@ -253,6 +261,12 @@ class Store(ABC):
         listeners = self.__dict__.get("_commit_listeners")
         if listeners is not None and listeners:
             listeners.notify(generation() if callable(generation) else generation)
+
+    def bulk_load(self) -> contextlib.AbstractContextManager[None]:
+        """A block of many writes (a whole build): a backend that writes faster with other
+        settings while it runs uses them (Elasticsearch: no refresh until the end, see
+        :meth:`ElasticsearchStore.bulk_load`). Here: nothing changes."""
+        return contextlib.nullcontext()
 
     def maintain(self) -> None:  # noqa: B027 - optional hook
         """Bring derived caches up to date (the embedded store's ANN); called at the end of

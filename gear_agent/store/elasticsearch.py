@@ -29,6 +29,7 @@ import numpy as np
 from gear_agent.config import GearSettings
 from gear_agent.embedding.base import Embedder
 from gear_agent.filters import Where, parse_where
+from gear_agent.store import es_bm25
 from gear_agent.store import es_queries as q
 from gear_agent.store.base import Store, StoreError, split_new
 from gear_agent.store.changes import Changes
@@ -88,6 +89,18 @@ def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
         yield items[start : start + size]
 
 
+def _search_error(what: str, response: dict[str, Any]) -> StoreError:
+    """The error of one search of an ``_msearch`` answer, as :func:`translate_errors` words
+    the error of a single search."""
+    error = response["error"]
+    gone = missing_index(what, error)
+    if gone is not None:
+        return gone
+    cause = error_cause(error)
+    return StoreError(f"{what}: Elasticsearch answered HTTP {response.get('status', '?')}, "
+                      f"{cause.get('type')}: {cause.get('reason')}")
+
+
 class ElasticsearchStore(Store):
     """Passages and triples in Elasticsearch, behind the :class:`Store` interface.
 
@@ -145,6 +158,7 @@ class ElasticsearchStore(Store):
         self._last_ns = 0
         self._nodes: ElasticsearchNodeStore | None = None
         self._recent_triples: dict[str, dict[str, Any]] = {}
+        self._recent_generation: int | None = None  # the generation the kept triples were read at
         self._loading: set[str] | None = None  # in bulk_load(): indices written, not yet refreshed
         try:
             self.server_version, self.cluster_uuid = check_server(self._client, self._where)
@@ -180,10 +194,10 @@ class ElasticsearchStore(Store):
                 "(GEAR_BACKEND=elasticsearch), or check GEAR_ES_INDEX_PREFIX"
             )
         mapping = self._create_or_read(name, None if exists else index_mappings(
-            collection, self.embedding_model, self.dimension))
+            collection, self.embedding_model, self.dimension, self.settings.tokenizer))
         if mapping is None:
             return
-        check_mapping(name, mapping, collection, self.embedding_model, self.dimension)
+        check_mapping(name, mapping, collection, self.embedding_model, self.dimension, self.settings.tokenizer)
         if ((mapping.get("_meta") or {}).get("gear_agent") or {}).get("schema_version") == 1:
             body = upgrade_mapping(collection, self.embedding_model, self.dimension)
             with translate_errors(f"adding the metadata fields to index {name!r}"):
@@ -222,7 +236,7 @@ class ElasticsearchStore(Store):
         if mappings is not None:
             try:
                 with translate_errors(f"creating index {name!r}"):
-                    es.indices.create(index=name, settings=index_settings(), mappings=mappings)
+                    es.indices.create(index=name, settings=index_settings(self.settings.tokenizer), mappings=mappings)
                 return None
             except StoreError as err:
                 if "resource_already_exists_exception" not in str(err):
@@ -605,9 +619,24 @@ class ElasticsearchStore(Store):
         if k <= 0:
             return []
         flt = self._filter(collection, parse_where(where))
-        request = q.bm25_request(TEXT_FIELD[collection], query, k, filter=flt)
+        exact = self.settings.exact_bm25
+        request = q.bm25_request(TEXT_FIELD[collection], query, es_bm25.candidates(k) if exact else k, filter=flt)
+        if exact:
+            request["seq_no_primary_term"] = True
         response = self._search(f"BM25 search on {index!r}", index, request)
-        return [Hit(h["_id"], float(h["_score"])) for h in response["hits"]["hits"]]
+        if not exact:
+            return [Hit(h["_id"], float(h["_score"])) for h in response["hits"]["hits"]]
+        return self._exact_bm25(index, TEXT_FIELD[collection], query, response["hits"]["hits"], k)
+
+    def _exact_bm25(self, index: str, field: str, query: str, hits: list[dict[str, Any]], k: int) -> list[Hit]:
+        """``hits`` scored again with exact document lengths (:mod:`gear_agent.store.es_bm25`)."""
+        if not hits:
+            return []
+        with translate_errors(f"BM25 rescoring on {index!r}"):
+            terms = es_bm25.query_terms(_body(self._client.indices.analyze(index=index, field=field, text=query)))
+            vectors = _body(self._client.mtermvectors(
+                index=index, **es_bm25.termvectors_request(field, [h["_id"] for h in hits])))
+        return es_bm25.rescore(terms, vectors, field, k, {h["_id"]: h.get("_seq_no", 0) for h in hits})
 
     def vector_search(
         self, collection: Collection, vector: np.ndarray, k: int, where: Any = None
@@ -661,27 +690,55 @@ class ElasticsearchStore(Store):
         ``limit`` most similar first. Without: the first ``limit`` by id.
         An unknown ``triple_id`` has no neighbours.
 
-        One request: the search looks the triple's entities up itself (a ``terms``
-        lookup), and the hits bring their documents back, so the :meth:`get_triples` and
-        :meth:`triple_vectors` of a beam search's candidates that follow are answered
-        from them (see :meth:`_remember`).
+        The search looks the triple's entities up itself (a ``terms`` lookup), and the hits
+        bring their documents back, so the :meth:`get_triples` and :meth:`triple_vectors`
+        of a beam search's candidates that follow are answered from them (see
+        :meth:`_remember`). It is :meth:`neighbours_many` of one triple: a generation check
+        and one ``_msearch``.
         """
-        if limit <= 0:
-            return []
+        return self.neighbours_many([triple_id], query_vector, limit)[0]
+
+    def neighbours_many(
+        self, triple_ids: Sequence[str], query_vector: np.ndarray | None = None, limit: int = 100
+    ) -> list[list[str]]:
+        """:meth:`neighbours` of each of ``triple_ids`` in one ``_msearch`` request (a beam
+        search step's beams at once), after one generation check (see :meth:`_remember`)."""
+        if limit <= 0 or not triple_ids:
+            return [[] for _ in triple_ids]
         index = self.indices.triples
         vector = None if query_vector is None else self._query_vector(query_vector)
-        request = q.neighbours_request(index, triple_id, vector, limit)
-        response = self._search(f"neighbours of {triple_id!r} in {index!r}", index, request)
-        hits = response["hits"]["hits"]
-        self._remember(hits)
-        return [hit["_id"] for hit in hits]
+        self._check_recent()
+        requests = [q.neighbours_request(index, t, vector, limit) for t in triple_ids]
+        what = f"neighbours of {len(triple_ids)} triple(s) in {index!r}"
+        self._settle()
+        with translate_errors(what):
+            answer = _body(self._client.msearch(index=index, searches=q.msearch_lines(index, requests)))
+        found = []
+        for response in answer["responses"]:
+            if "error" in response:
+                raise _search_error(what, response)
+            hits = response["hits"]["hits"]
+            self._remember(hits)
+            found.append([hit["_id"] for hit in hits])
+        return found
+
+    def _check_recent(self) -> None:
+        """Forget the kept triple documents when the store's generation moved since they
+        were kept (a write by another process), read before the search that keeps more
+        (one ``_stats`` request)."""
+        now = self.generation()
+        if now != self._recent_generation:
+            self._recent_triples.clear()
+            self._recent_generation = now
 
     def _remember(self, hits: Sequence[dict[str, Any]]) -> None:
         """Keep the triple documents a neighbours search returned (the latest
         ``_RECENT_TRIPLES``), so reading them again right after costs no request. An id is
         the hash of the triple's content and the model is fixed per index, so a kept
-        document cannot differ from the stored one; every write or delete through this
-        store forgets them all (a deletion by another process is seen once they age out)."""
+        document cannot differ from the stored one, but it may have been deleted: every
+        write or delete through this store forgets them all, and each neighbours call first
+        compares the store's generation with the one they were kept at, so a deletion by
+        another process is seen by the next neighbours call and the reads after it."""
         recent = self._recent_triples
         for hit in hits:
             recent.pop(hit["_id"], None)

@@ -26,7 +26,7 @@ from gear_agent.store.es_client import (
     make_client,
     translate_errors,
 )
-from gear_agent.store.es_mappings import VECTOR_FIELD, check_mapping, index_names
+from gear_agent.store.es_mappings import VECTOR_FIELD, check_mapping, index_names, stored_tokenizer
 
 _PAGE = 1_000
 
@@ -73,7 +73,7 @@ def check_elasticsearch(settings: ElasticsearchSettings) -> CheckReport:
             meta = (mapping.get("_meta") or {}).get("gear_agent") or {}
             try:
                 check_mapping(name, mapping, collection, str(meta.get("embedding_model")),
-                              int(meta.get("dimension") or 0))
+                              int(meta.get("dimension") or 0), stored_tokenizer(mapping))
             except StoreError as err:
                 report.add(f"{collection} index", False, str(err))
                 continue

@@ -45,6 +45,9 @@ class ElasticsearchSettings:
         index_prefix: Indices are ``{prefix}-passages`` and ``{prefix}-triples``.
         cache_dir: Local folder for derived caches (``GEAR_ES_CACHE_DIR``): the PPR graph of
             an index lives in ``{cache_dir}/{cluster_uuid}-{index_prefix}``.
+        tokenizer: The BM25 tokenizer (``GEAR_BM25_TOKENIZER``): ``standard`` (the standard
+            analyzer) or ``word`` (an analyzer that tokenises as the embedded ``word``
+            tokenizer); recorded in the indices made, and an index made with another is refused.
 
     Example:
         >>> ElasticsearchSettings(url="http://localhost:9200").index_prefix
@@ -58,6 +61,8 @@ class ElasticsearchSettings:
     verify_certs: bool = True
     index_prefix: str = "gear"
     cache_dir: Path = Path(".gear/es-cache")
+    tokenizer: str = "standard"
+    exact_bm25: bool = False
 
     @classmethod
     def from_gear(cls, settings: GearSettings) -> ElasticsearchSettings:
@@ -66,6 +71,7 @@ class ElasticsearchSettings:
             url=settings.es_url, api_key=settings.es_api_key, username=settings.es_username,
             password=settings.es_password, verify_certs=settings.es_verify_certs,
             index_prefix=settings.es_index_prefix, cache_dir=settings.es_cache_dir,
+            tokenizer=settings.bm25_tokenizer, exact_bm25=settings.es_exact_bm25,
         )
 
     @classmethod

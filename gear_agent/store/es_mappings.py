@@ -3,9 +3,10 @@
 One index per collection, ``{prefix}-passages`` and ``{prefix}-triples``, each
 with an explicit, ``strict`` mapping:
 
-* ``content`` (passages) and ``text`` (triples): ``text`` with the ``standard``
-  analyzer, scored by the index's own BM25 similarity ``gear_bm25``
-  (k1=1.2, b=0.75, the values the embedded store uses);
+* ``content`` (passages) and ``text`` (triples): ``text`` with the analyzer of the
+  index's BM25 tokenizer (:data:`ANALYZERS`: ``standard``, or ``gear_word``, which
+  tokenises as the embedded store's ``word`` tokenizer), scored by the index's own BM25
+  similarity ``gear_bm25`` (k1=1.2, b=0.75, the values the embedded store uses);
 * ``vector``: ``dense_vector``, ``similarity: cosine``, ``index: true``, dims
   from the embedder, with plain float ``hnsw`` index options (ES 8.14+ would
   otherwise pick ``int8_hnsw`` and quantise the vectors);
@@ -65,18 +66,52 @@ def index_names(prefix: str) -> IndexNames:
     return IndexNames(f"{prefix}-passages", f"{prefix}-triples")
 
 
-def index_settings() -> dict[str, Any]:
-    """Index settings: one shard and the BM25 similarity the text fields use."""
-    return {
-        "index": {
-            "number_of_shards": 1,
-            "similarity": {SIMILARITY: {"type": "BM25", "k1": BM25_K1, "b": BM25_B}},
-        }
+# The embedded ``word`` tokenizer (gear_agent.text.tokenizer.tokenize_words) is Python's
+# ``\w+`` (letters, numbers, ``_``) then ``str.lower()``. Lucene's lower-casing is
+# ``Character.toLowerCase`` per code point, which differs from ``str.lower()`` in two
+# places, mended before it: ``İ`` lowers to ``i`` + U+0307 in Python, and a capital sigma
+# ending a word (a cased letter before it, none after, case-ignorable ``Lm`` skipped)
+# lowers to the final ``ς``. A token over 8,191 characters (Lucene refuses a term over
+# 32,766 UTF-8 bytes, failing the document) is dropped; Python would keep it.
+_CASED = r"[\p{IsLowercase}\p{IsUppercase}\p{Lt}&&[^\p{Lm}]]"
+WORD_ANALYZER: dict[str, Any] = {
+    "tokenizer": {"gear_word": {"type": "pattern", "pattern": r"[\p{L}\p{N}_]+", "group": 0}},
+    "filter": {
+        "gear_dotted_i": {"type": "pattern_replace", "pattern": "\u0130", "replacement": "i\u0307"},
+        "gear_final_sigma": {"type": "pattern_replace",
+                             "pattern": rf"(?<={_CASED}\p{{Lm}}{{0,16}})\u03a3(?!\p{{Lm}}*{_CASED})",
+                             "replacement": "\u03c2"},
+        "gear_term_bytes": {"type": "length", "max": 8191},
+    },
+    "analyzer": {"gear_word": {"type": "custom", "tokenizer": "gear_word",
+                               "filter": ["gear_dotted_i", "gear_final_sigma", "lowercase", "gear_term_bytes"]}},
+}
+ANALYZERS = {"standard": "standard", "word": "gear_word"}
+"""The Elasticsearch analyzer of each BM25 tokenizer name (``GEAR_BM25_TOKENIZER``)."""
+
+
+def analyzer_of(tokenizer: str) -> str:
+    """The analyzer name of BM25 tokenizer ``tokenizer``; a ValueError lists the valid names."""
+    try:
+        return ANALYZERS[tokenizer]
+    except KeyError:
+        raise ValueError(f"unknown tokenizer {tokenizer!r}; choose one of {', '.join(ANALYZERS)}") from None
+
+
+def index_settings(tokenizer: str = "standard") -> dict[str, Any]:
+    """Index settings: one shard, the BM25 similarity the text fields use and, for the
+    ``word`` tokenizer, its analyzer."""
+    index: dict[str, Any] = {
+        "number_of_shards": 1,
+        "similarity": {SIMILARITY: {"type": "BM25", "k1": BM25_K1, "b": BM25_B}},
     }
+    if analyzer_of(tokenizer) != "standard":
+        index["analysis"] = WORD_ANALYZER
+    return {"index": index}
 
 
-def _bm25_text() -> dict[str, Any]:
-    return {"type": "text", "analyzer": "standard", "similarity": SIMILARITY}
+def _bm25_text(tokenizer: str) -> dict[str, Any]:
+    return {"type": "text", "analyzer": analyzer_of(tokenizer), "similarity": SIMILARITY}
 
 
 def _stored_text() -> dict[str, Any]:
@@ -112,22 +147,25 @@ METADATA_FIELDS: dict[str, Any] = {
 
 def upgrade_mapping(collection: Collection, model: str, dimension: int) -> dict[str, Any]:
     """The ``PUT _mapping`` body that takes a schema-1 index to this schema (fields are only
-    added; documents indexed before have no metadata, which is what they had)."""
-    body: dict[str, Any] = {"_meta": index_mappings(collection, model, dimension)["_meta"]}
+    added; documents indexed before have no metadata, which is what they had; a schema-1
+    index was always ``standard``)."""
+    body: dict[str, Any] = {"_meta": index_mappings(collection, model, dimension, "standard")["_meta"]}
     if collection == "passage":
         body["properties"] = METADATA_FIELDS
     return body
 
 
-def index_mappings(collection: Collection, model: str, dimension: int) -> dict[str, Any]:
-    """The explicit mapping of one collection's index, ``_meta`` included."""
+def index_mappings(collection: Collection, model: str, dimension: int,
+                   tokenizer: str = "standard") -> dict[str, Any]:
+    """The explicit mapping of one collection's index, ``_meta`` included (the BM25
+    ``tokenizer`` it was made for recorded there)."""
     keyword = {"type": "keyword"}
     if collection == "passage":
         properties: dict[str, Any] = {
             "id": keyword,
             "title": _stored_text(),
             "text": _stored_text(),
-            "content": _bm25_text(),
+            "content": _bm25_text(tokenizer),
             "source": keyword,
             "extracted": {"type": "boolean"},
             VECTOR_FIELD: _vector(dimension),
@@ -139,7 +177,7 @@ def index_mappings(collection: Collection, model: str, dimension: int) -> dict[s
             "subject": _stored_text(),
             "predicate": _stored_text(),
             "object": _stored_text(),
-            "text": _bm25_text(),
+            "text": _bm25_text(tokenizer),
             "head": keyword,
             "tail": keyword,
             "passage_id": keyword,
@@ -157,6 +195,7 @@ def index_mappings(collection: Collection, model: str, dimension: int) -> dict[s
                 "collection": collection,
                 "embedding_model": model,
                 "dimension": dimension,
+                "tokenizer": tokenizer,
             }
         },
         "properties": properties,
@@ -211,12 +250,18 @@ def check_owned(index: str, actual: dict[str, Any], collection: str, model: str)
         )
 
 
-_CHECKED_KEYS = ("type", "dims", "similarity", "index")
+_CHECKED_KEYS = ("type", "dims", "similarity", "index", "analyzer")
 _ALWAYS_SHOWN = ("type", "dims")
 
 
+def stored_tokenizer(actual: dict[str, Any]) -> str:
+    """The BM25 tokenizer an index's mapping records (``standard`` before it was recorded)."""
+    return str(((actual.get("_meta") or {}).get("gear_agent") or {}).get("tokenizer", "standard"))
+
+
 def check_mapping(
-    index: str, actual: dict[str, Any], collection: Collection, model: str, dimension: int
+    index: str, actual: dict[str, Any], collection: Collection, model: str, dimension: int,
+    tokenizer: str = "standard",
 ) -> None:
     """Refuse an existing index built with another model or an incompatible mapping.
 
@@ -226,10 +271,12 @@ def check_mapping(
         collection: What the index should hold.
         model: The configured embedding model name.
         dimension: Its vector length.
+        tokenizer: The configured BM25 tokenizer (``GEAR_BM25_TOKENIZER``).
 
     Raises:
         ModelMismatchError: ``_meta`` names another model or dimension.
-        StoreError: no gear-agent ``_meta``, or a field is missing or differs.
+        StoreError: no gear-agent ``_meta``, another BM25 tokenizer, or a field is missing
+            or differs.
     """
     meta = (actual.get("_meta") or {}).get("gear_agent")
     if not isinstance(meta, dict):
@@ -245,7 +292,13 @@ def check_mapping(
             f"{dimension}). Set GEAR_EMBEDDING_MODEL={stored_model}, or re-index into another "
             "GEAR_ES_INDEX_PREFIX."
         )
-    expected = index_mappings(collection, model, dimension)["properties"]
+    if stored_tokenizer(actual) != tokenizer:
+        raise StoreError(
+            f"index {index!r} was built with the BM25 tokenizer {stored_tokenizer(actual)!r}, but "
+            f"GEAR_BM25_TOKENIZER is {tokenizer!r}. Set GEAR_BM25_TOKENIZER={stored_tokenizer(actual)}, "
+            "or index into another GEAR_ES_INDEX_PREFIX."
+        )
+    expected = index_mappings(collection, model, dimension, tokenizer)["properties"]
     found = actual.get("properties") or {}
     problems = []
     upgradable = meta.get("schema_version") == 1

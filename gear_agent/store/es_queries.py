@@ -218,6 +218,16 @@ def neighbours_request(
     }
 
 
+def msearch_lines(index: str, requests: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``_msearch`` lines of search requests made for ``client.search(**request)``:
+    a header naming ``index``, then each body as sent on the wire (``source`` is ``_source``)."""
+    lines: list[dict[str, Any]] = []
+    for request in requests:
+        lines.append({"index": index})
+        lines.append({("_source" if key == "source" else key): value for key, value in request.items()})
+    return lines
+
+
 def page_request(
     query: dict[str, Any],
     sort: Sequence[tuple[str, str]],

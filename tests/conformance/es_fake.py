@@ -161,7 +161,7 @@ class FakeElasticsearch:
         params = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         parts = [unquote(p) for p in url.path.split("/") if p]
         text = body.decode() if body else ""
-        ndjson = parts[-1:] == ["_bulk"]
+        ndjson = parts[-1:] in (["_bulk"], ["_msearch"])
         parsed: Any = (
             [json.loads(line) for line in text.splitlines() if line.strip()]
             if ndjson
@@ -194,6 +194,8 @@ class FakeElasticsearch:
             return 200, self._bulk(body, params)
         if parts == ["_search"]:
             return 200, self._search(None, body or {})
+        if parts[-1:] == ["_msearch"]:
+            return 200, self._msearch(parts[0] if len(parts) == 2 else None, body or [])
         if parts == ["_pit"] and method == "DELETE":
             self.pits.pop(body["id"], None)
             return 200, {"succeeded": True, "num_freed": 1}
@@ -270,6 +272,19 @@ class FakeElasticsearch:
             self.pit_index[pit] = index.name
             return 200, {"id": pit}
         raise EsError(400, "unsupported", f"the fake does not emulate {method} /{'/'.join(parts)}")
+
+    def _msearch(self, default: str | None, lines: list[dict[str, Any]]) -> dict[str, Any]:
+        """Each (header, body) pair searched as ``_search`` would; an error is that search's
+        answer (with its ``status``), as Elasticsearch answers it."""
+        responses = []
+        for header, body in zip(lines[::2], lines[1::2]):
+            try:
+                name = header.get("index", default)
+                response = self._search(self._index(name) if name else None, body)
+                responses.append({**response, "status": 200})
+            except EsError as err:
+                responses.append({**err.body(), "status": err.status})
+        return {"took": 0, "responses": responses}
 
     def _index(self, name: str) -> FakeIndex:
         if name not in self.indices:

@@ -36,7 +36,7 @@ from gear_agent.store import es_queries as q  # noqa: E402
 from gear_agent.store.base import ModelMismatchError, StoreError  # noqa: E402
 from gear_agent.store.elasticsearch import BulkWriteError, ElasticsearchStore  # noqa: E402
 from gear_agent.store.es_client import import_elasticsearch, make_client  # noqa: E402
-from gear_agent.store.es_mappings import index_mappings  # noqa: E402
+from gear_agent.store.es_mappings import index_mappings, index_settings  # noqa: E402
 from gear_agent.types import Passage, Triple  # noqa: E402
 
 DIM = 8
@@ -84,6 +84,7 @@ class Cluster:
     stored: set[str] = field(default_factory=set)
     replies: dict[str, list[Reply | Callable[[Sent], Reply]]] = field(default_factory=dict)
     sent: list[Sent] = field(default_factory=list)
+    generation: int = 0  # what _stats/indexing reports
 
     def queue(self, endpoint: str, *replies: Reply | Callable[[Sent], Reply]) -> None:
         self.replies.setdefault(endpoint, []).extend(replies)
@@ -123,7 +124,7 @@ class Cluster:
         params = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         path = unquote(url.path)
         text = body.decode() if body else ""
-        if path.endswith("/_bulk"):
+        if path.endswith(("/_bulk", "/_msearch")):
             parsed: Any = [json.loads(line) for line in text.splitlines() if line.strip()]
         else:
             parsed = json.loads(text) if text else None
@@ -155,6 +156,16 @@ class Cluster:
             return 200, {"docs": [{"_id": i, "found": i in self.stored} for i in sent.body["ids"]]}
         if endpoint == "_search":
             return 200, {"hits": {"hits": []}}
+        if endpoint == "_msearch":  # each search answered as a queued (or default) _search
+            responses = []
+            for body in sent.body[1::2]:
+                one = Sent("POST", sent.path.replace("_msearch", "_search"), {}, body)
+                queued = self.replies.get("_search")
+                status, payload = queued.pop(0) if queued else self.default(one, "_search")
+                responses.append({**payload, "status": status})
+            return 200, {"responses": responses}
+        if endpoint == "indexing":  # GET {indices}/_stats/indexing
+            return 200, {"_all": {"primaries": {"indexing": {"index_total": self.generation, "delete_total": 0}}}}
         if endpoint == "_pit":
             return 200, ({"id": "pit-xyz"} if sent.method == "POST" else {"succeeded": True})
         if endpoint == "_count":
@@ -259,6 +270,36 @@ def test_startup_asks_info_then_creates_both_indices_with_explicit_mappings() ->
     assert triples["text"] == {"type": "text", "analyzer": "standard", "similarity": "gear_bm25"}
     for name in ("head", "tail", "passage_id"):
         assert triples[name] == {"type": "keyword"}
+
+
+def test_the_word_tokenizer_creates_its_analyzer_and_records_it() -> None:
+    cluster = Cluster()
+    ElasticsearchStore(GearSettings(backend="elasticsearch", bm25_tokenizer="word"), FixedEmbedder(),
+                       client=cluster.client(max_retries=0), sleep=lambda _: None)
+    for create in (cluster.sent[2], cluster.sent[4]):
+        analysis = create.body["settings"]["index"]["analysis"]
+        assert analysis["analyzer"]["gear_word"]["tokenizer"] == "gear_word"
+        assert analysis["tokenizer"]["gear_word"] == {"type": "pattern", "pattern": r"[\p{L}\p{N}_]+", "group": 0}
+        assert create.body["mappings"]["_meta"]["gear_agent"]["tokenizer"] == "word"
+    assert cluster.sent[2].body["mappings"]["properties"]["content"]["analyzer"] == "gear_word"
+    assert cluster.sent[4].body["mappings"]["properties"]["text"]["analyzer"] == "gear_word"
+    assert "analysis" not in index_settings("standard")["index"]
+
+
+@pytest.mark.parametrize(("made", "configured"), [("standard", "word"), ("word", "standard")])
+def test_an_index_made_with_another_tokenizer_is_refused_in_one_line(made: str, configured: str) -> None:
+    mapping = index_mappings("passage", "fixed-model", DIM, made)
+    cluster = Cluster(mappings={PASSAGE_INDEX: mapping})
+    with pytest.raises(StoreError, match=f"BM25 tokenizer '{made}'.*GEAR_BM25_TOKENIZER is '{configured}'") as err:
+        ElasticsearchStore(GearSettings(backend="elasticsearch", bm25_tokenizer=configured), FixedEmbedder(),
+                           client=cluster.client(max_retries=0), sleep=lambda _: None)
+    assert "\n" not in str(err.value)
+
+
+def test_an_index_made_before_the_tokenizer_was_recorded_is_standard() -> None:
+    mapping = index_mappings("passage", "fixed-model", DIM)
+    del mapping["_meta"]["gear_agent"]["tokenizer"]
+    _open(Cluster(mappings={PASSAGE_INDEX: mapping})).close()
 
 
 @pytest.mark.parametrize(
@@ -745,7 +786,10 @@ def test_neighbours_with_a_query_vector_is_one_knn_search_filtered_by_looked_up_
     vector = np.eye(DIM, dtype=np.float32)[0]
     assert store.neighbours("t-1", query_vector=vector, limit=100) == ["t-2"]
     assert cluster.of("_mget") == []  # the entities are looked up by the search itself
-    (search,) = cluster.of("_search")
+    (msearch,) = cluster.of("_msearch")
+    header, body = msearch.body
+    assert msearch.path == "/gear-triples/_msearch" and header == {"index": "gear-triples"}
+    search = Sent("POST", "/gear-triples/_search", {}, body)
     assert search.body["knn"] == {
         "field": "vector",
         "query_vector": vector.tolist(),
@@ -785,7 +829,8 @@ def test_neighbours_without_a_vector_are_the_first_by_id() -> None:
     cluster = Cluster()
     store = _open(cluster)
     store.neighbours("t-1", limit=5)
-    (search,) = cluster.of("_search")
+    ((_, body),) = [m.body for m in cluster.of("_msearch")]
+    search = Sent("POST", "/gear-triples/_search", {}, body)
     assert search.body == {
         "query": {"bool": {"filter": [q.neighbours_filter("gear-triples", "t-1")]}},
         "sort": [{"id": "asc"}],
@@ -799,7 +844,55 @@ def test_neighbours_with_no_room_send_no_search() -> None:
     cluster = Cluster()
     store = _open(cluster)
     assert store.neighbours("t-1", limit=0) == []
-    assert cluster.of("_search") == []
+    assert store.neighbours_many([], limit=5) == []
+    assert cluster.of("_search") == cluster.of("_msearch") == []
+
+
+def _triple_hit(triple: str, passage: str = "p-1") -> dict[str, Any]:
+    source = {"id": triple, "subject": "a", "predicate": "r", "object": "b", "passage_id": passage,
+              "vector": np.eye(DIM)[1].tolist()}
+    return {"_id": triple, "_score": 0.7, "_source": source}
+
+
+def test_neighbours_of_a_beam_step_are_one_msearch_after_one_generation_check() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    cluster.queue("_search", (200, {"hits": {"hits": [_triple_hit("t-2")]}}),
+                  (200, {"hits": {"hits": [_triple_hit("t-3"), _triple_hit("t-4")]}}))
+    vector = np.eye(DIM, dtype=np.float32)[0]
+    assert store.neighbours_many(["t-1", "t-9"], vector, 5) == [["t-2"], ["t-3", "t-4"]]
+    (msearch,) = cluster.of("_msearch")
+    assert [line for line in msearch.body[::2]] == [{"index": "gear-triples"}] * 2
+    assert [body["knn"]["filter"]["bool"]["must_not"] for body in msearch.body[1::2]] == [
+        [{"ids": {"values": ["t-1"]}}], [{"ids": {"values": ["t-9"]}}]]
+    assert len(cluster.of("indexing")) == 1  # GET {indices}/_stats/indexing
+    store.triple_vectors(["t-2", "t-3", "t-4"])
+    assert cluster.of("_mget") == []
+
+
+def test_a_write_by_another_process_makes_the_next_neighbours_forget_the_kept_documents() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    vector = np.eye(DIM, dtype=np.float32)[0]
+    cluster.queue("_search", (200, {"hits": {"hits": [_triple_hit("t-2")]}}))
+    store.neighbours("t-1", vector, 5)
+    cluster.generation += 1  # another process deleted t-2
+    cluster.queue("_search", (200, {"hits": {"hits": []}}))
+    assert store.neighbours("t-1", vector, 5) == []
+    with pytest.raises(KeyError, match="t-2"):
+        store.triple_vectors(["t-2"])  # asked again (_mget), not answered from what was kept
+    assert len(cluster.of("_mget")) == 1
+
+
+def test_a_failed_search_of_a_beam_step_is_one_line_naming_the_cause() -> None:
+    cluster = Cluster()
+    store = _open(cluster)
+    error = {"root_cause": [{"type": "index_not_found_exception", "reason": "no such index [gear-triples]",
+                             "index": "gear-triples"}], "type": "index_not_found_exception",
+             "reason": "no such index [gear-triples]", "index": "gear-triples"}
+    cluster.queue("_search", (404, {"error": error}))
+    with pytest.raises(StoreError, match="neighbours of 1 triple.*'gear-triples' does not exist"):
+        store.neighbours("t-1", np.eye(DIM, dtype=np.float32)[0], 5)
 
 
 def test_get_passages_is_an_mget_without_vectors_in_the_order_asked() -> None:

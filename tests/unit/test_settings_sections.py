@@ -91,6 +91,7 @@ EXPECTED = {
     "GEAR_ES_VERIFY_CERTS": True,
     "GEAR_ES_INDEX_PREFIX": "gear",
     "GEAR_ES_CACHE_DIR": Path(".gear/es-cache"),
+    "GEAR_ES_EXACT_BM25": False,  # added with the exact BM25 rescoring (issue 26)
     "GEAR_SERVE_MAX_BODY_BYTES": 1000000,
     "GEAR_SERVE_MAX_BATCH": 16,
     "GEAR_SERVE_MAX_CONCURRENT": 8,

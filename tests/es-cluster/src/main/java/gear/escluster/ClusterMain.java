@@ -136,7 +136,7 @@ public final class ClusterMain {
         Files.copy(rootPlugin, root.resolve("gear-root.jar"), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
         String version = Build.current().version();
         Files.writeString(root.resolve("plugin-descriptor.properties"), String.join("\n",
-            "description=GET / (the rest-root module, absent from the integ-test distribution)",
+            "description=GET / (the rest-root module) and the pattern analysis of analysis-common, absent from the integ-test distribution",
             "version=" + version,
             "name=gear-root",
             "classname=gear.esroot.RootPlugin",

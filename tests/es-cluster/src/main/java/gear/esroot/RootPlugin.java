@@ -2,6 +2,7 @@ package gear.esroot;
 
 import java.util.Collection;
 import java.util.List;
+import java.util.Map;
 import java.util.function.Predicate;
 import java.util.function.Supplier;
 
@@ -18,7 +19,11 @@ import org.elasticsearch.common.settings.Settings;
 import org.elasticsearch.common.settings.SettingsFilter;
 import org.elasticsearch.features.NodeFeature;
 import org.elasticsearch.index.IndexVersion;
+import org.elasticsearch.index.analysis.TokenFilterFactory;
+import org.elasticsearch.index.analysis.TokenizerFactory;
+import org.elasticsearch.indices.analysis.AnalysisModule.AnalysisProvider;
 import org.elasticsearch.plugins.ActionPlugin;
+import org.elasticsearch.plugins.AnalysisPlugin;
 import org.elasticsearch.plugins.Plugin;
 import org.elasticsearch.rest.BaseRestHandler;
 import org.elasticsearch.rest.RestController;
@@ -34,9 +39,21 @@ import org.elasticsearch.xcontent.XContentBuilder;
  *
  * <p>The distribution on Maven Central (integ-test-zip) ships without that module, and the
  * Python client's {@code info()} (which gear-agent calls to check the server's version) needs
- * it. Everything else the tests reach is the server's own code.
+ * it. Also the three analysis components of the {@code analysis-common} module that
+ * gear-agent's {@code word} analyzer uses ({@link PatternAnalysis}), which that distribution
+ * lacks too. Everything else the tests reach is the server's own code.
  */
-public final class RootPlugin extends Plugin implements ActionPlugin {
+public final class RootPlugin extends Plugin implements ActionPlugin, AnalysisPlugin {
+
+    @Override
+    public Map<String, AnalysisProvider<TokenizerFactory>> getTokenizers() {
+        return PatternAnalysis.tokenizers();
+    }
+
+    @Override
+    public Map<String, AnalysisProvider<TokenFilterFactory>> getTokenFilters() {
+        return PatternAnalysis.tokenFilters();
+    }
 
     private volatile ClusterService clusterService;
 
