@@ -40,7 +40,7 @@ from gear_agent.llm.usage import UsageDict
 from gear_agent.questions import check_question
 from gear_agent.retrieval.base import Retriever
 from gear_agent.retrieval.filtering import checked_where
-from gear_agent.retrieval.records import PassageRecord, passage_records, ranked_from_dicts
+from gear_agent.retrieval.records import PassageRecord, passage_records, records_from_dicts
 from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.retrievers import DEFAULT_RETRIEVER, check_name, make_retriever
 from gear_agent.runtime import Runtime
@@ -389,7 +389,7 @@ class Gear:
                     stream(event.data["text"])
                 elif event.kind == "final":
                     result = event.data
-        passages = passage_records(self.store, ranked_from_dicts(result.get("passages", [])))
+        passages = records_from_dicts(self.store, result.get("passages", []))
         return Answer(
             question=state["question"],
             answer=result.get("answer"),

@@ -35,7 +35,7 @@ from gear_agent.llm.usage import empty_usage, usage_of_call
 from gear_agent.parsing import ParseError, parse_reasoner_reply, parse_short_reply
 from gear_agent.prompts import load_prompt, render_passages, render_triples
 from gear_agent.questions import QuestionError, check_run_option
-from gear_agent.retrieval.base import Retriever, fuse_passages
+from gear_agent.retrieval.base import RankedPassage, Retriever, fuse_passages
 from gear_agent.retrieval.filtering import checked_where
 from gear_agent.retrieval.records import passage_records
 from gear_agent.runtime import Runtime
@@ -243,7 +243,7 @@ def make_retrieve(runtime: Runtime, settings: AgentSettings, base: Retriever | N
         retriever = base if base is not None else steps.base_retriever(runtime, settings)
         with runtime.store.snapshot():  # the node's reads see one commit
             ranked = retriever.retrieve(state["query"], k, where)
-        return {"base": steps.to_dicts(ranked)}
+        return {"base": [p.to_dict() for p in ranked]}
 
     return retrieve
 
@@ -303,16 +303,16 @@ def make_expand(runtime: Runtime, settings: AgentSettings, expansion: steps.Expa
     the base list into this iteration's list."""
 
     def expand(state: GearState) -> Update:
-        base = steps.from_dicts(state.get("base", []))
+        base = [RankedPassage.from_dict(p) for p in state.get("base", [])]
         if out_of_time(state):  # this iteration's list is its base list
-            return {"retrieved": [steps.to_dicts(base)]}
+            return {"retrieved": [[p.to_dict() for p in base]]}
         where = parse_where(state.get("where"))
         linked = state.get("linked", [])
         with runtime.store.snapshot():
             expanded = steps.expand(runtime, settings, state["query"], linked, expansion, where)
         size = max(len({p.id for p in base} | {p.id for p in expanded}), 1)
         fused = fuse_passages([base, expanded], k=size, rrf_k=settings.rrf_k)
-        return {"retrieved": [steps.to_dicts(fused)]}
+        return {"retrieved": [[p.to_dict() for p in fused]]}
 
     return expand
 
@@ -391,7 +391,7 @@ def make_finalize(runtime: Runtime, settings: AgentSettings) -> Node:
 
     def finalize(state: GearState) -> Update:
         k = state.get("top_k", settings.top_k)
-        retrieved = [steps.from_dicts(r) for r in state.get("retrieved", [])]
+        retrieved = [[RankedPassage.from_dict(p) for p in r] for r in state.get("retrieved", [])]
         where = parse_where(state.get("where"))
         with runtime.store.snapshot():
             ranked = steps.final_ranking(

@@ -10,7 +10,6 @@ sections 3.2-3.4).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from gear_agent.config import (
     EXPANSIONS,
@@ -31,16 +30,6 @@ from gear_agent.retrieval.filtering import keep_passing
 from gear_agent.retrieval.search import search
 from gear_agent.runtime import Runtime
 from gear_agent.text.grounding import Grounding
-
-
-def to_dicts(ranked: Sequence[RankedPassage]) -> list[dict[str, Any]]:
-    """Ranked passages as plain dicts for the graph state."""
-    return [{"id": p.id, "score": p.score, "chain": list(p.chain)} for p in ranked]
-
-
-def from_dicts(ranked: Sequence[dict[str, Any]]) -> list[RankedPassage]:
-    """The inverse of :func:`to_dicts`."""
-    return [RankedPassage(p["id"], float(p["score"]), tuple(p.get("chain") or ())) for p in ranked]
 
 
 def base_retriever(runtime: Runtime, settings: RetrievalSettings) -> Retriever:
@@ -202,12 +191,10 @@ __all__ = [
     "check_question",
     "expand",
     "final_ranking",
-    "from_dicts",
     "ground_triples",
     "link_triples",
     "passage_link",
     "ppr_expand",
     "read_reply",
     "reader_prompt",
-    "to_dicts",
 ]

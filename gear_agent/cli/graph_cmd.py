@@ -132,5 +132,4 @@ def _traced_passages(path: Path, run_id: str | None):
     from gear_agent.tracing.reader import build_tree, read_runs
 
     tree = build_tree(read_runs(path), run_id)
-    return [RankedPassage(str(p["id"]), float(p.get("score") or 0.0), tuple(p.get("chain_ids") or ()))
-            for p in final_passages(tree.record)]
+    return [RankedPassage.from_dict(p) for p in final_passages(tree.record)]
