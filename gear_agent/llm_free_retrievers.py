@@ -23,14 +23,14 @@ from gear_agent.types import BASE_MODES
 
 if TYPE_CHECKING:  # the table itself imports nothing heavy: `gear --help` lists its names
     from gear_agent.llm.client import LLMClient
+    from gear_agent.open_index import OpenIndex
     from gear_agent.retrieval.base import Retriever
-    from gear_agent.runtime import Runtime
 
 ScoreKind = Literal["bm25", "cosine", "rrf", "ppr"]
 """What a retriever's scores are: a BM25 score, a cosine similarity, a Reciprocal Rank
 Fusion score (sum of ``1 / (rrf_k + rank)`` over the fused lists) or a PPR probability."""
 
-Builder = Callable[["Runtime", "LLMClient | None"], "Retriever"]
+Builder = Callable[["OpenIndex", "LLMClient | None"], "Retriever"]
 """Builds a retriever over a runtime; LLM retrievers use the client given (or one from the
 runtime's settings when None)."""
 
@@ -57,7 +57,7 @@ class RetrieverSpec:
 
 
 def _base(mode: str) -> Builder:
-    def build(runtime: Runtime, llm: LLMClient | None) -> Retriever:
+    def build(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
         from gear_agent.retrieval.search import SearchRetriever
 
         return SearchRetriever(runtime.store, runtime.encode, mode, runtime.settings.rrf_k)
@@ -68,7 +68,7 @@ def _base(mode: str) -> Builder:
 def naive_ge(mode: str) -> Builder:
     """The builder of ``{mode}+naive_ge``."""
 
-    def build(runtime: Runtime, llm: LLMClient | None) -> Retriever:
+    def build(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
         from gear_agent.expansion.beam import TripleBeamSearch
         from gear_agent.expansion.naive_ge import NaiveGERetriever
         from gear_agent.retrieval.search import SearchRetriever
@@ -81,24 +81,24 @@ def naive_ge(mode: str) -> Builder:
     return build
 
 
-def _ppr(runtime: Runtime, llm: LLMClient | None) -> Retriever:
+def _ppr(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
     return runtime.ppr_retriever()
 
 
-def _hipporag(runtime: Runtime, llm: LLMClient | None) -> Retriever:
+def _hipporag(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
     from gear_agent.expansion.hipporag import HippoRAGRetriever
 
     return HippoRAGRetriever(runtime.ppr_retriever())
 
 
-def _fused(runtime: Runtime, llm: LLMClient | None) -> Retriever:
+def _fused(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
     from gear_agent.expansion.fused import FusedExpansionRetriever
 
     naive = naive_ge("hybrid")(runtime, llm)
     return FusedExpansionRetriever(naive, runtime.ppr_retriever(), runtime.settings.rrf_k)  # type: ignore[arg-type]
 
 
-def _sirerag(runtime: Runtime, llm: LLMClient | None) -> Retriever:
+def _sirerag(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
     from gear_agent.sirerag.retriever import SiReRAGRetriever
 
     return SiReRAGRetriever(runtime.store, runtime.encode)
@@ -162,7 +162,7 @@ def check_llm_free(name: str) -> RetrieverSpec:
     return spec
 
 
-def make_llm_free(name: str, runtime: Runtime) -> Retriever:
+def make_llm_free(name: str, runtime: OpenIndex) -> Retriever:
     """Build the LLM-free retriever ``name`` over the runtime's index.
 
     Raises:

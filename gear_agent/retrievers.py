@@ -28,8 +28,8 @@ from gear_agent.llm_free_retrievers import (
 
 if TYPE_CHECKING:  # the table itself imports nothing heavy: `gear --help` lists its names
     from gear_agent.llm.client import LLMClient
+    from gear_agent.open_index import OpenIndex
     from gear_agent.retrieval.base import Retriever
-    from gear_agent.runtime import Runtime
 
 __all__ = [
     "BASE_MODES", "DEFAULT_RETRIEVER", "LLM_FREE", "RETRIEVERS", "Builder", "RetrieverSpec",
@@ -40,13 +40,13 @@ DEFAULT_RETRIEVER = "hybrid+naive_ge"
 """The retriever ``gear search`` and :meth:`gear_agent.Gear.retrieve` use by default."""
 
 
-def _client(runtime: Runtime, llm: LLMClient | None) -> LLMClient:
+def _client(runtime: OpenIndex, llm: LLMClient | None) -> LLMClient:
     from gear_agent.llm.client import LLMClient
 
     return llm if llm is not None else LLMClient.from_settings(runtime.settings)
 
 
-def _hipporag_ner(runtime: Runtime, llm: LLMClient | None) -> Retriever:
+def _hipporag_ner(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
     from gear_agent.expansion.hipporag_ner import HippoRAGNERRetriever, make_query_ner
 
     settings = runtime.settings
@@ -55,7 +55,7 @@ def _hipporag_ner(runtime: Runtime, llm: LLMClient | None) -> Retriever:
     return HippoRAGNERRetriever(runtime.ppr_retriever(), ner)
 
 
-def _ppr_filter(runtime: Runtime, llm: LLMClient | None) -> Retriever:
+def _ppr_filter(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
     from gear_agent.expansion.ppr import PPRRetriever
     from gear_agent.expansion.ppr_filter import make_llm_filter
 
@@ -69,7 +69,7 @@ def _ppr_filter(runtime: Runtime, llm: LLMClient | None) -> Retriever:
 
 
 def _syncge(expansion: str, name: str) -> Builder:
-    def build(runtime: Runtime, llm: LLMClient | None) -> Retriever:
+    def build(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
         from gear_agent.agent.syncge import SyncGERetriever
 
         return SyncGERetriever(runtime, _client(runtime, llm), expansion, name)  # type: ignore[arg-type]
@@ -78,7 +78,7 @@ def _syncge(expansion: str, name: str) -> Builder:
 
 
 def _gear(expansion: str, name: str) -> Builder:
-    def build(runtime: Runtime, llm: LLMClient | None) -> Retriever:
+    def build(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
         from gear_agent.agent.gear_retriever import GearRetriever
 
         return GearRetriever(runtime, _client(runtime, llm), expansion, name)  # type: ignore[arg-type]
@@ -86,7 +86,7 @@ def _gear(expansion: str, name: str) -> Builder:
     return build
 
 
-def _gear_sirerag(runtime: Runtime, llm: LLMClient | None) -> Retriever:
+def _gear_sirerag(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
     from gear_agent.agent.gear_retriever import GearRetriever
     from gear_agent.sirerag.retriever import SiReRAGRetriever
 
@@ -151,7 +151,7 @@ def check_name(name: str) -> RetrieverSpec:
     return spec
 
 
-def make_retriever(name: str, runtime: Runtime, llm: LLMClient | None = None) -> Retriever:
+def make_retriever(name: str, runtime: OpenIndex, llm: LLMClient | None = None) -> Retriever:
     """Build the retriever called ``name`` over the runtime's index.
 
     Args:

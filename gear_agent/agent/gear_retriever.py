@@ -7,8 +7,8 @@ from typing import Any
 from gear_agent.agent import steps
 from gear_agent.filters import Where
 from gear_agent.llm.client import LLMClient
+from gear_agent.open_index import OpenIndex
 from gear_agent.retrieval.base import Outcome, RankedPassage, Retriever, check_request
-from gear_agent.runtime import Runtime
 
 
 class GearRetriever(Retriever):
@@ -31,7 +31,7 @@ class GearRetriever(Retriever):
 
     def __init__(
         self,
-        runtime: Runtime,
+        runtime: OpenIndex,
         llm: LLMClient,
         expansion: steps.Expansion = "beam",
         name: str = "gear",

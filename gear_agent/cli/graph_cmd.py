@@ -107,17 +107,17 @@ def _question_graph(settings, question: str, retriever: str, k: int, options):
     from gear_agent.cli.checks import require_index, require_llm, warn_without_triples
     from gear_agent.cli.progress import ProgressBoard, report_graph_build
     from gear_agent.graph_export import chains_graph
+    from gear_agent.open_index import OpenIndex
     from gear_agent.questions import check_question
     from gear_agent.retrieval.records import passage_records
     from gear_agent.retrievers import check_name, make_retriever
-    from gear_agent.runtime import Runtime
 
     question = check_question(question, settings.max_question_chars)
     spec = check_name(retriever)
     require_index(settings)
     if spec.needs_llm:
         require_llm(settings)
-    runtime = Runtime.open(settings)
+    runtime = OpenIndex.open(settings)
     warn_without_triples(spec, runtime.store)
     with ProgressBoard() as board, board.embedding():
         report_graph_build(runtime, board)

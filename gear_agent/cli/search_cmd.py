@@ -88,13 +88,13 @@ def search(
     if spec.needs_llm:
         require_llm(settings)  # last: building the client imports the provider package
     # Every check passed: only now load the embedding model and the index.
+    from gear_agent.open_index import OpenIndex
     from gear_agent.retrieval.filtering import checked_where
     from gear_agent.retrieval.records import passage_records
     from gear_agent.retrievers import make_retriever
-    from gear_agent.runtime import Runtime
 
     with console.status("loading the embedding model and the index"):
-        runtime = Runtime.open(settings)
+        runtime = OpenIndex.open(settings)
     warn_without_triples(spec, runtime.store)
     checked = checked_where(runtime.store, where)  # says so when no passage passes
     with ProgressBoard() as board, board.embedding():  # a PPR graph's first build is long

@@ -24,11 +24,11 @@ from typing import Any
 from gear_agent.agent.state import merge_memory
 from gear_agent.agent.streaming import arun_events
 from gear_agent.llm.usage import merge_usage
+from gear_agent.open_index import OpenIndex
 from gear_agent.retrieval.base import Retriever
 from gear_agent.retrieval.filtering import checked_where
 from gear_agent.retrieval.records import passage_records
 from gear_agent.retrievers import make_retriever
-from gear_agent.runtime import Runtime
 from gear_agent.serve.graph_svg import chain_svg
 
 AGENT = "gear"
@@ -146,7 +146,7 @@ async def ask_events(agent: Any, inputs: dict[str, Any]) -> AsyncIterator[tuple[
             yield "result", result_of(event.data)
 
 
-def search_result(runtime: Runtime, name: str, question: str, k: int, where: Any,
+def search_result(runtime: OpenIndex, name: str, question: str, k: int, where: Any,
                   retriever: Retriever | None = None) -> dict[str, Any]:
     """The top ``k`` of retriever ``name`` (``retriever``, when already built) for
     ``question`` as a ``result`` event (no answer)."""

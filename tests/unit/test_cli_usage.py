@@ -32,7 +32,7 @@ def no_model(monkeypatch):
         raise AssertionError("a model was loaded before the checks")
 
     monkeypatch.setattr("gear_agent.embedding.make_embedder", refuse)
-    monkeypatch.setattr("gear_agent.runtime.Runtime.open", refuse)
+    monkeypatch.setattr("gear_agent.open_index.OpenIndex.open", refuse)
 
 
 @pytest.fixture

@@ -9,10 +9,10 @@ from gear_agent.config import GearSettings
 from gear_agent.expansion.fused import FusedExpansionRetriever
 from gear_agent.indexing import IndexReport, add_passages, import_openie
 from gear_agent.ingest.corpus import read_corpus
+from gear_agent.open_index import OpenIndex
 from gear_agent.retrieval.fusion import rrf
 from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.retrievers import make_retriever
-from gear_agent.runtime import Runtime
 from gear_agent.store.embedded import EmbeddedStore
 
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo"
@@ -25,7 +25,7 @@ def runtime(tmp_path):
     report = IndexReport()
     add_passages(store, read_corpus(DEMO / "corpus.json"), report)
     import_openie(store, DEMO / "openie.json", report)
-    return Runtime(GearSettings(index_dir=tmp_path / "ix"), embedder, store, QueryEncoder(embedder))
+    return OpenIndex(GearSettings(index_dir=tmp_path / "ix"), embedder, store, QueryEncoder(embedder))
 
 
 @pytest.mark.parametrize("question", [
