@@ -42,8 +42,8 @@ from gear_agent.questions import check_question
 from gear_agent.retrieval.base import Retriever
 from gear_agent.retrieval.filtering import checked_where
 from gear_agent.retrieval.records import PassageRecord, passage_records, records_from_dicts
+from gear_agent.retrieval.registry import DEFAULT_RETRIEVER, check_name, make_retriever
 from gear_agent.retrieval.search import QueryEncoder
-from gear_agent.retrievers import DEFAULT_RETRIEVER, check_name, make_retriever
 from gear_agent.store import open_store
 from gear_agent.store.embedded_db import DB_FILE
 from gear_agent.store.manifest import read_manifest

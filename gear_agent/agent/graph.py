@@ -20,9 +20,9 @@ from gear_agent.agent.steps import Expansion
 from gear_agent.config import GearSettings
 from gear_agent.errors import GearError
 from gear_agent.llm.client import LLMClient
-from gear_agent.llm_free_retrievers import check_llm_free
 from gear_agent.open_index import OpenIndex
 from gear_agent.retrieval.base import Retriever
+from gear_agent.retrieval.llm_free import check_llm_free
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph

@@ -21,13 +21,13 @@ from gear_agent.config import (
 )
 from gear_agent.expansion.beam import TripleBeamSearch, beams_to_passages
 from gear_agent.filters import Where
-from gear_agent.llm_free_retrievers import check_llm_free, make_llm_free
 from gear_agent.open_index import OpenIndex
 from gear_agent.parsing import parse_triples
 from gear_agent.prompts import load_prompt, render_passages, render_triples
 from gear_agent.questions import check_question
 from gear_agent.retrieval.base import RankedPassage, Retriever, fuse_passages
 from gear_agent.retrieval.filtering import keep_passing
+from gear_agent.retrieval.llm_free import check_llm_free, make_llm_free
 from gear_agent.retrieval.search import search
 from gear_agent.text.grounding import Grounding
 

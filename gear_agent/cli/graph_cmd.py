@@ -12,7 +12,7 @@ import typer
 from gear_agent.cli.common import IndexOpt, console, load_settings, reports_errors
 from gear_agent.cli.search_cmd import retriever_help
 from gear_agent.cli.usage import CONTEXT, GearCommand, GearGroup
-from gear_agent.retrievers import DEFAULT_RETRIEVER
+from gear_agent.retrieval.registry import DEFAULT_RETRIEVER
 
 app = typer.Typer(
     help="Look at the entity graph: export it for Gephi, Cytoscape or networkx.",
@@ -110,7 +110,7 @@ def _question_graph(settings, question: str, retriever: str, k: int, options):
     from gear_agent.open_index import OpenIndex
     from gear_agent.questions import check_question
     from gear_agent.retrieval.records import passage_records
-    from gear_agent.retrievers import check_name, make_retriever
+    from gear_agent.retrieval.registry import check_name, make_retriever
 
     question = check_question(question, settings.max_question_chars)
     spec = check_name(retriever)

@@ -28,7 +28,7 @@ from gear_agent.open_index import OpenIndex
 from gear_agent.retrieval.base import Retriever
 from gear_agent.retrieval.filtering import checked_where
 from gear_agent.retrieval.records import passage_records
-from gear_agent.retrievers import make_retriever
+from gear_agent.retrieval.registry import make_retriever
 from gear_agent.serve.graph_svg import chain_svg
 
 AGENT = "gear"

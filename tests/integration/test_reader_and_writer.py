@@ -20,8 +20,8 @@ from support.fakes import make_passage, make_triple
 from gear_agent.config import GearSettings
 from gear_agent.embedding.hashing import HashingEmbedder
 from gear_agent.open_index import OpenIndex
+from gear_agent.retrieval.registry import make_retriever
 from gear_agent.retrieval.search import QueryEncoder
-from gear_agent.retrievers import make_retriever
 from gear_agent.store.embedded import EmbeddedStore
 from gear_agent.types import Passage, Triple
 

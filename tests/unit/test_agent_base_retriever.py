@@ -15,10 +15,10 @@ from gear_agent.agent.syncge import SyncGERetriever
 from gear_agent.embedding.hashing import HashingEmbedder
 from gear_agent.errors import UnknownNameError
 from gear_agent.filters import parse_where
-from gear_agent.llm_free_retrievers import LLM_FREE, make_llm_free
 from gear_agent.open_index import OpenIndex
+from gear_agent.retrieval.llm_free import LLM_FREE, make_llm_free
+from gear_agent.retrieval.registry import RETRIEVERS
 from gear_agent.retrieval.search import QueryEncoder
-from gear_agent.retrievers import RETRIEVERS
 
 READ = json.dumps({"triples": [["Rainbow Bridge", "located in", "Folsom"]]})
 YES = json.dumps({"answerable": True, "answer": "Sacramento County", "reason": None})

@@ -11,8 +11,8 @@ from gear_agent.indexing import IndexReport, add_passages, import_openie
 from gear_agent.ingest.corpus import read_corpus
 from gear_agent.open_index import OpenIndex
 from gear_agent.retrieval.fusion import rrf
+from gear_agent.retrieval.registry import make_retriever
 from gear_agent.retrieval.search import QueryEncoder
-from gear_agent.retrievers import make_retriever
 from gear_agent.store.embedded import EmbeddedStore
 
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo"
