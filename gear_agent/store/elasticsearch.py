@@ -10,7 +10,7 @@ Supported: the 8.x ``elasticsearch`` client against an 8.x server (8.4 or newer)
 Install with ``pip install 'gear-agent[elasticsearch]'``. See docs/elasticsearch.md.
 
 Example:
-    >>> settings = ElasticsearchSettings(url="http://localhost:9200")
+    >>> settings = ElasticsearchSettings(es_url="http://localhost:9200")
     >>> store = ElasticsearchStore(settings, embedder)  # doctest: +SKIP
     >>> store.bm25_search("passage", "capital of France", k=5)  # doctest: +SKIP
     [Hit(id='p-...', score=7.1)]
@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from gear_agent.config import GearSettings
 from gear_agent.embedding.base import Embedder
 from gear_agent.filters import Where, parse_where
 from gear_agent.store import es_queries as q
@@ -99,9 +98,8 @@ class ElasticsearchStore(Store):
 
     Args:
         settings: URL, credentials, certificate checking and index prefix
-            (:class:`ElasticsearchSettings`; ``ElasticsearchSettings.from_gear(settings)``
-            makes one from the project's settings, and a ``GearSettings`` given here is
-            converted the same way).
+            (:class:`~gear_agent.config.ElasticsearchSettings`, the ``GEAR_ES_*`` section;
+            a ``GearSettings`` is one).
         embedder: Embeds passages (``Passage.content``) and triples
             (``Triple.text``); its ``name`` and ``dimension`` are recorded in
             each index's mapping ``_meta``.
@@ -123,7 +121,7 @@ class ElasticsearchStore(Store):
 
     def __init__(
         self,
-        settings: ElasticsearchSettings | GearSettings,
+        settings: ElasticsearchSettings,
         embedder: Embedder,
         client: Elasticsearch | None = None,
         *,
@@ -133,15 +131,14 @@ class ElasticsearchStore(Store):
         initial_backoff_s: float = 0.5,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        settings = ElasticsearchSettings.of(settings)
         self.settings = settings
         self.embedder = embedder
         self.embedding_model = embedder.name
         self.dimension = int(embedder.dimension)
-        self.indices: IndexNames = index_names(settings.index_prefix)
+        self.indices: IndexNames = index_names(settings.es_index_prefix)
         self._owns_client = client is None
         self._client = client if client is not None else make_client(settings)
-        self._where = settings.url or "the given client"
+        self._where = settings.es_url or "the given client"
         self._last_ns = 0
         self._nodes: ElasticsearchNodeStore | None = None
         self._recent_triples: dict[str, dict[str, Any]] = {}
@@ -193,7 +190,7 @@ class ElasticsearchStore(Store):
     def derived_dir(self) -> Path:
         """Where caches derived from this index live, outside the cluster:
         ``{cache_dir}/{cluster_uuid}-{index_prefix}`` (the PPR graph)."""
-        return Path(self.settings.cache_dir) / f"{self.cluster_uuid}-{self.settings.index_prefix}"
+        return Path(self.settings.es_cache_dir) / f"{self.cluster_uuid}-{self.settings.es_index_prefix}"
 
     def ensure_index(self, name: str, collection: str, mappings: dict[str, Any] | None) -> bool:
         """Whether index ``name`` exists, checked to be gear-agent's for ``collection`` and
