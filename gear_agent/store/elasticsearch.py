@@ -110,6 +110,7 @@ class ElasticsearchStore(Store):
         max_retries: Re-sends of items rejected with 429/503.
         initial_backoff_s: First wait before a re-send; doubles each time.
         sleep: The wait function (inject a no-op in tests).
+        page_size: Hits per page when walking an index (``search_after``).
 
     Raises:
         StoreError: missing package, unreachable cluster, refused credentials,
@@ -130,8 +131,10 @@ class ElasticsearchStore(Store):
         max_retries: int = 5,
         initial_backoff_s: float = 0.5,
         sleep: Callable[[float], None] = time.sleep,
+        page_size: int = q.PAGE_SIZE,
     ) -> None:
         self.settings = settings
+        self.page_size = page_size
         self.embedder = embedder
         self.embedding_model = embedder.name
         self.dimension = int(embedder.dimension)
@@ -307,14 +310,15 @@ class ElasticsearchStore(Store):
         try:
             after: list[Any] | None = None
             while True:
-                request = q.page_request(query, sort, source=source, search_after=after, pit=pit)
+                request = q.page_request(query, sort, source=source, search_after=after, pit=pit,
+                                         size=self.page_size)
                 response = self._search(
                     f"reading {index!r}", None if pit is not None else index, request
                 )
                 pit = response.get("pit_id", pit)
                 hits = response["hits"]["hits"]
                 yield from hits
-                if len(hits) < q.PAGE_SIZE:
+                if len(hits) < self.page_size:
                     return
                 after = hits[-1]["sort"]
         finally:
