@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gear_agent.agent import steps
+from gear_agent.agent import _steps as steps
 from gear_agent.filters import Where
 from gear_agent.llm.client import LLMClient
 from gear_agent.open_index import OpenIndex

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from langgraph.graph import END, START, StateGraph
 
 from gear_agent.agent import nodes
+from gear_agent.agent._steps import Expansion
 from gear_agent.agent.models import ChatModels
 from gear_agent.agent.state import GearContext, GearState, InputState, OutputState
-from gear_agent.agent.steps import Expansion
 from gear_agent.config import GearSettings
 from gear_agent.errors import GearError
 from gear_agent.llm.client import LLMClient

@@ -21,7 +21,7 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import run_in_executor
 from langgraph.types import Overwrite
 
-from gear_agent.agent import steps
+from gear_agent.agent import _steps as steps
 from gear_agent.agent.chat import question_of, render_conversation
 from gear_agent.agent.citations import CITED_ANSWER_REPLY, read_cited_answer, render_citations
 from gear_agent.agent.models import ChatModels, run_option

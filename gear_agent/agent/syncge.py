@@ -8,7 +8,7 @@ call per question.
 
 from __future__ import annotations
 
-from gear_agent.agent import steps
+from gear_agent.agent import _steps as steps
 from gear_agent.config import AgentSettings
 from gear_agent.filters import Where
 from gear_agent.llm.client import LLMClient, LLMReply

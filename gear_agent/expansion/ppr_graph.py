@@ -18,7 +18,7 @@ Edges (undirected, one per node pair, its weight the sum of what joins the pair)
   Weight ``2 x cosine``, again HippoRAG 2's two directions summed. Only phrases with at
   least three letters or digits take part (HippoRAG 2 lets such short phrases receive
   but not originate synonym edges; we leave them out both ways). Found by
-  :mod:`gear_agent.expansion.ppr_synonyms`: exactly (blocked matrix products, no cap) up
+  :mod:`gear_agent.expansion._ppr_synonyms`: exactly (blocked matrix products, no cap) up
   to 20k eligible phrases, above that with a usearch HNSW index of the phrases that grows
   as they arrive (at most 100 candidates per new phrase, re-scored exactly). Where a pair
   is both a relation and a synonym, the weights add (HippoRAG 2 keeps the synonym score
@@ -61,7 +61,7 @@ from scipy import sparse
 
 from gear_agent.embedding.base import Embedder
 from gear_agent.expansion import ppr_graph_files as files
-from gear_agent.expansion.ppr_synonyms import EXACT_MAX, PhraseANN, exact_pairs
+from gear_agent.expansion._ppr_synonyms import EXACT_MAX, PhraseANN, exact_pairs
 from gear_agent.store.base import Store, StoreError
 from gear_agent.store.changes import Changes, bring_up_to_date
 from gear_agent.store.derived_files import write_atomically
@@ -209,7 +209,7 @@ class PPRGraph:
         embedding_model: Name of the model the phrase vectors come from.
         synonym_threshold: Cosine at or above which two phrases are joined.
         exact_max: Up to this many synonym-eligible phrases the synonym search is exact;
-            above it, the phrase ANN (default :data:`~gear_agent.expansion.ppr_synonyms.EXACT_MAX`).
+            above it, the phrase ANN (default :data:`~gear_agent.expansion._ppr_synonyms.EXACT_MAX`).
 
     Example:
         >>> graph = PPRGraph.build(store, embedder, synonym_threshold=0.8)  # doctest: +SKIP

@@ -45,9 +45,9 @@ from gear_agent.questions import check_question
 from gear_agent.retrieval.base import Retriever
 from gear_agent.retrieval.filtering import checked_where
 from gear_agent.retrieval.registry import RETRIEVERS, check_name, make_retriever
-from gear_agent.serve import web_explore
-from gear_agent.serve.web_ask import AGENT, ask_events, search_result
-from gear_agent.serve.web_documents import Documents
+from gear_agent.serve import _web_explore as web_explore
+from gear_agent.serve._web_ask import AGENT, ask_events, search_result
+from gear_agent.serve._web_documents import Documents
 
 logger = logging.getLogger(__name__)
 

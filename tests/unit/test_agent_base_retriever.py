@@ -9,7 +9,8 @@ import pytest
 from support.fakes import client, scripted
 from support.tiny_corpus import QUESTION, build_store, make_settings, pid
 
-from gear_agent.agent import nodes, steps
+from gear_agent.agent import _steps as steps
+from gear_agent.agent import nodes
 from gear_agent.agent.graph import build_graph
 from gear_agent.agent.syncge import SyncGERetriever
 from gear_agent.embedding.hashing import HashingEmbedder

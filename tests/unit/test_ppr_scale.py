@@ -21,6 +21,8 @@ from test_ppr import (
 )
 
 from gear_agent.config import GearSettings
+from gear_agent.expansion._ppr_push import push_personalized_pagerank
+from gear_agent.expansion._ppr_synonyms import PhraseANN, exact_pairs
 from gear_agent.expansion.hipporag import HippoRAGRetriever, hipporag_scores, query_node_mass
 from gear_agent.expansion.ppr import (
     PPRRetriever,
@@ -34,8 +36,6 @@ from gear_agent.expansion.ppr import (
 )
 from gear_agent.expansion.ppr_graph import PPRGraph, load_or_build
 from gear_agent.expansion.ppr_graph_files import delta_path, manifest_path
-from gear_agent.expansion.ppr_push import push_personalized_pagerank
-from gear_agent.expansion.ppr_synonyms import PhraseANN, exact_pairs
 from gear_agent.expansion.ppr_walk import walk_of
 from gear_agent.questions import RunOptionError
 from gear_agent.retrieval.search import QueryEncoder
@@ -60,7 +60,7 @@ def _adjacency(n: int, edges: list[tuple[int, int, float]]) -> tuple[sparse.csr_
 def test_push_converges_to_the_direct_solve(
     damping: float, sweep_share: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("gear_agent.expansion.ppr_push.SWEEP_SHARE", sweep_share)
+    monkeypatch.setattr("gear_agent.expansion._ppr_push.SWEEP_SHARE", sweep_share)
     n = 6  # vertex 5 has no edges: its mass restarts by the reset (igraph's convention)
     adjacency, strength = _adjacency(n, HAND_EDGES)
     seeds, mass = np.array([0, 2, 5]), np.array([0.6, 0.1, 0.3])

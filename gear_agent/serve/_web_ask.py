@@ -10,7 +10,7 @@ yields page events, each a ``(name, data)`` pair sent as one server-sent event:
 * ``token``: ``{"text"}``, a piece of the answer as the model writes it;
 * ``result``: the answer, its citations (number, passage, quote) and the ranked passages,
   each with ``quote_spans`` (where its citations' quotes are in its text) and ``svg`` (its
-  triple chain drawn by :mod:`gear_agent.serve.graph_svg`).
+  triple chain drawn by :mod:`gear_agent.serve._graph_svg`).
 
 :func:`search_result` gives an LLM-free retriever's ranking in the same ``result`` shape.
 """
@@ -29,7 +29,7 @@ from gear_agent.retrieval.base import Retriever
 from gear_agent.retrieval.filtering import checked_where
 from gear_agent.retrieval.records import passage_records
 from gear_agent.retrieval.registry import make_retriever
-from gear_agent.serve.graph_svg import chain_svg
+from gear_agent.serve._graph_svg import chain_svg
 
 AGENT = "gear"
 """The Ask page's retriever choice that runs the agent (the others only rank passages)."""
