@@ -175,21 +175,20 @@ class Documents:
         return {"passages": rows, "total": total, "offset": offset}
 
     def health(self) -> dict[str, Any]:
-        """``gear check``'s items (embedded index) and the index's counts and size."""
+        """``gear check``'s items and the index's counts and size, on any backend (its row
+        of :data:`gear_agent.store.backends.BACKENDS` says how it is checked and sized)."""
+        from gear_agent.store.backends import backend
+
         store, s = self.runtime.store, self.settings
-        out: dict[str, Any] = {
+        row = backend(s.backend)
+        report = row.check(s) if row.check is not None else None
+        return {
             "backend": s.backend, "passages": store.count("passage"), "triples": store.count("triple"),
             "unextracted": len(store.unextracted_passages()),
             "embedding_model": f"{store.embedding_model} (dimension {store.dimension})",
+            "ok": None if report is None else report.ok,
+            "size_bytes": None if row.size_on_disk is None else row.size_on_disk(s),
+            "items": [] if report is None else [
+                {"name": i.name, "ok": i.ok, "detail": i.detail, "derived": i.derived} for i in report.items
+            ],
         }
-        root = getattr(store, "root", None)
-        if s.backend != "embedded" or root is None:
-            out.update(ok=None, items=[], size_bytes=None)
-            return out
-        from gear_agent.store.check import check_index
-
-        report = check_index(Path(root))
-        out.update(ok=report.ok, size_bytes=store.size_on_disk(),
-                   items=[{"name": i.name, "ok": i.ok, "detail": i.detail, "derived": i.derived}
-                          for i in report.items])
-        return out

@@ -58,11 +58,14 @@ class GraphSettings:
     """usearch searches with at least the number of candidates asked for."""
 
 
-GRAPH = {"passage": GraphSettings(16, 64, 640), "triple": GraphSettings(12, 40, 512)}
+GRAPH = {"passage": GraphSettings(24, 128, 640), "triple": GraphSettings(12, 40, 512)}
 """Per collection: triples are many (build time matters most) and already well spread;
 passages are ten times fewer and, with the stand-in embedder, crowded (see docs/storage.md),
-so their graph is denser and searched wider (recall@10 at 100k passages: 0.90 at
-expansion 320, 0.962 at 640, for 0.5 ms more per query)."""
+so their graph is denser, built wider and searched wider. Recall@10 of 150k stand-in
+passages from 200 candidates (``benchmarks/ann_graph_settings.py``): connectivity 16 /
+expansion_add 64 gave 0.926 at expansion_search 640 and 0.954 only at 1536 (p50 7.7 ms);
+24 / 96 gave 0.956, 24 / 128 0.968, 32 / 128 0.980 at 640 (3–4 ms on the loaded machine). 24 / 128 holds the target with a margin for a part
+build of about a minute per 150k passages (one thread)."""
 OVERSAMPLE = 20
 """Candidates fetched per wanted result, before exact re-scoring."""
 MAX_CANDIDATES = 4096
@@ -107,7 +110,7 @@ def dump_parts(parts: list[PartInfo]) -> str:
 
 
 def threads() -> int:
-    """Threads for usearch's batch add and search."""
+    """Threads for usearch's batch search (parts are built by one thread: see :func:`build_part`)."""
     return max(1, min(os.cpu_count() or 1, 8))
 
 
@@ -145,7 +148,7 @@ def build_part(root: Path, collection: str, vectors: np.ndarray, start: int, sto
     for lo in range(start, stop, step):
         hi = min(stop, lo + step)
         index.add(np.arange(lo, hi, dtype=np.uint64), np.ascontiguousarray(vectors[lo:hi] - mean),
-                  threads=threads())
+                  threads=1)
     name = f"{collection}-{start}-{stop}{SUFFIX}"
     checksum = write_atomically(root / name, lambda path: index.save(str(path)))
     return PartInfo(name, start, stop, checksum)
