@@ -46,8 +46,8 @@ def main() -> None:
     from gear_agent.evaluation.metrics import recall_at_k
     from gear_agent.expansion.beam import TripleBeamSearch
     from gear_agent.expansion.naive_ge import NaiveGERetriever
+    from gear_agent.open_index import OpenIndex
     from gear_agent.retrieval.search import QueryEncoder, SearchRetriever
-    from gear_agent.runtime import Runtime
     from gear_agent.store import open_store
 
     settings = GearSettings(index_dir=args.index, bm25_tokenizer="word")
@@ -74,7 +74,7 @@ def main() -> None:
         if encoder == "int8" and sequence_encoder is embedder:  # the warning said why
             variant += " (float model)"
         timed = TimedEmbedder(sequence_encoder)
-        runtime = Runtime(s, embedder, store, encode)
+        runtime = OpenIndex(s, embedder, store, encode)
         base = SearchRetriever(store, encode, "hybrid", s.rrf_k)
         beam = TripleBeamSearch(store, timed, runtime.settings)  # type: ignore[arg-type]
         retriever = NaiveGERetriever(base, beam, encode, s.base_k, s.rrf_k)

@@ -56,15 +56,14 @@ def main() -> None:
         rng = random.Random(args.seed)
         deletes = [delete_kill_trial(Path(tmp) / "deletes" / f"trial-{i}", N_PASSAGES - target)
                    for i, target in enumerate(kill_targets(args.kills, rng))]
-        from support.crash_trials import CACHE_ROWS, BagOfWordsEmbedder, single_thread_build
+        from support.crash_trials import SMALL_ANN, BagOfWordsEmbedder, single_thread_build
 
         from gear_agent.store import ann
         from gear_agent.store.embedded import EmbeddedStore
 
-        ann.ANN_MIN_ROWS, ann.TAIL_MAX = CACHE_ROWS, 8
         ann.threads = single_thread_build  # deterministic HNSW builds (see crash_trials)
         index_everything(str(Path(tmp) / "calibration-cache"))
-        store = EmbeddedStore.open(Path(tmp) / "calibration-cache", BagOfWordsEmbedder())
+        store = EmbeddedStore.open(Path(tmp) / "calibration-cache", BagOfWordsEmbedder(), ann=SMALL_ANN)
         t0 = time.monotonic()
         store.maintain()
         caches = spread_trials(Path(tmp) / "caches", args.kills, cache_kill_trial, time.monotonic() - t0)

@@ -34,9 +34,9 @@ from synthetic_corpus import write  # noqa: E402
 
 from gear_agent.config import GearSettings  # noqa: E402
 from gear_agent.embedding import make_embedder  # noqa: E402
+from gear_agent.open_index import OpenIndex  # noqa: E402
+from gear_agent.retrieval.registry import make_retriever  # noqa: E402
 from gear_agent.retrieval.search import QueryEncoder  # noqa: E402
-from gear_agent.retrievers import make_retriever  # noqa: E402
-from gear_agent.runtime import Runtime  # noqa: E402
 from gear_agent.store.elasticsearch import ElasticsearchStore  # noqa: E402
 
 
@@ -93,7 +93,7 @@ def main() -> None:
             embedder = make_embedder(s)
             store, seconds = build(cls, s, embedder, corpus, openie)
             rows[label] = {"build_s": seconds, "triples": store.count("triple")}
-            runtimes[label] = Runtime(s, embedder, store, QueryEncoder(embedder))
+            runtimes[label] = OpenIndex(s, embedder, store, QueryEncoder(embedder))
             for question in questions:
                 runtimes[label].encode(question)
         for name in args.retrievers.split(","):

@@ -185,9 +185,9 @@ def musique(args: argparse.Namespace) -> None:
     from gear_agent.evaluation.dataset import load_questions
     from gear_agent.evaluation.metrics import recall_at_k
     from gear_agent.expansion.ppr_graph import load_or_build
+    from gear_agent.open_index import OpenIndex
+    from gear_agent.retrieval.registry import make_retriever
     from gear_agent.retrieval.search import QueryEncoder, SearchRetriever
-    from gear_agent.retrievers import make_retriever
-    from gear_agent.runtime import Runtime
     from gear_agent.store import open_store
 
     settings = GearSettings(embedding_model=args.model, index_dir=args.index, bm25_tokenizer="word")
@@ -207,7 +207,7 @@ def musique(args: argparse.Namespace) -> None:
     texts = [q.question for q in questions]
     for text in texts:  # encoded once up front: ms/query is retrieval only
         encode(text)
-    runtime = Runtime(settings, embedder, store, encode)
+    runtime = OpenIndex(settings, embedder, store, encode)
     rows: dict[str, Any] = {"dense": SearchRetriever(store, encode, "dense")}
     rows.update({f"ppr ({m})": r for m, r in ppr_retrievers(store, encode, settings, graph).items()})
     if "hipporag" in args.extra:

@@ -84,7 +84,7 @@ def _sirerag_pool(runtime: Any) -> None:
 def _rows(label: str, runtime: Any, names: list[str], questions: list,
           concurrency: int = 1) -> list:
     from gear_agent.evaluation.runner import evaluate
-    from gear_agent.retrievers import make_retriever
+    from gear_agent.retrieval.registry import make_retriever
 
     for question in questions:  # shared by every row, kept out of its ms per question
         runtime.encode(question.question)
@@ -101,14 +101,14 @@ def _rows(label: str, runtime: Any, names: list[str], questions: list,
 
 
 def _replay_runtime(runtime: Any, dataset: Dataset) -> Any:
-    from gear_agent.runtime import Runtime
+    from gear_agent.open_index import OpenIndex
 
     os.environ.update(REPLAY_ENV)
     settings = runtime.settings.model_copy(update={
         "llm_model": "recorded", "llm_max_retries": 0, "max_iterations": 3, "answer": True,
         "llm_cache_dir": dataset.path(dataset.replay),
     })
-    return Runtime(settings, runtime.embedder, runtime.store, runtime.encode)
+    return OpenIndex(settings, runtime.embedder, runtime.store, runtime.encode)
 
 
 def _recall_cells(row: Any | None) -> list[str]:
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> None:
     quiet_third_party()
     from gear_agent.evaluation.dataset import load_questions
     from gear_agent.llm.tokens import tokenizer_label
-    from gear_agent.llm_free_retrievers import LLM_FREE
+    from gear_agent.retrieval.llm_free import LLM_FREE
 
     names = args.retrievers.split(",") if args.retrievers else list(LLM_FREE)
     results: dict[str, dict[str, Any]] = {}

@@ -191,9 +191,9 @@ def phase_query(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
 
     from gear_agent.embedding import make_embedder
+    from gear_agent.open_index import OpenIndex
+    from gear_agent.retrieval.registry import make_retriever
     from gear_agent.retrieval.search import QueryEncoder
-    from gear_agent.retrievers import make_retriever
-    from gear_agent.runtime import Runtime
 
     queries = json.loads(Path(args.queries_file).read_text(encoding="utf-8"))
     s = settings(args.index, args.embedder)
@@ -202,7 +202,7 @@ def phase_query(args: argparse.Namespace) -> dict[str, Any]:
     rss_before = rss_mib()
     store, opened = open_to_first_query(s, embedder, queries[0])
     rss_open = rss_mib()
-    runtime = Runtime(s, embedder, store, QueryEncoder(embedder))
+    runtime = OpenIndex(s, embedder, store, QueryEncoder(embedder))
     for q in queries:  # encodings are shared by every retriever and kept out of the timings
         runtime.encode(q)
     latencies: dict[str, dict[str, float]] = {}

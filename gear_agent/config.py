@@ -372,28 +372,26 @@ class TraceSettings(Section):
     trace_max_bytes: int = Field(20_000_000, ge=10_000, description="Rotate a trace file past this.")
 
 
-class GearSettings(
-    StoreSettings,
-    IngestSettings,
-    EmbeddingSettings,
-    LLMSettings,
-    AgentSettings,
-    ServeSettings,
-    TraceSettings,
-    BaseSettings,
-):
-    """Configuration of the index, retrieval, expansion, the agent and its services: every
-    section above, read from ``GEAR_*`` environment variables and keywords."""
+class ElasticsearchSettings(Section):
+    """The Elasticsearch backend's cluster, credentials and index names
+    (:mod:`gear_agent.store.es_client`, ``GEAR_BACKEND=elasticsearch``).
 
-    model_config = SettingsConfigDict(env_prefix="GEAR_", extra="forbid", validate_default=True)
+    The short names it had as a dataclass of its own (``url=``, ``index_prefix=``, ...)
+    are still accepted by ``ElasticsearchSettings(...)``, with a DeprecationWarning.
 
-    # ---- Elasticsearch (read by store/es_client.py; a section of its own in phase B) ----
+    Example:
+        >>> ElasticsearchSettings(es_url="http://localhost:9200").es_index_prefix
+        'gear'
+    """
+
     es_url: str | None = Field(None, description="Cluster URL, e.g. http://localhost:9200.")
-    es_api_key: str | None = None
-    es_username: str | None = None
-    es_password: str | None = None
-    es_verify_certs: bool = True
-    es_index_prefix: str = Field("gear", pattern=r"^[a-z0-9][a-z0-9_\-]*$")
+    es_api_key: str | None = Field(None, description="API key; wins over username and password.")
+    es_username: str | None = Field(None, description="Basic-auth user; needs es_password.")
+    es_password: str | None = Field(None, description="Basic-auth password.")
+    es_verify_certs: bool = Field(True, description="Verify the server's TLS certificate.")
+    es_index_prefix: str = Field(
+        "gear", pattern=r"^[a-z0-9][a-z0-9_\-]*$",
+        description="Indices are {prefix}-passages and {prefix}-triples.")
     es_cache_dir: Path = Field(
         Path(".gear/es-cache"),
         description="Local folder for what is derived from an Elasticsearch index (the PPR "
@@ -404,6 +402,48 @@ class GearSettings(
         "embedded store scores, instead of Lucene's one-byte lengths: identical rankings, two more "
         "requests per BM25 search.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short_names(cls, data: Any) -> Any:
+        """``url=``, ``index_prefix=``, ... (the old dataclass's names) as ``es_url=``, ..."""
+        if cls is not ElasticsearchSettings or not isinstance(data, dict):
+            return data
+        short = [name for name in data if f"es_{name}" in cls.model_fields]
+        if short:
+            import warnings
+
+            warnings.warn(f"ElasticsearchSettings({', '.join(short)}=...) is now "
+                          f"ElasticsearchSettings({', '.join('es_' + n for n in short)}=...)",
+                          DeprecationWarning, stacklevel=4)
+            data = {(f"es_{k}" if k in short else k): v for k, v in data.items()}
+        return data
+
+    @classmethod
+    def from_gear(cls, settings: ElasticsearchSettings) -> ElasticsearchSettings:
+        """Deprecated: a ``GearSettings`` *is* an :class:`ElasticsearchSettings`; pass it."""
+        import warnings
+
+        warnings.warn("ElasticsearchSettings.from_gear(settings) is not needed: GearSettings is "
+                      "an ElasticsearchSettings; pass it as it is", DeprecationWarning, stacklevel=2)
+        return settings
+
+
+class GearSettings(
+    StoreSettings,
+    IngestSettings,
+    EmbeddingSettings,
+    LLMSettings,
+    AgentSettings,
+    ServeSettings,
+    TraceSettings,
+    ElasticsearchSettings,
+    BaseSettings,
+):
+    """Configuration of the index, retrieval, expansion, the agent and its services: every
+    section above, read from ``GEAR_*`` environment variables and keywords."""
+
+    model_config = SettingsConfigDict(env_prefix="GEAR_", extra="forbid", validate_default=True)
 
 
 def settings_from(**values: Any) -> GearSettings:

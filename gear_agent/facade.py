@@ -37,13 +37,13 @@ from gear_agent.ingest.items import Item, passages_from_items
 from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMConfigError
 from gear_agent.llm.usage import UsageDict
+from gear_agent.open_index import OpenIndex
 from gear_agent.questions import check_question
 from gear_agent.retrieval.base import Retriever
 from gear_agent.retrieval.filtering import checked_where
-from gear_agent.retrieval.records import PassageRecord, passage_records, ranked_from_dicts
+from gear_agent.retrieval.records import PassageRecord, passage_records, records_from_dicts
+from gear_agent.retrieval.registry import DEFAULT_RETRIEVER, check_name, make_retriever
 from gear_agent.retrieval.search import QueryEncoder
-from gear_agent.retrievers import DEFAULT_RETRIEVER, check_name, make_retriever
-from gear_agent.runtime import Runtime
 from gear_agent.store import open_store
 from gear_agent.store.embedded_db import DB_FILE
 from gear_agent.store.manifest import read_manifest
@@ -161,7 +161,7 @@ class Gear:
         if new and create:
             warnings.warn(f"no index at {self.settings.index_dir}: created a new, empty one "
                           "(Gear(..., create=False) refuses instead)", GearWarning, stacklevel=2)
-        self.runtime = Runtime(self.settings, embedder, store, QueryEncoder(embedder))
+        self.runtime = OpenIndex(self.settings, embedder, store, QueryEncoder(embedder))
         self._chat_model = None if isinstance(chat_model, str) else chat_model
         self._llm: LLMClient | None = None
         self._agent: CompiledStateGraph | None = None
@@ -389,7 +389,7 @@ class Gear:
                     stream(event.data["text"])
                 elif event.kind == "final":
                     result = event.data
-        passages = passage_records(self.store, ranked_from_dicts(result.get("passages", [])))
+        passages = records_from_dicts(self.store, result.get("passages", []))
         return Answer(
             question=state["question"],
             answer=result.get("answer"),

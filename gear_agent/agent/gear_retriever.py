@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from gear_agent.agent import steps
+from gear_agent.agent import _steps as steps
 from gear_agent.filters import Where
 from gear_agent.llm.client import LLMClient
+from gear_agent.open_index import OpenIndex
 from gear_agent.retrieval.base import Outcome, RankedPassage, Retriever, check_request
-from gear_agent.retrieval.records import ranked_from_dicts
-from gear_agent.runtime import Runtime
 
 
 class GearRetriever(Retriever):
@@ -32,7 +31,7 @@ class GearRetriever(Retriever):
 
     def __init__(
         self,
-        runtime: Runtime,
+        runtime: OpenIndex,
         llm: LLMClient,
         expansion: steps.Expansion = "beam",
         name: str = "gear",
@@ -46,14 +45,14 @@ class GearRetriever(Retriever):
 
     def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
         check_request(query, k)
-        return ranked_from_dicts(self.agent.invoke(_input(query, k, where))["passages"])
+        return [RankedPassage.from_dict(p) for p in self.agent.invoke(_input(query, k, where))["passages"]]
 
     async def arun(self, question: str, k: int, where: Where | None = None) -> Outcome:
         """One question for ``gear eval``: passages, answer, tokens and iterations."""
         result: dict[str, Any] = await self.agent.ainvoke(_input(question, k, where))
         tokens = result.get("tokens") or {}
         return Outcome(
-            ranked_from_dicts(result["passages"]),
+            [RankedPassage.from_dict(p) for p in result["passages"]],
             answer=result.get("answer"),
             input_tokens=int(tokens.get("input", 0)),
             output_tokens=int(tokens.get("output", 0)),

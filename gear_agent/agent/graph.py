@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from langgraph.graph import END, START, StateGraph
 
 from gear_agent.agent import nodes
+from gear_agent.agent._steps import Expansion
 from gear_agent.agent.models import ChatModels
 from gear_agent.agent.state import GearContext, GearState, InputState, OutputState
-from gear_agent.agent.steps import Expansion
 from gear_agent.config import GearSettings
 from gear_agent.errors import GearError
 from gear_agent.llm.client import LLMClient
-from gear_agent.llm_free_retrievers import check_llm_free
+from gear_agent.open_index import OpenIndex
 from gear_agent.retrieval.base import Retriever
-from gear_agent.runtime import Runtime
+from gear_agent.retrieval.llm_free import check_llm_free
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
@@ -34,7 +34,7 @@ def route_after_reason(state: GearState, max_iterations: int) -> Literal["rewrit
 
 
 def build_graph(
-    runtime: Runtime,
+    runtime: OpenIndex,
     llm: LLMClient | ChatModels,
     settings: GearSettings | None = None,
     *,
@@ -59,7 +59,7 @@ def build_graph(
     """
     settings = settings or runtime.settings
     if settings is not runtime.settings:
-        runtime = Runtime(settings, runtime.embedder, runtime.store, runtime.encode)
+        runtime = OpenIndex(settings, runtime.embedder, runtime.store, runtime.encode)
     if base is None:
         check_llm_free(settings.base_retriever)  # a bad GEAR_BASE_RETRIEVER fails here
     graph = StateGraph(
@@ -98,7 +98,7 @@ def build_graph(
 def build_agent(
     settings: GearSettings | None = None,
     *,
-    runtime: Runtime | None = None,
+    runtime: OpenIndex | None = None,
     chat_model: Any | None = None,
     checkpointer: Any | None = None,
     models: ChatModels | None = None,
@@ -136,7 +136,7 @@ def build_agent(
         default = LLMClient.from_settings(settings, chat_model)  # fails fast
         models = ChatModels(settings, default)
     if runtime is None:
-        runtime = Runtime.open(settings)
+        runtime = OpenIndex.open(settings)
     return build_graph(runtime, models, settings).compile(checkpointer=checkpointer, name="gear")
 
 
@@ -163,5 +163,5 @@ def describe_agent(settings: GearSettings | None = None) -> CompiledStateGraph:
     """
     settings = settings or GearSettings()
     absent = cast(Any, _NotLoaded())
-    runtime = Runtime(settings, absent, absent, absent)
+    runtime = OpenIndex(settings, absent, absent, absent)
     return build_graph(runtime, absent, settings).compile(name="gear")

@@ -1,7 +1,7 @@
 """The GEAR agent's nodes (Shen et al., section 3.4 and Algorithm 2).
 
 Each factory takes what its node reads by closure: the opened index
-(:class:`~gear_agent.runtime.Runtime`) where it searches, the loop's settings section
+(:class:`~gear_agent.open_index.OpenIndex`) where it searches, the loop's settings section
 (:class:`~gear_agent.config.AgentSettings`; a ``GearSettings`` is one), and the
 :class:`~gear_agent.llm.LLMClient` for LLM nodes. It returns a node:
 a function of the state that returns only the keys it changes. LLM nodes are
@@ -21,7 +21,7 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import run_in_executor
 from langgraph.types import Overwrite
 
-from gear_agent.agent import steps
+from gear_agent.agent import _steps as steps
 from gear_agent.agent.chat import question_of, render_conversation
 from gear_agent.agent.citations import CITED_ANSWER_REPLY, read_cited_answer, render_citations
 from gear_agent.agent.models import ChatModels, run_option
@@ -32,13 +32,13 @@ from gear_agent.llm.client import LLMClient, LLMReply
 from gear_agent.llm.errors import LLMCallError, LLMDeadlineError
 from gear_agent.llm.response_format import TRIPLES_REPLY, VERDICT_REPLY, ReplySchema
 from gear_agent.llm.usage import empty_usage, usage_of_call
+from gear_agent.open_index import OpenIndex
 from gear_agent.parsing import ParseError, parse_reasoner_reply, parse_short_reply
 from gear_agent.prompts import load_prompt, render_passages, render_triples
 from gear_agent.questions import QuestionError, check_run_option
-from gear_agent.retrieval.base import Retriever, fuse_passages
+from gear_agent.retrieval.base import RankedPassage, Retriever, fuse_passages
 from gear_agent.retrieval.filtering import checked_where
 from gear_agent.retrieval.records import passage_records
-from gear_agent.runtime import Runtime
 from gear_agent.types import Passage
 
 Update = dict[str, Any]
@@ -181,7 +181,7 @@ def _llm_node(
     return RunnableLambda(run, afunc=afunc, name=name)
 
 
-def make_start(runtime: Runtime, settings: AgentSettings, models: Models | None = None) -> Node:
+def make_start(runtime: OpenIndex, settings: AgentSettings, models: Models | None = None) -> Node:
     """Take the question (from ``question`` or the last human message), check it
     (:class:`~gear_agent.questions.QuestionError` when missing, empty or too long) and the
     run's model (:class:`~gear_agent.llm.LLMConfigError` when it may not be chosen), and set
@@ -235,7 +235,7 @@ def make_start(runtime: Runtime, settings: AgentSettings, models: Models | None 
     return start
 
 
-def make_retrieve(runtime: Runtime, settings: AgentSettings, base: Retriever | None = None) -> Node:
+def make_retrieve(runtime: OpenIndex, settings: AgentSettings, base: Retriever | None = None) -> Node:
     """Base retrieval of the current query: ``base_k`` passages (by ``base`` when given)."""
 
     def retrieve(state: GearState) -> Update:
@@ -243,7 +243,7 @@ def make_retrieve(runtime: Runtime, settings: AgentSettings, base: Retriever | N
         retriever = base if base is not None else steps.base_retriever(runtime, settings)
         with runtime.store.snapshot():  # the node's reads see one commit
             ranked = retriever.retrieve(state["query"], k, where)
-        return {"base": steps.to_dicts(ranked)}
+        return {"base": [p.to_dict() for p in ranked]}
 
     return retrieve
 
@@ -252,7 +252,7 @@ UNGROUNDED = "subject or object not found in the passages shown"
 """The ``reason`` of a ``dropped`` reader triple that its passages do not support."""
 
 
-def make_read(runtime: Runtime, settings: AgentSettings, llm: Models) -> RunnableLambda:
+def make_read(runtime: OpenIndex, settings: AgentSettings, llm: Models) -> RunnableLambda:
     """Reader: proximal triples from the base passages (with the gist memory after iteration 1).
 
     Items the parser cannot read, triples whose subject or object is not in the passages
@@ -284,7 +284,7 @@ def make_read(runtime: Runtime, settings: AgentSettings, llm: Models) -> Runnabl
     return _llm_node("read", llm, prompt_of, update_of, on_call_error, TRIPLES_REPLY)
 
 
-def make_link(runtime: Runtime, settings: AgentSettings) -> Node:
+def make_link(runtime: OpenIndex, settings: AgentSettings) -> Node:
     """tripleLink: proximal triples to their nearest indexed triples; they join the gist memory."""
 
     def link(state: GearState) -> Update:
@@ -298,21 +298,21 @@ def make_link(runtime: Runtime, settings: AgentSettings) -> Node:
     return link
 
 
-def make_expand(runtime: Runtime, settings: AgentSettings, expansion: steps.Expansion) -> Node:
+def make_expand(runtime: OpenIndex, settings: AgentSettings, expansion: steps.Expansion) -> Node:
     """Expansion (``beam``, ``ppr`` or ``both``) from the linked triples, fused (RRF) with
     the base list into this iteration's list."""
 
     def expand(state: GearState) -> Update:
-        base = steps.from_dicts(state.get("base", []))
+        base = [RankedPassage.from_dict(p) for p in state.get("base", [])]
         if out_of_time(state):  # this iteration's list is its base list
-            return {"retrieved": [steps.to_dicts(base)]}
+            return {"retrieved": [[p.to_dict() for p in base]]}
         where = parse_where(state.get("where"))
         linked = state.get("linked", [])
         with runtime.store.snapshot():
             expanded = steps.expand(runtime, settings, state["query"], linked, expansion, where)
         size = max(len({p.id for p in base} | {p.id for p in expanded}), 1)
         fused = fuse_passages([base, expanded], k=size, rrf_k=settings.rrf_k)
-        return {"retrieved": [steps.to_dicts(fused)]}
+        return {"retrieved": [[p.to_dict() for p in fused]]}
 
     return expand
 
@@ -386,12 +386,12 @@ def make_rewrite(settings: AgentSettings, llm: Models) -> RunnableLambda:
     return _llm_node("rewrite", llm, prompt_of, update_of, on_call_error)
 
 
-def make_finalize(runtime: Runtime, settings: AgentSettings) -> Node:
+def make_finalize(runtime: OpenIndex, settings: AgentSettings) -> Node:
     """passageLink of every memory triple, RRF with every iteration's list; the top ``top_k``."""
 
     def finalize(state: GearState) -> Update:
         k = state.get("top_k", settings.top_k)
-        retrieved = [steps.from_dicts(r) for r in state.get("retrieved", [])]
+        retrieved = [[RankedPassage.from_dict(p) for p in r] for r in state.get("retrieved", [])]
         where = parse_where(state.get("where"))
         with runtime.store.snapshot():
             ranked = steps.final_ranking(

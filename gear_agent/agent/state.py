@@ -24,7 +24,9 @@ WhereField = dict[str, Any] | list[str]
 """A passage filter as JSON: ``{"year": {"$gte": 2020}}`` or ``["source=reports/2024"]``."""
 
 RankedList = list[dict[str, Any]]
-"""A ranked passage list: ``{"id", "score", "chain": [triple ids]}`` dicts, best first."""
+"""A ranked passage list, best first: each a
+:meth:`~gear_agent.retrieval.base.RankedPassage.to_dict` dict (``{"id", "score", "chain":
+[triple ids]}``; the state keeps JSON, not objects, so any checkpointer can store it)."""
 
 
 def _key(triple: list[str] | tuple[str, ...]) -> tuple[str, ...]:
@@ -99,7 +101,14 @@ class GearContext(TypedDict, total=False):
 
 
 class OutputState(TypedDict):
-    """What ``invoke`` returns."""
+    """What ``invoke`` returns.
+
+    Attributes:
+        iterations: Iterations run: the state's last ``iteration``, set by ``finalize``
+            (an output key only; the loop itself reads ``GearState.iteration``).
+        passages: The final ranked passages as
+            :meth:`~gear_agent.retrieval.records.PassageRecord.to_dict` dicts.
+    """
 
     answer: str | None
     citations: list[Citation]
@@ -147,7 +156,6 @@ class GearState(TypedDict):
         citations: The passages the QA node's answer cites, checked against those shown.
         stop_reason: ``"answerable"``, ``"max_iterations"`` or ``"deadline"`` (the time
             budget ran out; the run returns what it had) once the loop has stopped.
-        iterations: Iterations run (set at the end).
         passages: The final ranked passages: ``id, title, text, score, chain``.
         tokens: LLM usage, in total and per node (summed).
     """
@@ -174,6 +182,5 @@ class GearState(TypedDict):
     answer: str | None
     citations: list[Citation]
     stop_reason: str | None
-    iterations: int
     passages: list[dict[str, Any]]
     tokens: Annotated[UsageDict, merge_usage]

@@ -8,12 +8,13 @@ call per question.
 
 from __future__ import annotations
 
-from gear_agent.agent import steps
+from gear_agent.agent import _steps as steps
 from gear_agent.config import AgentSettings
 from gear_agent.filters import Where
 from gear_agent.llm.client import LLMClient, LLMReply
 from gear_agent.llm.response_format import TRIPLES_REPLY
 from gear_agent.llm.usage import usage_of_call
+from gear_agent.open_index import OpenIndex
 from gear_agent.retrieval.base import (
     Outcome,
     RankedPassage,
@@ -21,7 +22,6 @@ from gear_agent.retrieval.base import (
     check_request,
     fuse_passages,
 )
-from gear_agent.runtime import Runtime
 
 
 class SyncGERetriever(Retriever):
@@ -46,7 +46,7 @@ class SyncGERetriever(Retriever):
 
     def __init__(
         self,
-        runtime: Runtime,
+        runtime: OpenIndex,
         llm: LLMClient,
         expansion: steps.Expansion = "beam",
         name: str = "syncge",

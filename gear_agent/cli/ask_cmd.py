@@ -48,10 +48,10 @@ def ask(
         inputs["where"] = parsed.to_dict()
     _cheap_checks(settings, parsed)  # no index, no LLM, nothing passes: said in well under 1 s
     from gear_agent.agent.graph import build_agent
-    from gear_agent.runtime import Runtime
+    from gear_agent.open_index import OpenIndex
 
     with console.status("loading the embedding model and the index"):
-        runtime = Runtime.open(settings)
+        runtime = OpenIndex.open(settings)
     try:
         agent = build_agent(settings, runtime=runtime)
         result = _run(agent, inputs, stream=stream and not as_json)

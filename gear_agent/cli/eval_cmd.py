@@ -53,7 +53,7 @@ def eval_(
     from gear_agent.evaluation.dataset import load_questions
     from gear_agent.evaluation.prepare import eval_index_dir, prepare_index
     from gear_agent.evaluation.runner import evaluate
-    from gear_agent.retrievers import RETRIEVERS, check_name, make_retriever
+    from gear_agent.retrieval.registry import RETRIEVERS, check_name, make_retriever
 
     settings = load_settings(None, **_overrides(scorer, no_diversity, base_k, tokenizer))
     if sirerag is not None:
@@ -169,7 +169,7 @@ def _print_costs(rows, settings) -> None:
 def retrievers_() -> None:
     """List every retriever name: what it does and whether it needs an LLM or triples."""
 
-    from gear_agent.retrievers import DEFAULT_RETRIEVER, RETRIEVERS
+    from gear_agent.retrieval.registry import DEFAULT_RETRIEVER, RETRIEVERS
 
     table = Table(title="retrievers (gear search --retriever NAME, gear eval --retrievers A,B)")
     for column in ("name", "LLM", "triples", "score", "what it does"):

@@ -12,7 +12,7 @@ import typer
 from gear_agent.cli.common import IndexOpt, console, load_settings, reports_errors
 from gear_agent.cli.search_cmd import retriever_help
 from gear_agent.cli.usage import CONTEXT, GearCommand, GearGroup
-from gear_agent.retrievers import DEFAULT_RETRIEVER
+from gear_agent.retrieval.registry import DEFAULT_RETRIEVER
 
 app = typer.Typer(
     help="Look at the entity graph: export it for Gephi, Cytoscape or networkx.",
@@ -107,17 +107,17 @@ def _question_graph(settings, question: str, retriever: str, k: int, options):
     from gear_agent.cli.checks import require_index, require_llm, warn_without_triples
     from gear_agent.cli.progress import ProgressBoard, report_graph_build
     from gear_agent.graph_export import chains_graph
+    from gear_agent.open_index import OpenIndex
     from gear_agent.questions import check_question
     from gear_agent.retrieval.records import passage_records
-    from gear_agent.retrievers import check_name, make_retriever
-    from gear_agent.runtime import Runtime
+    from gear_agent.retrieval.registry import check_name, make_retriever
 
     question = check_question(question, settings.max_question_chars)
     spec = check_name(retriever)
     require_index(settings)
     if spec.needs_llm:
         require_llm(settings)
-    runtime = Runtime.open(settings)
+    runtime = OpenIndex.open(settings)
     warn_without_triples(spec, runtime.store)
     with ProgressBoard() as board, board.embedding():
         report_graph_build(runtime, board)
@@ -132,5 +132,4 @@ def _traced_passages(path: Path, run_id: str | None):
     from gear_agent.tracing.reader import build_tree, read_runs
 
     tree = build_tree(read_runs(path), run_id)
-    return [RankedPassage(str(p["id"]), float(p.get("score") or 0.0), tuple(p.get("chain_ids") or ()))
-            for p in final_passages(tree.record)]
+    return [RankedPassage.from_dict(p) for p in final_passages(tree.record)]

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from gear_agent.cli.common import IndexOpt, SafeConsole, console, load_settings, reports_errors
-from gear_agent.retrievers import DEFAULT_RETRIEVER, RETRIEVERS, ScoreKind
+from gear_agent.retrieval.registry import DEFAULT_RETRIEVER, RETRIEVERS, ScoreKind
 
 
 def retriever_help(prefix: str) -> str:
@@ -77,7 +77,7 @@ def search(
     from gear_agent.cli.progress import ProgressBoard, report_graph_build
     from gear_agent.filters import parse_where
     from gear_agent.questions import check_question
-    from gear_agent.retrievers import check_name
+    from gear_agent.retrieval.registry import check_name
 
     settings = load_settings(index_dir)
     question = check_question(question, settings.max_question_chars)
@@ -88,13 +88,13 @@ def search(
     if spec.needs_llm:
         require_llm(settings)  # last: building the client imports the provider package
     # Every check passed: only now load the embedding model and the index.
+    from gear_agent.open_index import OpenIndex
     from gear_agent.retrieval.filtering import checked_where
     from gear_agent.retrieval.records import passage_records
-    from gear_agent.retrievers import make_retriever
-    from gear_agent.runtime import Runtime
+    from gear_agent.retrieval.registry import make_retriever
 
     with console.status("loading the embedding model and the index"):
-        runtime = Runtime.open(settings)
+        runtime = OpenIndex.open(settings)
     warn_without_triples(spec, runtime.store)
     checked = checked_where(runtime.store, where)  # says so when no passage passes
     with ProgressBoard() as board, board.embedding():  # a PPR graph's first build is long

@@ -23,12 +23,12 @@ def serve(
     over HTTP: POST /gear/invoke, /gear/stream, /gear/batch; GET /health."""
     from gear_agent.agent.graph import build_agent
     from gear_agent.cli.checks import require_index
-    from gear_agent.runtime import Runtime
+    from gear_agent.open_index import OpenIndex
     from gear_agent.serve.app import create_app, run_server  # GearError with the pip hint if absent
 
     settings = load_settings(index, trace_dir=trace_dir)
     require_index(settings)  # no index, or another model's: say so before loading the model
-    runtime = Runtime.open(settings)
+    runtime = OpenIndex.open(settings)
     agent = build_agent(settings, runtime=runtime)
     app = create_app(agent, settings, playground=playground, runtime=runtime)
     for line in startup_lines(host, port, settings.index_dir, playground=playground):

@@ -12,7 +12,7 @@ from gear_agent.cli.common import IndexOpt, console, load_settings, reports_erro
 from gear_agent.cli.usage import CONTEXT, GearCommand, GearGroup
 
 if TYPE_CHECKING:
-    from gear_agent.runtime import Runtime
+    from gear_agent.open_index import OpenIndex
     from gear_agent.sirerag import BuildReport, SiReRAGSettings
 
 app = typer.Typer(
@@ -38,7 +38,7 @@ def check_mode(mode: str) -> str:
     return mode
 
 
-def run_build(runtime: Runtime, mode: str, settings: SiReRAGSettings) -> BuildReport:
+def run_build(runtime: OpenIndex, mode: str, settings: SiReRAGSettings) -> BuildReport:
     """Build the pool in ``mode`` over an opened runtime (the LLM from its settings)."""
     from gear_agent.sirerag import build_ablation
 
@@ -93,7 +93,7 @@ def build(
 ) -> None:
     """Build (or bring up to date) the SiReRAG pool of the index; prints nodes per level."""
     from gear_agent.cli.checks import require_index, require_llm
-    from gear_agent.runtime import Runtime
+    from gear_agent.open_index import OpenIndex
 
     check_mode(mode)
     settings = load_settings(index_dir)
@@ -112,7 +112,7 @@ def build(
         return
     if mode == "full":
         require_llm(settings)
-    runtime = Runtime.open(settings)
+    runtime = OpenIndex.open(settings)
     print_report(run_build(runtime, mode, options))
 
 

@@ -9,7 +9,7 @@ from gear_agent.config import GearSettings
 from gear_agent.embedding.sentence_transformer import canonical_model_name
 from gear_agent.indexing import IndexReport, Progress, add_passages, import_openie
 from gear_agent.ingest.corpus import read_corpus
-from gear_agent.runtime import Runtime
+from gear_agent.open_index import OpenIndex
 
 EVAL_CACHE = Path(".gear/eval")
 
@@ -34,9 +34,9 @@ def eval_index_dir(
 
 def prepare_index(
     settings: GearSettings, corpus: Path, openie: Path | None, progress: Progress
-) -> tuple[Runtime, IndexReport]:
+) -> tuple[OpenIndex, IndexReport]:
     """Open ``settings.index_dir``, add the corpus and OpenIE triples (no-ops when present)."""
-    runtime = Runtime.open(settings, create=True)
+    runtime = OpenIndex.open(settings, create=True)
     report = IndexReport()
     passages = read_corpus(corpus, settings.chunk_words, settings.chunk_overlap_words,
                            settings.record_max_words)

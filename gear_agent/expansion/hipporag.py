@@ -31,9 +31,9 @@ import numpy as np
 from scipy import sparse
 
 from gear_agent.config import PPRSettings
+from gear_agent.expansion._ppr_push import push_constants, push_personalized_pagerank
 from gear_agent.expansion.ppr import sparse_personalized_pagerank
 from gear_agent.expansion.ppr_graph import PPRGraph
-from gear_agent.expansion.ppr_push import push_constants, push_personalized_pagerank
 from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
 from gear_agent.retrieval.filtering import keep_top_passing

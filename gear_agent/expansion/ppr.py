@@ -17,7 +17,7 @@ retrieval, as HippoRAG 2 does.
 
 Two ways to compute the walk (``method``, setting ``ppr_method``):
 
-* ``local`` (default): Andersen-Chung-Lang push (:mod:`gear_agent.expansion.ppr_push`)
+* ``local`` (default): Andersen-Chung-Lang push (:mod:`gear_agent.expansion._ppr_push`)
   from a sparse restart vector: the seed phrases plus the ``dense_passages`` passages
   nearest the query (found by the store's vector search, ANN at scale); min-max
   normalisation uses the lowest passage cosine, found by searching with the negated query.
@@ -42,10 +42,10 @@ import numpy as np
 from scipy import sparse
 
 from gear_agent.config import PPRSettings
+from gear_agent.expansion._ppr_push import push_personalized_pagerank
+from gear_agent.expansion._query_entities import query_entity_vertices
 from gear_agent.expansion.ppr_graph import GraphProgress, PPRGraph, load_or_build
-from gear_agent.expansion.ppr_push import push_personalized_pagerank
 from gear_agent.expansion.ppr_walk import Walk, walk_of
-from gear_agent.expansion.query_entities import query_entity_vertices
 from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
 from gear_agent.retrieval.filtering import keep_top_passing
@@ -216,7 +216,7 @@ def add_query_entities(
     graph: PPRGraph, query: str, phrases: dict[int, float], weight: float
 ) -> dict[int, float]:
     """``phrases`` plus ``weight`` / specificity for each phrase node the query names
-    (:func:`~gear_agent.expansion.query_entities.query_entity_vertices`); a new dict.
+    (:func:`~gear_agent.expansion._query_entities.query_entity_vertices`); a new dict.
 
     The query's names seed the walk beside its nearest triples, weighted like them by
     node specificity: a name in one passage counts in full, one in 26 passages a 26th.
@@ -357,7 +357,7 @@ def ppr_expand(
         passage_sharpness: Power of the normalised dense score in a passage's restart
             mass (:func:`passage_mass`; HippoRAG 2: 1).
         query_entity_weight: Restart mass, divided by specificity, of each phrase node the
-            query names (:func:`~gear_agent.expansion.query_entities.query_entity_vertices`);
+            query names (:func:`~gear_agent.expansion._query_entities.query_entity_vertices`);
             0: none (HippoRAG 2).
         walk: The matrices to walk (:func:`~gear_agent.expansion.ppr_walk.walk_of`, e.g.
             with title edges); the graph's own edges when None.

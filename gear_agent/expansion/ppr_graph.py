@@ -18,7 +18,7 @@ Edges (undirected, one per node pair, its weight the sum of what joins the pair)
   Weight ``2 x cosine``, again HippoRAG 2's two directions summed. Only phrases with at
   least three letters or digits take part (HippoRAG 2 lets such short phrases receive
   but not originate synonym edges; we leave them out both ways). Found by
-  :mod:`gear_agent.expansion.ppr_synonyms`: exactly (blocked matrix products, no cap) up
+  :mod:`gear_agent.expansion._ppr_synonyms`: exactly (blocked matrix products, no cap) up
   to 20k eligible phrases, above that with a usearch HNSW index of the phrases that grows
   as they arrive (at most 100 candidates per new phrase, re-scored exactly). Where a pair
   is both a relation and a synonym, the weights add (HippoRAG 2 keeps the synonym score
@@ -61,7 +61,7 @@ from scipy import sparse
 
 from gear_agent.embedding.base import Embedder
 from gear_agent.expansion import ppr_graph_files as files
-from gear_agent.expansion.ppr_synonyms import EXACT_MAX, PhraseANN, exact_pairs
+from gear_agent.expansion._ppr_synonyms import EXACT_MAX, PhraseANN, exact_pairs
 from gear_agent.store.base import Store, StoreError
 from gear_agent.store.changes import Changes, bring_up_to_date
 from gear_agent.store.derived_files import write_atomically
@@ -208,6 +208,8 @@ class PPRGraph:
     Attributes:
         embedding_model: Name of the model the phrase vectors come from.
         synonym_threshold: Cosine at or above which two phrases are joined.
+        exact_max: Up to this many synonym-eligible phrases the synonym search is exact;
+            above it, the phrase ANN (default :data:`~gear_agent.expansion._ppr_synonyms.EXACT_MAX`).
 
     Example:
         >>> graph = PPRGraph.build(store, embedder, synonym_threshold=0.8)  # doctest: +SKIP
@@ -215,12 +217,13 @@ class PPRGraph:
         UpdateStats(rebuilt=False, passages=3, triples=27, phrases=40, embedded=40, ...)
     """
 
-    def __init__(self, embedder: Embedder, synonym_threshold: float = 0.8) -> None:
+    def __init__(self, embedder: Embedder, synonym_threshold: float = 0.8, *, exact_max: int = EXACT_MAX) -> None:
         if not 0.0 <= synonym_threshold <= 1.0:
             raise ValueError(f"synonym_threshold must be in [0, 1], got {synonym_threshold}")
         self.embedder = embedder
         self.embedding_model = embedder.name
         self.synonym_threshold = float(synonym_threshold)
+        self.exact_max = exact_max
         self.generation = -1
         """The store generation this graph reflects (-1: none yet, build it)."""
         self._report: GraphProgress = _no_progress
@@ -235,9 +238,11 @@ class PPRGraph:
         embedder: Embedder,
         synonym_threshold: float = 0.8,
         progress: GraphProgress | None = None,
+        *,
+        exact_max: int = EXACT_MAX,
     ) -> PPRGraph:
         """The graph of everything in ``store``."""
-        graph = cls(embedder, synonym_threshold)
+        graph = cls(embedder, synonym_threshold, exact_max=exact_max)
         graph.update(store, progress)
         return graph
 
@@ -602,7 +607,7 @@ class PPRGraph:
     def _synonyms(self, first_new_row: int, report: GraphProgress) -> _Edges:
         """Synonym rows between the phrases from ``first_new_row`` on and all phrases."""
         new = np.flatnonzero(self._eligible[first_new_row:]) + first_new_row
-        if int(self._eligible.sum()) <= EXACT_MAX and self._ann is None:
+        if int(self._eligible.sum()) <= self.exact_max and self._ann is None:
             report("synonyms", 0, len(new))
             a, b, cosine = exact_pairs(
                 self._vectors, self._eligible, first_new_row, self.synonym_threshold
@@ -722,7 +727,9 @@ class PPRGraph:
         self._saved_at, self._deltas = path, deltas
 
     @classmethod
-    def load(cls, path: Path, embedder: Embedder, synonym_threshold: float = 0.8) -> PPRGraph:
+    def load(
+        cls, path: Path, embedder: Embedder, synonym_threshold: float = 0.8, *, exact_max: int = EXACT_MAX
+    ) -> PPRGraph:
         """A graph saved with :meth:`save`; call :meth:`update` to catch up with the store.
 
         Raises:
@@ -740,7 +747,7 @@ class PPRGraph:
                 f"threshold {manifest['synonym_threshold']}; asked for {embedder.name!r} and "
                 f"{synonym_threshold}. Delete the file to rebuild it."
             )
-        graph = cls(embedder, synonym_threshold)
+        graph = cls(embedder, synonym_threshold, exact_max=exact_max)
         vectors, edges = [graph._vectors], []
         for entry in manifest["segments"]:
             meta, arrays = files.read_segment(path.with_name(entry["file"]), entry["checksum"])
@@ -794,6 +801,7 @@ def load_or_build(
     *,
     graph: PPRGraph | None = None,
     progress: GraphProgress | None = None,
+    exact_max: int = EXACT_MAX,
 ) -> PPRGraph:
     """The PPR graph of ``store``, brought up to date: ``graph``, else the one saved at
     ``path``, else a new one; saved to ``path`` when it changed (a delta segment when the
@@ -805,11 +813,11 @@ def load_or_build(
     """
     if graph is None and path is not None and files.manifest_path(Path(path)).is_file():
         try:
-            graph = PPRGraph.load(path, embedder, synonym_threshold)
+            graph = PPRGraph.load(path, embedder, synonym_threshold, exact_max=exact_max)
         except ValueError as exc:
             logger.warning("rebuilding the PPR graph: %s", exc)
     if graph is None:
-        graph = PPRGraph(embedder, synonym_threshold)
+        graph = PPRGraph(embedder, synonym_threshold, exact_max=exact_max)
     graph.update(store, progress)
     if path is not None and (graph.unsaved or not Path(path).is_file()):
         try:

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
+from gear_agent.expansion._ppr_push import push_constants
 from gear_agent.expansion.ppr_graph import PPRGraph
-from gear_agent.expansion.ppr_push import push_constants
 from gear_agent.store.base import Store
 
 __all__ = ["Walk", "title_pairs", "walk_of"]
@@ -38,7 +38,7 @@ class Walk:
         strength: Weighted degree of each vertex.
         transition: Column-stochastic walk matrix ``M[j, i] = w_ij / s_i``.
         dangling: True for vertices without edges.
-        constants: :func:`~gear_agent.expansion.ppr_push.push_constants` of ``strength``.
+        constants: :func:`~gear_agent.expansion._ppr_push.push_constants` of ``strength``.
         title_weight: The weight of the title edges it includes (0: none).
     """
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numbers
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,31 @@ class RankedPassage:
     id: str
     score: float
     chain: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form the agent's state holds (``base``, ``retrieved``): ``{"id", "score",
+        "chain": [triple ids]}``; :meth:`from_dict` reads it back.
+
+        Example:
+            >>> RankedPassage("p-1", 0.5, ("t-1",)).to_dict()
+            {'id': 'p-1', 'score': 0.5, 'chain': ['t-1']}
+        """
+        return {"id": self.id, "score": self.score, "chain": list(self.chain)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RankedPassage:
+        """A ranked passage back from its JSON form, or from a passage record's dict
+        (:meth:`~gear_agent.retrieval.records.PassageRecord.to_dict`, whose ``chain`` holds
+        the triples and ``chain_ids`` their ids).
+
+        Example:
+            >>> RankedPassage.from_dict({"id": "p-1", "score": 0.5, "chain": [["a", "b", "c"]],
+            ...                          "chain_ids": ["t-1"]})
+            RankedPassage(id='p-1', score=0.5, chain=('t-1',))
+        """
+        chain = data.get("chain_ids") if "chain_ids" in data else data.get("chain")
+        ids = tuple(t for t in chain or () if isinstance(t, str))  # never [s, p, o] lists
+        return cls(str(data["id"]), float(data.get("score") or 0.0), ids)
 
 
 @dataclass

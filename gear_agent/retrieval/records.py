@@ -65,7 +65,10 @@ def passage_records(store: Store, ranked: Sequence[RankedPassage]) -> list[Passa
     """The ranked passages with their text, source, metadata and chain triples, in order.
 
     Passages the store no longer holds are left out (a concurrent delete); chain triples
-    it no longer holds are left out of their chain.
+    it no longer holds are left out of their chain. :meth:`PassageRecord.to_dict` is the one
+    place the chain turns into ``[subject, predicate, object]`` triples for the edges (server
+    JSON, CLI JSON, the agent's output, traces); :meth:`RankedPassage.from_dict` reads a
+    record's dict back into a ranked passage.
     """
     found = {p.id: p for p in store.get_passages([r.id for r in ranked])}
     triple_ids = list(dict.fromkeys(t for r in ranked for t in r.chain))
@@ -89,9 +92,24 @@ def passage_records(store: Store, ranked: Sequence[RankedPassage]) -> list[Passa
     return records
 
 
-def ranked_from_dicts(passages: Sequence[Mapping[str, Any]]) -> list[RankedPassage]:
-    """Ranked passages back from :meth:`PassageRecord.to_dict` dicts (chains by id)."""
+def records_from_dicts(store: Store, passages: Sequence[Mapping[str, Any]]) -> list[PassageRecord]:
+    """Passage records back from :meth:`PassageRecord.to_dict` dicts (the agent's
+    ``passages``): the text, score, source and metadata come from the dicts (what the
+    agent's ``finalize`` already read, so the passages are not read again); only the chain
+    triples are looked up by id, for the passage each came from (a triple the store no
+    longer holds is left out of its chain, as :func:`passage_records` does).
+    """
+    ranked = [RankedPassage.from_dict(p) for p in passages]
+    triples = {t.id: t for t in store.get_triples(list(dict.fromkeys(t for r in ranked for t in r.chain)))}
     return [
-        RankedPassage(p["id"], float(p["score"]), tuple(p.get("chain_ids") or ()))
-        for p in passages
+        PassageRecord(
+            id=r.id,
+            title=str(p.get("title", "")),
+            text=str(p.get("text", "")),
+            score=r.score,
+            chain=tuple(triples[t] for t in r.chain if t in triples),
+            source=str(p.get("source", "")),
+            metadata=dict(p.get("metadata") or {}),
+        )
+        for r, p in zip(ranked, passages)
     ]

@@ -7,6 +7,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from gear_agent._deprecated import moved_names
 from gear_agent.embedding.base import Embedder
 from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
@@ -77,13 +78,5 @@ class SearchRetriever(Retriever):
         return [RankedPassage(h.id, h.score) for h in hits]
 
 
-def __getattr__(name: str) -> object:
-    """``BaseRetriever``, the old name of :class:`SearchRetriever`, with a DeprecationWarning."""
-    if name == "BaseRetriever":
-        import warnings
-
-        warnings.warn("gear_agent.retrieval.search.BaseRetriever is now SearchRetriever "
-                      "(the old name collided with LangChain's BaseRetriever)",
-                      DeprecationWarning, stacklevel=2)
-        return SearchRetriever
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = moved_names(__name__, {"BaseRetriever": (__name__, "SearchRetriever")},
+                          "the old name collided with LangChain's BaseRetriever")

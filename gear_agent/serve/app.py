@@ -37,7 +37,7 @@ from gear_agent.agent.streaming import RunEventMerger
 from gear_agent.config import GearSettings, ServeSettings
 from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMCallError, LLMError
-from gear_agent.runtime import Runtime
+from gear_agent.open_index import OpenIndex
 from gear_agent.serve.limits import RequestGuard
 from gear_agent.serve.schemas import GearRequest, GearResponse, request_model
 
@@ -130,7 +130,7 @@ def create_app(
     *,
     callbacks: list[BaseCallbackHandler] | None = None,
     playground: bool = True,
-    runtime: Runtime | None = None,
+    runtime: OpenIndex | None = None,
     llm: LLMClient | None = None,
 ) -> FastAPI:
     """The FastAPI app serving ``agent`` under ``/gear`` and ``GET /health``, and, given

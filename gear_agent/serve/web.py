@@ -40,14 +40,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from gear_agent.config import GearSettings
 from gear_agent.errors import GearError
 from gear_agent.filters import parse_where
+from gear_agent.open_index import OpenIndex
 from gear_agent.questions import check_question
 from gear_agent.retrieval.base import Retriever
 from gear_agent.retrieval.filtering import checked_where
-from gear_agent.retrievers import RETRIEVERS, check_name, make_retriever
-from gear_agent.runtime import Runtime
-from gear_agent.serve import web_explore
-from gear_agent.serve.web_ask import AGENT, ask_events, search_result
-from gear_agent.serve.web_documents import Documents
+from gear_agent.retrieval.registry import RETRIEVERS, check_name, make_retriever
+from gear_agent.serve import _web_explore as web_explore
+from gear_agent.serve._web_ask import AGENT, ask_events, search_result
+from gear_agent.serve._web_documents import Documents
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ class WebPage:
         llm: Returns the chat client (for extraction), or raises ``LLMConfigError``.
     """
 
-    def __init__(self, agent: Any, runtime: Runtime, llm: Callable[[], Any]) -> None:
+    def __init__(self, agent: Any, runtime: OpenIndex, llm: Callable[[], Any]) -> None:
         self.agent = agent
         self.runtime = runtime
         self.documents = Documents(runtime, llm)

@@ -8,11 +8,11 @@ our vectors matched faiss and hnswlib.
 A collection's ANN is a short list of *parts*, each an HNSW index over a contiguous range
 of vector rows, saved as ``{collection}-{start}-{stop}.usearch`` through
 :mod:`gear_agent.store.derived_files` and listed with its checksum in the store's meta
-table. Rows after the last part (the *tail*, at most :data:`TAIL_MAX` after maintenance)
+table. Rows after the last part (the *tail*, at most :attr:`AnnPolicy.tail_max` after maintenance)
 are searched exactly. Every candidate is re-scored with the exact float32 vector, so
 quantisation only affects which rows are candidates, never the scores. A part that is
 missing or fails its checksum is left out with a warning (its rows are then searched
-exactly) and rebuilt at the next maintenance. Below :data:`ANN_MIN_ROWS` rows exact
+exactly) and rebuilt at the next maintenance. Below :attr:`AnnPolicy.min_rows` rows exact
 search is fast enough and no ANN is built.
 """
 
@@ -30,10 +30,22 @@ from gear_agent.store.derived_files import verify, write_atomically
 
 logger = logging.getLogger(__name__)
 
-ANN_MIN_ROWS = 50_000
-"""Collections smaller than this are searched exactly (a few ms at 384 dimensions, one thread)."""
-TAIL_MAX = 4_096
-"""Rows past the ANN parts that maintenance leaves to exact search."""
+@dataclass(frozen=True)
+class AnnPolicy:
+    """When a collection gets ANN parts (the one place of these defaults; a store takes
+    its policy as ``EmbeddedStore.open(..., ann=AnnPolicy(...))``).
+
+    Attributes:
+        min_rows: Collections smaller than this are searched exactly and get no parts
+            (a few ms at 384 dimensions, one thread).
+        tail_max: Rows past the ANN parts that maintenance leaves to exact search.
+    """
+
+    min_rows: int = 50_000
+    tail_max: int = 4_096
+
+
+DEFAULT_POLICY = AnnPolicy()
 
 
 @dataclass(frozen=True)
@@ -200,17 +212,19 @@ class AnnIndex:
         return np.concatenate(found) if found else np.empty(0, dtype=np.int64)
 
 
-def plan_parts(parts: list[PartInfo], rows: int) -> tuple[list[PartInfo], int] | None:
+def plan_parts(
+    parts: list[PartInfo], rows: int, policy: AnnPolicy = DEFAULT_POLICY
+) -> tuple[list[PartInfo], int] | None:
     """What maintenance should build: (parts kept, first row of the new part), or None.
 
     A new part covers the rows after the kept parts up to ``rows``; trailing parts are
     folded into it while the new part would be at least half the size of the one before
     (so there are O(log n) parts and each row is rebuilt O(log n) times).
     """
-    if rows < ANN_MIN_ROWS:
+    if rows < policy.min_rows:
         return None
     covered = parts[-1].stop if parts else 0
-    if rows - covered <= TAIL_MAX and covered > 0:
+    if rows - covered <= policy.tail_max and covered > 0:
         return None
     kept = list(parts)
     start = covered

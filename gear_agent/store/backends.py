@@ -106,9 +106,8 @@ def _embedded_size(settings: GearSettings) -> int:
 
 def _es_check(settings: GearSettings) -> CheckReport:
     from gear_agent.store.es_check import check_elasticsearch
-    from gear_agent.store.es_client import ElasticsearchSettings
 
-    return check_elasticsearch(ElasticsearchSettings.from_gear(settings))
+    return check_elasticsearch(settings)
 
 
 def _es_repair(settings: GearSettings, report: CheckReport, embedder: Embedder, progress: Any) -> list[str]:
@@ -119,9 +118,8 @@ def _es_repair(settings: GearSettings, report: CheckReport, embedder: Embedder, 
 
 def _open_elasticsearch(settings: GearSettings, embedder: Embedder, create: bool) -> Store:
     from gear_agent.store.elasticsearch import ElasticsearchStore
-    from gear_agent.store.es_client import ElasticsearchSettings
 
-    return ElasticsearchStore(ElasticsearchSettings.from_gear(settings), embedder, create=create)
+    return ElasticsearchStore(settings, embedder, create=create)
 
 
 BACKENDS: dict[str, Backend] = {

@@ -90,8 +90,10 @@ class RecordCollection:
     text_columns: ClassVar[str]
 
     def __init__(self, db: Database, root: Path, dimension: int,
-                 tokenizer_of: Callable[[str], Callable[[str], list[str]]]) -> None:
+                 tokenizer_of: Callable[[str], Callable[[str], list[str]]],
+                 ann_policy: ann_mod.AnnPolicy = ann_mod.DEFAULT_POLICY) -> None:
         self.db, self.root, self.dimension = db, Path(root), dimension
+        self.ann_policy = ann_policy
         self.vectors = CheckedVectors(db, root, self.name, dimension)
         self._tokenizer_of = tokenizer_of
         self._postings: dict[str, Postings] = {}
@@ -193,7 +195,7 @@ class RecordCollection:
         if n == 0 or k <= 0:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
         index = view.ann
-        use_ann = index.covered > 0 and live >= ann_mod.ANN_MIN_ROWS and k * ann_mod.OVERSAMPLE * 2 < live
+        use_ann = index.covered > 0 and live >= self.ann_policy.min_rows and k * ann_mod.OVERSAMPLE * 2 < live
         if subset is not None and (len(subset) <= EXACT_SUBSET_MAX or not use_ann):
             return self.exact(view, subset, query, k)
         if not use_ann:
@@ -264,7 +266,7 @@ class RecordCollection:
 
     def update_ann(self, view: View) -> list[str]:
         """Build the ANN part the plan asks for (records the new list); the files written."""
-        plan = ann_mod.plan_parts(view.ann.parts, view.rows)
+        plan = ann_mod.plan_parts(view.ann.parts, view.rows, self.ann_policy)
         if plan is None:
             return []
         kept, start = plan

@@ -10,7 +10,7 @@ Supported: the 8.x ``elasticsearch`` client against an 8.x server (8.4 or newer)
 Install with ``pip install 'gear-agent[elasticsearch]'``. See docs/elasticsearch.md.
 
 Example:
-    >>> settings = ElasticsearchSettings(url="http://localhost:9200")
+    >>> settings = ElasticsearchSettings(es_url="http://localhost:9200")
     >>> store = ElasticsearchStore(settings, embedder)  # doctest: +SKIP
     >>> store.bm25_search("passage", "capital of France", k=5)  # doctest: +SKIP
     [Hit(id='p-...', score=7.1)]
@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from gear_agent.config import GearSettings
 from gear_agent.embedding.base import Embedder
 from gear_agent.filters import Where, parse_where
 from gear_agent.store import es_bm25
@@ -112,9 +111,8 @@ class ElasticsearchStore(Store):
 
     Args:
         settings: URL, credentials, certificate checking and index prefix
-            (:class:`ElasticsearchSettings`; ``ElasticsearchSettings.from_gear(settings)``
-            makes one from the project's settings, and a ``GearSettings`` given here is
-            converted the same way).
+            (:class:`~gear_agent.config.ElasticsearchSettings`, the ``GEAR_ES_*`` section;
+            a ``GearSettings`` is one).
         embedder: Embeds passages (``Passage.content``) and triples
             (``Triple.text``); its ``name`` and ``dimension`` are recorded in
             each index's mapping ``_meta``.
@@ -125,6 +123,12 @@ class ElasticsearchStore(Store):
         max_retries: Re-sends of items rejected with 429/503.
         initial_backoff_s: First wait before a re-send; doubles each time.
         sleep: The wait function (inject a no-op in tests).
+        page_size: Hits per page when walking an index (``search_after``).
+        tokenizer: The BM25 tokenizer the indices are made with (``standard``: the standard
+            analyzer; ``word``: an analyzer that tokenises as the embedded ``word`` tokenizer),
+            recorded in them, and an index made with another is refused. By default the
+            settings' ``bm25_tokenizer`` where they carry one (a ``GearSettings``), else
+            ``standard``.
 
     Raises:
         StoreError: missing package, unreachable cluster, refused credentials,
@@ -136,7 +140,7 @@ class ElasticsearchStore(Store):
 
     def __init__(
         self,
-        settings: ElasticsearchSettings | GearSettings,
+        settings: ElasticsearchSettings,
         embedder: Embedder,
         client: Elasticsearch | None = None,
         *,
@@ -145,16 +149,19 @@ class ElasticsearchStore(Store):
         max_retries: int = 5,
         initial_backoff_s: float = 0.5,
         sleep: Callable[[float], None] = time.sleep,
+        page_size: int = q.PAGE_SIZE,
+        tokenizer: str | None = None,
     ) -> None:
-        settings = ElasticsearchSettings.of(settings)
         self.settings = settings
+        self.tokenizer = tokenizer or getattr(settings, "bm25_tokenizer", "standard")
+        self.page_size = page_size
         self.embedder = embedder
         self.embedding_model = embedder.name
         self.dimension = int(embedder.dimension)
-        self.indices: IndexNames = index_names(settings.index_prefix)
+        self.indices: IndexNames = index_names(settings.es_index_prefix)
         self._owns_client = client is None
         self._client = client if client is not None else make_client(settings)
-        self._where = settings.url or "the given client"
+        self._where = settings.es_url or "the given client"
         self._last_ns = 0
         self._nodes: ElasticsearchNodeStore | None = None
         self._recent_triples: dict[str, dict[str, Any]] = {}
@@ -194,10 +201,10 @@ class ElasticsearchStore(Store):
                 "(GEAR_BACKEND=elasticsearch), or check GEAR_ES_INDEX_PREFIX"
             )
         mapping = self._create_or_read(name, None if exists else index_mappings(
-            collection, self.embedding_model, self.dimension, self.settings.tokenizer))
+            collection, self.embedding_model, self.dimension, self.tokenizer))
         if mapping is None:
             return
-        check_mapping(name, mapping, collection, self.embedding_model, self.dimension, self.settings.tokenizer)
+        check_mapping(name, mapping, collection, self.embedding_model, self.dimension, self.tokenizer)
         if ((mapping.get("_meta") or {}).get("gear_agent") or {}).get("schema_version") == 1:
             body = upgrade_mapping(collection, self.embedding_model, self.dimension)
             with translate_errors(f"adding the metadata fields to index {name!r}"):
@@ -207,7 +214,7 @@ class ElasticsearchStore(Store):
     def derived_dir(self) -> Path:
         """Where caches derived from this index live, outside the cluster:
         ``{cache_dir}/{cluster_uuid}-{index_prefix}`` (the PPR graph)."""
-        return Path(self.settings.cache_dir) / f"{self.cluster_uuid}-{self.settings.index_prefix}"
+        return Path(self.settings.es_cache_dir) / f"{self.cluster_uuid}-{self.settings.es_index_prefix}"
 
     def ensure_index(self, name: str, collection: str, mappings: dict[str, Any] | None) -> bool:
         """Whether index ``name`` exists, checked to be gear-agent's for ``collection`` and
@@ -236,7 +243,7 @@ class ElasticsearchStore(Store):
         if mappings is not None:
             try:
                 with translate_errors(f"creating index {name!r}"):
-                    es.indices.create(index=name, settings=index_settings(self.settings.tokenizer), mappings=mappings)
+                    es.indices.create(index=name, settings=index_settings(self.tokenizer), mappings=mappings)
                 return None
             except StoreError as err:
                 if "resource_already_exists_exception" not in str(err):
@@ -324,14 +331,15 @@ class ElasticsearchStore(Store):
         try:
             after: list[Any] | None = None
             while True:
-                request = q.page_request(query, sort, source=source, search_after=after, pit=pit)
+                request = q.page_request(query, sort, source=source, search_after=after, pit=pit,
+                                         size=self.page_size)
                 response = self._search(
                     f"reading {index!r}", None if pit is not None else index, request
                 )
                 pit = response.get("pit_id", pit)
                 hits = response["hits"]["hits"]
                 yield from hits
-                if len(hits) < q.PAGE_SIZE:
+                if len(hits) < self.page_size:
                     return
                 after = hits[-1]["sort"]
         finally:
@@ -619,7 +627,7 @@ class ElasticsearchStore(Store):
         if k <= 0:
             return []
         flt = self._filter(collection, parse_where(where))
-        exact = self.settings.exact_bm25
+        exact = self.settings.es_exact_bm25
         request = q.bm25_request(TEXT_FIELD[collection], query, es_bm25.candidates(k) if exact else k, filter=flt)
         if exact:
             request["seq_no_primary_term"] = True

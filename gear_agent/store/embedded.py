@@ -84,7 +84,7 @@ class EmbeddedStore(Store):
 
     def __init__(
         self, root: Path, embedder: Embedder, lock_timeout_s: float = 600.0,
-        tokenizer: str = "standard", verify: bool = True,
+        tokenizer: str = "standard", verify: bool = True, ann: ann_mod.AnnPolicy = ann_mod.DEFAULT_POLICY,
     ) -> None:
         self.root = Path(root)
         self.tokenizer = tokenizer
@@ -98,8 +98,8 @@ class EmbeddedStore(Store):
         except BaseException:
             self.db.close()
             raise
-        self.passages = PassageCollection(self.db, self.root, self.dimension, self._tokenizer_of)
-        self.triples = TripleCollection(self.db, self.root, self.dimension, self._tokenizer_of)
+        self.passages = PassageCollection(self.db, self.root, self.dimension, self._tokenizer_of, ann)
+        self.triples = TripleCollection(self.db, self.root, self.dimension, self._tokenizer_of, ann)
         self.nodes = EmbeddedNodeStore(self)
         self._collections: dict[str, RecordCollection] = {"passage": self.passages, "triple": self.triples}
         self.states = States(self.db, self._collections, verify)
@@ -108,13 +108,14 @@ class EmbeddedStore(Store):
     @classmethod
     def open(
         cls, path: Path, embedder: Embedder, *, create: bool = True, lock_timeout_s: float = 600.0,
-        tokenizer: str = "standard", verify: bool = True,
+        tokenizer: str = "standard", verify: bool = True, ann: ann_mod.AnnPolicy = ann_mod.DEFAULT_POLICY,
     ) -> EmbeddedStore:
         """Open the index at ``path`` (created empty when missing and ``create`` is true).
 
         Every vector chunk is verified before its rows are used (only repairs open with
         ``verify=False``). ``tokenizer`` names the BM25 tokenizer; postings are kept per
-        tokenizer, built once when first asked for.
+        tokenizer, built once when first asked for. ``ann`` says when a collection gets ANN
+        parts (:class:`~gear_agent.store.ann.AnnPolicy`; its defaults suit real corpora).
 
         Raises:
             ModelMismatchError: the index was built with another embedding model.
@@ -136,7 +137,7 @@ class EmbeddedStore(Store):
             path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create the index folder {path} ({exc.strerror})") from exc
-        store = cls(path, embedder, lock_timeout_s=lock_timeout_s, tokenizer=tokenizer, verify=verify)
+        store = cls(path, embedder, lock_timeout_s=lock_timeout_s, tokenizer=tokenizer, verify=verify, ann=ann)
         try:
             store._check_model()
             if verify:

@@ -36,18 +36,18 @@ def _body(response: Any) -> dict[str, Any]:
 
 
 def check_elasticsearch(settings: ElasticsearchSettings) -> CheckReport:
-    """Check the indices of ``settings.index_prefix`` at ``settings.url``.
+    """Check the indices of ``settings.es_index_prefix`` at ``settings.es_url``.
 
     Example:
-        >>> report = check_elasticsearch(ElasticsearchSettings.from_gear(settings))  # doctest: +SKIP
+        >>> report = check_elasticsearch(GearSettings(backend="elasticsearch", es_url=url))  # doctest: +SKIP
         >>> report.ok
     """
-    prefix = settings.index_prefix
-    report = CheckReport(f"{settings.url} (indices {prefix}-*)")  # type: ignore[arg-type]
+    prefix = settings.es_index_prefix
+    report = CheckReport(f"{settings.es_url} (indices {prefix}-*)")  # type: ignore[arg-type]
     client = make_client(settings)
     try:
         try:
-            version, uuid = check_server(client, settings.url or "?")
+            version, uuid = check_server(client, settings.es_url or "?")
         except StoreError as err:
             report.add("cluster", False, str(err))
             return report
@@ -100,7 +100,7 @@ def check_elasticsearch(settings: ElasticsearchSettings) -> CheckReport:
         if strangers:
             report.add("other indices", True, f"{', '.join(strangers)} under the prefix were not made "
                        "by gear-agent (an index auto-created by a write to a deleted one?)")
-        _check_graph_cache(Path(settings.cache_dir) / f"{uuid}-{prefix}", report)
+        _check_graph_cache(Path(settings.es_cache_dir) / f"{uuid}-{prefix}", report)
     finally:
         client.close()
     return report

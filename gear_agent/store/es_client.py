@@ -12,12 +12,10 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from gear_agent.config import GearSettings
+from gear_agent.config import ElasticsearchSettings
 from gear_agent.store.base import StoreError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -30,54 +28,6 @@ INSTALL_HINT = "pip install 'gear-agent[elasticsearch]'  (i.e. elasticsearch>=8.
 REQUEST_TIMEOUT_S = 60.0
 """Per-request timeout; the client's default of 10 s is short for a large bulk or delete."""
 COMPOSE_HINT = "docker compose -f docker-compose.elasticsearch.yml up -d"
-
-
-@dataclass(frozen=True)
-class ElasticsearchSettings:
-    """What the Elasticsearch backend reads, and nothing else.
-
-    Attributes:
-        url: Cluster URL (``GEAR_ES_URL``), e.g. ``http://localhost:9200``.
-        api_key: API key (``GEAR_ES_API_KEY``); wins over username and password.
-        username: Basic-auth user (``GEAR_ES_USERNAME``); needs ``password``.
-        password: Basic-auth password (``GEAR_ES_PASSWORD``).
-        verify_certs: Verify the server's TLS certificate (``GEAR_ES_VERIFY_CERTS``).
-        index_prefix: Indices are ``{prefix}-passages`` and ``{prefix}-triples``.
-        cache_dir: Local folder for derived caches (``GEAR_ES_CACHE_DIR``): the PPR graph of
-            an index lives in ``{cache_dir}/{cluster_uuid}-{index_prefix}``.
-        tokenizer: The BM25 tokenizer (``GEAR_BM25_TOKENIZER``): ``standard`` (the standard
-            analyzer) or ``word`` (an analyzer that tokenises as the embedded ``word``
-            tokenizer); recorded in the indices made, and an index made with another is refused.
-
-    Example:
-        >>> ElasticsearchSettings(url="http://localhost:9200").index_prefix
-        'gear'
-    """
-
-    url: str | None = None
-    api_key: str | None = None
-    username: str | None = None
-    password: str | None = None
-    verify_certs: bool = True
-    index_prefix: str = "gear"
-    cache_dir: Path = Path(".gear/es-cache")
-    tokenizer: str = "standard"
-    exact_bm25: bool = False
-
-    @classmethod
-    def from_gear(cls, settings: GearSettings) -> ElasticsearchSettings:
-        """The Elasticsearch part of the project's settings (``GEAR_ES_*``)."""
-        return cls(
-            url=settings.es_url, api_key=settings.es_api_key, username=settings.es_username,
-            password=settings.es_password, verify_certs=settings.es_verify_certs,
-            index_prefix=settings.es_index_prefix, cache_dir=settings.es_cache_dir,
-            tokenizer=settings.bm25_tokenizer, exact_bm25=settings.es_exact_bm25,
-        )
-
-    @classmethod
-    def of(cls, settings: ElasticsearchSettings | GearSettings) -> ElasticsearchSettings:
-        """``settings`` as an :class:`ElasticsearchSettings` (a ``GearSettings`` is converted)."""
-        return settings if isinstance(settings, ElasticsearchSettings) else cls.from_gear(settings)
 
 
 def import_elasticsearch() -> ModuleType:
@@ -103,32 +53,31 @@ def import_elasticsearch() -> ModuleType:
     return elasticsearch
 
 
-def make_client(settings: ElasticsearchSettings | GearSettings) -> Elasticsearch:
-    """A client for ``settings.url`` with the configured credentials.
+def make_client(settings: ElasticsearchSettings) -> Elasticsearch:
+    """A client for ``settings.es_url`` with the configured credentials.
 
     ``api_key`` wins over ``username``/``password``; a username without a password (or
     the reverse) is refused.
     """
-    settings = ElasticsearchSettings.of(settings)
     es = import_elasticsearch()
-    if not settings.url:
+    if not settings.es_url:
         raise StoreError(
             "GEAR_BACKEND=elasticsearch needs a cluster URL: set GEAR_ES_URL "
             f"(e.g. http://localhost:9200; start one with `{COMPOSE_HINT}`)"
         )
-    if (settings.username is None) != (settings.password is None):
+    if (settings.es_username is None) != (settings.es_password is None):
         raise StoreError("set both GEAR_ES_USERNAME and GEAR_ES_PASSWORD, or neither")
     kwargs: dict[str, Any] = {
-        "verify_certs": settings.verify_certs,
+        "verify_certs": settings.es_verify_certs,
         "request_timeout": REQUEST_TIMEOUT_S,
     }
-    if settings.api_key:
-        kwargs["api_key"] = settings.api_key
-    elif settings.username is not None and settings.password is not None:
-        kwargs["basic_auth"] = (settings.username, settings.password)
-    if not settings.verify_certs:
+    if settings.es_api_key:
+        kwargs["api_key"] = settings.es_api_key
+    elif settings.es_username is not None and settings.es_password is not None:
+        kwargs["basic_auth"] = (settings.es_username, settings.es_password)
+    if not settings.es_verify_certs:
         kwargs["ssl_show_warn"] = False
-    return es.Elasticsearch(settings.url, **kwargs)
+    return es.Elasticsearch(settings.es_url, **kwargs)
 
 
 def parse_version(number: str) -> tuple[int, int]:

@@ -65,7 +65,7 @@ class ElasticsearchNodeStore(NodeStore):
 
     def __init__(self, store: ElasticsearchStore) -> None:
         self.store = store
-        prefix = store.settings.index_prefix
+        prefix = store.settings.es_index_prefix
         self.index = f"{prefix}-nodes"
         self.meta_index = f"{prefix}-nodes-meta"
         self._ready: set[str] = set()

@@ -30,7 +30,7 @@ def test_a_schema_1_index_gains_the_metadata_fields_and_keeps_its_documents(embe
         "id": old_id, "title": "Old passage", "text": "written before metadata",
         "content": "Old passage\nwritten before metadata", "source": "old.txt", "extracted": False,
         "vector": vector}])
-    settings = ElasticsearchSettings(index_prefix="old")
+    settings = ElasticsearchSettings(es_index_prefix="old")
     store = ElasticsearchStore(settings, embedder, client=client, sleep=lambda _s: None)
     meta = client.indices.get_mapping(index="old-passages")["old-passages"]["mappings"]
     assert meta["_meta"]["gear_agent"]["schema_version"] == 2 and "meta" in meta["properties"]

@@ -85,7 +85,7 @@ def test_kill_ann_cache_writes(tmp_path, monkeypatch):
     """Kills while a child builds and saves ANN parts: searches still equal exact search,
     and the next maintenance finishes the parts and leaves no temporary file."""
     from support.crash_trials import (
-        CACHE_ROWS,
+        SMALL_ANN,
         cache_kill_trial,
         index_everything,
         single_thread_build,
@@ -95,11 +95,9 @@ def test_kill_ann_cache_writes(tmp_path, monkeypatch):
     from gear_agent.store import ann
     from gear_agent.store.embedded import EmbeddedStore
 
-    monkeypatch.setattr(ann, "ANN_MIN_ROWS", CACHE_ROWS)
-    monkeypatch.setattr(ann, "TAIL_MAX", 8)
     monkeypatch.setattr(ann, "threads", single_thread_build)  # deterministic HNSW (see there)
     index_everything(str(tmp_path / "calibration"))
-    store = EmbeddedStore.open(tmp_path / "calibration", BagOfWordsEmbedder())
+    store = EmbeddedStore.open(tmp_path / "calibration", BagOfWordsEmbedder(), ann=SMALL_ANN)
     duration = _timed(lambda _p: store.maintain(), tmp_path / "calibration")
     trials = spread_trials(tmp_path, 4, cache_kill_trial, duration)
     for trial in trials:

@@ -77,10 +77,9 @@ def test_gear_check_reports_an_elasticsearch_index(cluster: es_cluster.EsCluster
         monkeypatch.setenv(key, value)
     from gear_agent.config import GearSettings
     from gear_agent.store.es_check import check_elasticsearch
-    from gear_agent.store.es_client import ElasticsearchSettings
 
     def report() -> dict[str, tuple[bool, str]]:
-        checked = check_elasticsearch(ElasticsearchSettings.from_gear(GearSettings()))
+        checked = check_elasticsearch(GearSettings())
         return {item.name: (item.ok, item.detail) for item in checked.items}
 
     runner = CliRunner()

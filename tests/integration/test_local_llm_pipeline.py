@@ -38,7 +38,7 @@ from gear_agent.agent.graph import build_agent
 from gear_agent.agent.syncge import SyncGERetriever
 from gear_agent.config import GearSettings
 from gear_agent.llm.client import LLMClient
-from gear_agent.runtime import Runtime
+from gear_agent.open_index import OpenIndex
 from gear_agent.tracing.jsonl_tracer import FILE_NAME, JsonlTracer
 from gear_agent.tracing.reader import build_tree, read_runs, roots
 
@@ -110,7 +110,7 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
             yield {
                 "indexed": indexed,
                 "settings": settings,
-                "runtime": Runtime.open(settings) if indexed.returncode == 0 else None,
+                "runtime": OpenIndex.open(settings) if indexed.returncode == 0 else None,
                 "folder": folder,
             }
 

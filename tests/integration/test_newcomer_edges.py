@@ -59,7 +59,7 @@ def _no_model(monkeypatch: pytest.MonkeyPatch) -> None:
     def loaded(*_a, **_k):
         raise AssertionError("a model was loaded before the cheap checks answered")
 
-    monkeypatch.setattr("gear_agent.runtime.Runtime.open", loaded)
+    monkeypatch.setattr("gear_agent.open_index.OpenIndex.open", loaded)
     monkeypatch.setattr("gear_agent.embedding.make_embedder", loaded)
 
 

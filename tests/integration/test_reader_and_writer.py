@@ -19,9 +19,9 @@ from support.fakes import make_passage, make_triple
 
 from gear_agent.config import GearSettings
 from gear_agent.embedding.hashing import HashingEmbedder
+from gear_agent.open_index import OpenIndex
+from gear_agent.retrieval.registry import make_retriever
 from gear_agent.retrieval.search import QueryEncoder
-from gear_agent.retrievers import make_retriever
-from gear_agent.runtime import Runtime
 from gear_agent.store.embedded import EmbeddedStore
 from gear_agent.types import Passage, Triple
 
@@ -82,7 +82,7 @@ def test_a_commit_during_a_query_is_served_whole_by_the_next_query(index: Path, 
     embedder = WriterOnEncode(index)
     settings = GearSettings(index_dir=index, embedding_model="hashing-64")
     store = EmbeddedStore.open(index, embedder)
-    runtime = Runtime(settings, embedder, store, QueryEncoder(embedder, cache_size=0))
+    runtime = OpenIndex(settings, embedder, store, QueryEncoder(embedder, cache_size=0))
     retriever = make_retriever(name, runtime)
     retriever.retrieve("Which camp lies near Osprey Ridge?", 3)  # warm: the graph is built
     during = {p.id for p in retriever.retrieve(QUESTION, 3)}

@@ -16,9 +16,9 @@ from support.fakes import StreamingChatModel  # noqa: E402
 from support.tiny_corpus import make_runtime, make_settings, pid  # noqa: E402
 
 from gear_agent.agent.graph import build_agent  # noqa: E402
+from gear_agent.serve._graph_svg import chain_svg  # noqa: E402
+from gear_agent.serve._web_ask import quote_spans  # noqa: E402
 from gear_agent.serve.app import ANSWER_TOKEN, create_app, gear_runnable  # noqa: E402
-from gear_agent.serve.graph_svg import chain_svg  # noqa: E402
-from gear_agent.serve.web_ask import quote_spans  # noqa: E402
 
 QUOTE = "Folsom is a city in Sacramento County"
 

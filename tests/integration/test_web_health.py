@@ -17,8 +17,8 @@ from support.tiny_corpus import CORPUS, make_settings  # noqa: E402
 from gear_agent.agent.graph import build_agent  # noqa: E402
 from gear_agent.embedding.hashing import HashingEmbedder  # noqa: E402
 from gear_agent.ids import passage_id, triple_id  # noqa: E402
+from gear_agent.open_index import OpenIndex  # noqa: E402
 from gear_agent.retrieval.search import QueryEncoder  # noqa: E402
-from gear_agent.runtime import Runtime  # noqa: E402
 from gear_agent.serve.app import create_app  # noqa: E402
 from gear_agent.store import open_store  # noqa: E402
 from gear_agent.types import Passage, Triple  # noqa: E402
@@ -31,7 +31,7 @@ def health_of(settings) -> dict:  # noqa: ANN001
     store.add_passages(passages)
     store.add_triples([Triple(triple_id(p.id, *spo), *spo, p.id) for p in passages for spo in CORPUS[p.title][1]])
     store.mark_extracted([p.id for p in passages])
-    runtime = Runtime(settings, embedder, store, QueryEncoder(embedder))
+    runtime = OpenIndex(settings, embedder, store, QueryEncoder(embedder))
     agent = build_agent(settings, runtime=runtime, chat_model=StreamingChatModel(respond=lambda prompt: "{}"))
     try:
         return TestClient(create_app(agent, settings, runtime=runtime)).get("/ui/api/health").json()

@@ -39,7 +39,7 @@ from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMCallError
 from gear_agent.llm.factory import make_chat_model
 from gear_agent.llm.retry import RetryPolicy
-from gear_agent.runtime import Runtime
+from gear_agent.open_index import OpenIndex
 from support.fault_server import (
     Behaviour,
     RecordedRequest,
@@ -247,7 +247,7 @@ def _checkpoint_ok(values: dict[str, Any]) -> bool:
 
 
 def run_fault_case(
-    runtime: Runtime,
+    runtime: OpenIndex,
     fault: str,
     node: str,
     *,

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from gear_agent.ids import passage_id, triple_id  # noqa: E402
+from gear_agent.store.ann import AnnPolicy  # noqa: E402
 from gear_agent.store.embedded import EmbeddedStore, read_manifest  # noqa: E402
 from gear_agent.types import Passage, Triple  # noqa: E402
 from support.fakes import CountingEmbedder as BagOfWordsEmbedder  # noqa: E402
@@ -374,17 +375,19 @@ def single_thread_build() -> int:
     return 1
 
 
-def _small_ann() -> None:
+SMALL_ANN = AnnPolicy(min_rows=CACHE_ROWS, tail_max=8)
+"""ANN parts from ``CACHE_ROWS`` rows on, so the small corpus gets some."""
+
+
+def _single_thread_ann() -> None:
     from gear_agent.store import ann
 
-    ann.ANN_MIN_ROWS = CACHE_ROWS
-    ann.TAIL_MAX = 8
     ann.threads = single_thread_build
 
 
 def _maintain_with_marker(path: str) -> None:
-    _small_ann()
-    store = EmbeddedStore.open(Path(path), BagOfWordsEmbedder())
+    _single_thread_ann()
+    store = EmbeddedStore.open(Path(path), BagOfWordsEmbedder(), ann=SMALL_ANN)
     (Path(path) / "maintaining").touch()
     store.maintain()
 
@@ -414,7 +417,7 @@ def cache_kill_trial(path: Path, delay_s: float) -> KillTrial:
     if writer.is_alive():
         os.kill(writer.pid, signal.SIGKILL)
     writer.join(30)
-    reopened = EmbeddedStore.open(path, BagOfWordsEmbedder())  # the caller set the small ANN thresholds
+    reopened = EmbeddedStore.open(path, BagOfWordsEmbedder(), ann=SMALL_ANN)
     covered = reopened.view("passage").ann.covered + reopened.view("triple").ann.covered
     after_kill = problems(reopened) + cache_problems(reopened)
     reopened.maintain()

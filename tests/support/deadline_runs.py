@@ -24,7 +24,7 @@ from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMCallError
 from gear_agent.llm.factory import make_chat_model
 from gear_agent.llm.retry import RetryPolicy
-from gear_agent.runtime import Runtime
+from gear_agent.open_index import OpenIndex
 from support.agent_faults import QUESTION, capable_reply, node_of
 from support.fault_server import (
     Behaviour,
@@ -87,7 +87,7 @@ class DeadlineOutcome:
 
 
 def run_deadline_case(
-    runtime: Runtime,
+    runtime: OpenIndex,
     fault: str,
     deadline_s: float,
     *,

@@ -10,8 +10,8 @@ from gear_agent.config import GearSettings
 from gear_agent.embedding.base import Embedder
 from gear_agent.embedding.hashing import HashingEmbedder
 from gear_agent.ids import passage_id, triple_id
+from gear_agent.open_index import OpenIndex
 from gear_agent.retrieval.search import QueryEncoder
-from gear_agent.runtime import Runtime
 from gear_agent.store.embedded import EmbeddedStore
 from gear_agent.types import Passage, Triple
 
@@ -109,8 +109,8 @@ def make_settings(**overrides: Any) -> GearSettings:
     return GearSettings(**values)
 
 
-def make_runtime(path: Path, settings: GearSettings | None = None) -> Runtime:
+def make_runtime(path: Path, settings: GearSettings | None = None) -> OpenIndex:
     """A runtime over the tiny corpus (built at ``path``)."""
     embedder = HashingEmbedder(128)
     store = build_store(path, embedder)
-    return Runtime(settings or make_settings(), embedder, store, QueryEncoder(embedder))
+    return OpenIndex(settings or make_settings(), embedder, store, QueryEncoder(embedder))

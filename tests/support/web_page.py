@@ -24,7 +24,7 @@ import uvicorn
 
 from gear_agent.agent.graph import build_agent
 from gear_agent.config import GearSettings
-from gear_agent.runtime import Runtime
+from gear_agent.open_index import OpenIndex
 from gear_agent.serve.app import create_app
 from support.demo_chat import demo_reply
 from support.fakes import StreamingChatModel
@@ -64,7 +64,7 @@ def serving(index_dir: Path, embedding_model: str, token_delay_s: float = 0.03,
     The chat model is ``model``, or the demo replies streamed ``token_delay_s`` apart."""
     settings = GearSettings(index_dir=index_dir, embedding_model=embedding_model,
                             max_iterations=2, llm_max_retries=0, top_k=5)
-    runtime = Runtime.open(settings)
+    runtime = OpenIndex.open(settings)
     if model is None:
         model = StreamingChatModel(respond=demo_reply, token_delay_s=token_delay_s, usage=(300, 12))
     agent = build_agent(settings, runtime=runtime, chat_model=model)

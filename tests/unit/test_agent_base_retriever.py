@@ -9,16 +9,17 @@ import pytest
 from support.fakes import client, scripted
 from support.tiny_corpus import QUESTION, build_store, make_settings, pid
 
-from gear_agent.agent import nodes, steps
+from gear_agent.agent import _steps as steps
+from gear_agent.agent import nodes
 from gear_agent.agent.graph import build_graph
 from gear_agent.agent.syncge import SyncGERetriever
 from gear_agent.embedding.hashing import HashingEmbedder
 from gear_agent.errors import UnknownNameError
 from gear_agent.filters import parse_where
-from gear_agent.llm_free_retrievers import LLM_FREE, make_llm_free
+from gear_agent.open_index import OpenIndex
+from gear_agent.retrieval.llm_free import LLM_FREE, make_llm_free
+from gear_agent.retrieval.registry import RETRIEVERS
 from gear_agent.retrieval.search import QueryEncoder
-from gear_agent.retrievers import RETRIEVERS
-from gear_agent.runtime import Runtime
 
 READ = json.dumps({"triples": [["Rainbow Bridge", "located in", "Folsom"]]})
 YES = json.dumps({"answerable": True, "answer": "Sacramento County", "reason": None})
@@ -29,9 +30,9 @@ def store(tmp_path_factory):
     return build_store(tmp_path_factory.mktemp("base") / "index", HashingEmbedder(128))
 
 
-def _runtime(store, **settings) -> Runtime:
+def _runtime(store, **settings) -> OpenIndex:
     embedder = HashingEmbedder(128)
-    return Runtime(make_settings(**settings), embedder, store, QueryEncoder(embedder))
+    return OpenIndex(make_settings(**settings), embedder, store, QueryEncoder(embedder))
 
 
 def test_the_llm_free_rows_are_the_tables_rows_without_an_llm() -> None:

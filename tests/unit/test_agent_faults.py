@@ -39,7 +39,7 @@ from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMCallError
 from gear_agent.llm.factory import make_chat_model
 from gear_agent.llm.retry import RetryPolicy
-from gear_agent.runtime import Runtime
+from gear_agent.open_index import OpenIndex
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -49,7 +49,7 @@ HEALTHY_CALLS = {"read": 2, "reason": 2, "rewrite": 1, "answer": 1}
 
 
 @pytest.fixture(scope="module")
-def runtime(tmp_path_factory: pytest.TempPathFactory) -> Runtime:
+def runtime(tmp_path_factory: pytest.TempPathFactory) -> OpenIndex:
     folder = tmp_path_factory.mktemp("faults") / "index"
     return make_runtime(folder, make_settings(index_dir=folder, max_iterations=3))
 
@@ -60,7 +60,7 @@ def assert_nothing_broken(outcome: FaultOutcome) -> None:
     assert outcome.recovered, "the thread did not answer again once the endpoint healed"
 
 
-def test_without_faults_the_run_makes_the_expected_calls(runtime: Runtime) -> None:
+def test_without_faults_the_run_makes_the_expected_calls(runtime: OpenIndex) -> None:
     outcome = run_fault_case(runtime, "500", "read", always=False)
     assert outcome.calls["read"] == HEALTHY_CALLS["read"] + 1  # the one retry
     assert {n: c for n, c in outcome.calls.items() if n != "read"} == {
@@ -69,7 +69,7 @@ def test_without_faults_the_run_makes_the_expected_calls(runtime: Runtime) -> No
 
 
 @pytest.mark.parametrize("fault", RETRIED)
-def test_a_fault_once_is_retried_and_the_run_answers(runtime: Runtime, fault: str) -> None:
+def test_a_fault_once_is_retried_and_the_run_answers(runtime: OpenIndex, fault: str) -> None:
     outcome = run_fault_case(runtime, fault, "read", always=False)
 
     assert outcome.error is None
@@ -84,7 +84,7 @@ def test_a_fault_once_is_retried_and_the_run_answers(runtime: Runtime, fault: st
 
 
 @pytest.mark.parametrize("node", NODES)
-def test_a_fault_once_at_any_node_is_retried(runtime: Runtime, node: str) -> None:
+def test_a_fault_once_at_any_node_is_retried(runtime: OpenIndex, node: str) -> None:
     outcome = run_fault_case(runtime, "connection reset", node, always=False)
     assert outcome.error is None and outcome.state is not None
     assert outcome.state["answer"] == ANSWER and outcome.state["dropped"] == []
@@ -94,7 +94,7 @@ def test_a_fault_once_at_any_node_is_retried(runtime: Runtime, node: str) -> Non
 
 @pytest.mark.parametrize("fault", RETRIED)
 def test_a_persistent_fault_at_read_skips_the_read_and_records_it(
-    runtime: Runtime, fault: str
+    runtime: OpenIndex, fault: str
 ) -> None:
     outcome = run_fault_case(runtime, fault, "read", always=True)
 
@@ -111,7 +111,7 @@ def test_a_persistent_fault_at_read_skips_the_read_and_records_it(
 
 @pytest.mark.parametrize("fault", RETRIED)
 def test_a_persistent_fault_at_reason_fails_with_a_clear_error(
-    runtime: Runtime, fault: str
+    runtime: OpenIndex, fault: str
 ) -> None:
     outcome = run_fault_case(runtime, fault, "reason", always=True)
 
@@ -127,7 +127,7 @@ def test_a_persistent_fault_at_reason_fails_with_a_clear_error(
 @pytest.mark.parametrize("node", ["rewrite", "answer"])
 @pytest.mark.parametrize("fault", ["timeout", "503", "empty choices"])
 def test_a_persistent_fault_at_rewrite_or_answer_degrades(
-    runtime: Runtime, fault: str, node: str
+    runtime: OpenIndex, fault: str, node: str
 ) -> None:
     outcome = run_fault_case(runtime, fault, node, always=True)
 
@@ -142,7 +142,7 @@ def test_a_persistent_fault_at_rewrite_or_answer_degrades(
     assert_nothing_broken(outcome)
 
 
-def test_a_bad_request_is_not_retried(runtime: Runtime) -> None:
+def test_a_bad_request_is_not_retried(runtime: OpenIndex) -> None:
     read = run_fault_case(runtime, "400 bad request", "read", always=True)
     assert read.calls["read"] == 3  # one per iteration, never repeated
     assert read.skipped == ["read"] * 3
@@ -155,14 +155,14 @@ def test_a_bad_request_is_not_retried(runtime: Runtime) -> None:
     assert_nothing_broken(reason)
 
 
-def test_retry_after_is_honoured(runtime: Runtime) -> None:
+def test_retry_after_is_honoured(runtime: OpenIndex) -> None:
     outcome = run_fault_case(runtime, "429 + Retry-After", "reason", always=False)
     assert outcome.state is not None and outcome.state["answer"] == ANSWER
     assert outcome.seconds >= RETRY_AFTER_S
 
 
 @pytest.mark.parametrize("fault", ["timeout", "connection reset", "truncated body", "500"])
-def test_async_runs_behave_the_same(runtime: Runtime, fault: str) -> None:
+def test_async_runs_behave_the_same(runtime: OpenIndex, fault: str) -> None:
     once = run_fault_case(runtime, fault, "read", always=False, use_async=True)
     assert once.state is not None and once.state["answer"] == ANSWER
     assert once.state["dropped"] == []
@@ -174,7 +174,7 @@ def test_async_runs_behave_the_same(runtime: Runtime, fault: str) -> None:
     assert_nothing_broken(always)
 
 
-def test_an_unreachable_endpoint_fails_naming_it(runtime: Runtime, unused_port: int) -> None:
+def test_an_unreachable_endpoint_fails_naming_it(runtime: OpenIndex, unused_port: int) -> None:
     settings = runtime.settings.model_copy(update={"llm_timeout_s": 2.0})
     url = f"http://127.0.0.1:{unused_port}/v1"
     model = make_chat_model(settings, {"OPENAI_BASE_URL": url})

@@ -59,7 +59,7 @@ def test_graph_module_imports_fast_loading_nothing_heavy() -> None:
         "import importlib.util, sys, time; t = time.perf_counter();"
         f"spec = importlib.util.spec_from_file_location('g', {str(ROOT / 'graphs/gear_graph.py')!r});"
         "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m);"
-        "heavy = [n for n in ('torch', 'sentence_transformers', 'langgraph', 'gear_agent.runtime')"
+        "heavy = [n for n in ('torch', 'sentence_transformers', 'langgraph', 'gear_agent.open_index')"
         " if n in sys.modules]; print(heavy)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)

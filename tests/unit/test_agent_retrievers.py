@@ -73,7 +73,7 @@ def test_gear_retriever_arun_gives_answer_tokens_iterations(runtime) -> None:
 def test_the_table_builds_the_llm_retrievers(runtime, monkeypatch) -> None:
     pytest.importorskip("langchain_openai")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
-    from gear_agent.retrievers import RETRIEVERS, make_retriever
+    from gear_agent.retrieval.registry import RETRIEVERS, make_retriever
 
     assert {"syncge", "syncge-ppr", "syncge-fused", "gear", "gear-ppr", "gear-fused"} <= set(RETRIEVERS)
     for name, expansion in (("syncge", "beam"), ("syncge-ppr", "ppr"), ("syncge-fused", "both")):
@@ -89,7 +89,7 @@ def test_the_table_builds_the_llm_retrievers(runtime, monkeypatch) -> None:
 def test_a_name_means_the_same_whatever_the_expansion_setting(runtime, monkeypatch) -> None:
     pytest.importorskip("langchain_openai")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
-    from gear_agent.retrievers import make_retriever
+    from gear_agent.retrieval.registry import make_retriever
 
     for expansion in ("ppr", "both", "beam"):
         settings = runtime.settings.model_copy(update={"expansion": expansion})

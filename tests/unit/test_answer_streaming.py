@@ -16,9 +16,9 @@ from gear_agent import Gear
 from gear_agent.agent.graph import build_agent
 from gear_agent.agent.streaming import arun_events, run_events
 from gear_agent.embedding.hashing import HashingEmbedder
+from gear_agent.open_index import OpenIndex
 from gear_agent.parsing.answer_stream import AnswerTextStream
 from gear_agent.retrieval.search import QueryEncoder
-from gear_agent.runtime import Runtime
 
 CITED = f'{{"answer": "{ANSWER}", "citations": [{{"passage": 1}}]}}'
 
@@ -49,13 +49,13 @@ def test_a_reply_without_an_answer_streams_nothing() -> None:
 
 
 @pytest.fixture
-def runtime(tmp_path: Path) -> Runtime:
+def runtime(tmp_path: Path) -> OpenIndex:
     embedder = HashingEmbedder(128)
     store = build_store(tmp_path / "index", embedder)
-    return Runtime(make_settings(llm_max_retries=0), embedder, store, QueryEncoder(embedder))
+    return OpenIndex(make_settings(llm_max_retries=0), embedder, store, QueryEncoder(embedder))
 
 
-def test_run_events_give_node_updates_then_the_answer_word_by_word(runtime: Runtime) -> None:
+def test_run_events_give_node_updates_then_the_answer_word_by_word(runtime: OpenIndex) -> None:
     agent = build_agent(runtime=runtime, chat_model=StreamingChatModel(respond=reply))
     events = list(run_events(agent, {"question": QUESTION}))
     tokens = [e.data["text"] for e in events if e.kind == "token"]
@@ -72,7 +72,7 @@ async def _collect(agent):
     return [e async for e in arun_events(agent, {"question": QUESTION})]
 
 
-def test_a_model_that_does_not_stream_gives_no_tokens_and_the_same_answer(runtime: Runtime) -> None:
+def test_a_model_that_does_not_stream_gives_no_tokens_and_the_same_answer(runtime: OpenIndex) -> None:
     agent = build_agent(runtime=runtime, chat_model=ScriptedChatModel(respond=reply))
     events = list(run_events(agent, {"question": QUESTION}))
     assert not [e for e in events if e.kind == "token"]
@@ -97,7 +97,7 @@ def _small() -> dict:
     return {k: getattr(settings, k) for k in keys}
 
 
-def test_the_first_words_arrive_before_the_answer_is_finished(runtime: Runtime) -> None:
+def test_the_first_words_arrive_before_the_answer_is_finished(runtime: OpenIndex) -> None:
     """A model writing a word every 10 ms: each word is an event of its own, and all of
     them come before the answer node's update (the answer is shown as it is written)."""
     words = '{"answer": "' + " ".join(["word"] * 20) + '", "citations": []}'

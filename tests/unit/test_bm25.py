@@ -1,8 +1,9 @@
 import math
 
 import numpy as np
+from support.bm25_reference import BM25Index
 
-from gear_agent.store.bm25 import BM25Index, top_k
+from gear_agent.store.bm25 import top_k
 
 
 def lucene_score(query, doc, docs, k1=1.2, b=0.75):

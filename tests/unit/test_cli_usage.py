@@ -14,7 +14,7 @@ from gear_agent.cli.search_cmd import describe_score
 from gear_agent.config import GearSettings
 from gear_agent.embedding import embedder_name, make_embedder
 from gear_agent.embedding.hashing import HashingEmbedder
-from gear_agent.retrievers import RETRIEVERS
+from gear_agent.retrieval.registry import RETRIEVERS
 from gear_agent.types import Passage
 
 COMMANDS = [["index"], ["info"], ["delete"], ["search"], ["eval"], ["retrievers"], ["serve"],
@@ -32,7 +32,7 @@ def no_model(monkeypatch):
         raise AssertionError("a model was loaded before the checks")
 
     monkeypatch.setattr("gear_agent.embedding.make_embedder", refuse)
-    monkeypatch.setattr("gear_agent.runtime.Runtime.open", refuse)
+    monkeypatch.setattr("gear_agent.open_index.OpenIndex.open", refuse)
 
 
 @pytest.fixture
@@ -138,8 +138,8 @@ def test_describe_score() -> None:
 
 
 def test_the_table_knows_the_base_modes() -> None:
+    from gear_agent.retrieval.registry import BASE_MODES as TABLE_MODES
     from gear_agent.retrieval.search import BASE_MODES
-    from gear_agent.retrievers import BASE_MODES as TABLE_MODES
 
     assert TABLE_MODES == BASE_MODES
 

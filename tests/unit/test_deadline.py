@@ -226,7 +226,7 @@ def test_no_work_after_the_deadline_so_the_run_ends_at_it(tmp_path: Path, monkey
     """A hanging model is cut at the deadline; the nodes after it that are not needed for
     the answer (link, expand: encoders, graph walks, a first load of the int8 encoder) do
     nothing, so the run ends within its budget (a 10 s run took 13 s before)."""
-    from gear_agent.agent import steps
+    from gear_agent.agent import _steps as steps
     from gear_agent.agent.graph import build_graph
 
     calls: list[str] = []

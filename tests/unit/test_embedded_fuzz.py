@@ -22,21 +22,16 @@ from gear_agent.types import Passage, Triple
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
-    from gear_agent.store import ann
+    from gear_agent.store.ann import AnnPolicy
 
     root = tmp_path_factory.mktemp("fuzz") / "ix"
-    store = EmbeddedStore.open(root, CountingEmbedder())
+    store = EmbeddedStore.open(root, CountingEmbedder(), ann=AnnPolicy(min_rows=50))
     passages = [Passage(passage_id(f"T{i}", f"town {i} on river {i % 5}"), f"T{i}", f"town {i} on river {i % 5}",
                         f"src/{i % 3}", {"n": i}) for i in range(120)]
     store.add_passages(passages)
     store.add_triples([Triple(triple_id(p.id, p.title, "on", f"river {i % 5}"), p.title, "on", f"river {i % 5}", p.id)
                        for i, p in enumerate(passages)])
-    old = ann.ANN_MIN_ROWS
-    ann.ANN_MIN_ROWS = 50
-    try:
-        store.maintain()
-    finally:
-        ann.ANN_MIN_ROWS = old
+    store.maintain()
     store.close()
     return root
 

@@ -178,7 +178,8 @@ def test_the_lock_keeps_a_second_writer_out(tmp_path):
 
 
 def test_many_commits_keep_bm25_segments_few_and_scores_exact(tmp_path):
-    from gear_agent.store.bm25 import BM25Index
+    from support.bm25_reference import BM25Index
+
     from gear_agent.store.postings import MERGE_FACTOR
     from gear_agent.text.tokenizer import tokenize
 
@@ -302,13 +303,12 @@ def test_an_unreadable_previous_format_index_is_refused_and_kept(tmp_path):
     assert (root / "CURRENT").read_text(encoding="utf-8") == "gen-000007"
 
 
-def test_ann_parts_are_built_checksummed_and_rebuilt_when_bad(tmp_path, monkeypatch, caplog):
-    from gear_agent.store import ann
+def test_ann_parts_are_built_checksummed_and_rebuilt_when_bad(tmp_path, caplog):
+    from gear_agent.store.ann import AnnPolicy
 
-    monkeypatch.setattr(ann, "ANN_MIN_ROWS", 50)
-    monkeypatch.setattr(ann, "TAIL_MAX", 10)
+    small = AnnPolicy(min_rows=50, tail_max=10)
     embedder = CountingEmbedder()
-    store = EmbeddedStore.open(tmp_path / "ix", embedder)
+    store = EmbeddedStore.open(tmp_path / "ix", embedder, ann=small)
     docs = [passage(f"D{i}", f"document {i} about topic {i % 13} and theme {i % 7}") for i in range(300)]
     store.add_passages(docs)
     store.maintain()
@@ -327,7 +327,7 @@ def test_ann_parts_are_built_checksummed_and_rebuilt_when_bad(tmp_path, monkeypa
     assert names == ["passage-0-300.usearch", "passage-300-340.usearch"]  # a small second part
     damaged = tmp_path / "ix" / "passage-300-340.usearch"
     damaged.write_bytes(damaged.read_bytes()[:-100])
-    reopened = EmbeddedStore.open(tmp_path / "ix", embedder)
+    reopened = EmbeddedStore.open(tmp_path / "ix", embedder, ann=small)
     assert reopened.view("passage").ann.covered == 300 and reopened.view("passage").ann.problems
     assert reopened.vector_search("passage", query, 1)[0].id == store.exact_vector_search("passage", query, 1)[0].id
     reopened.maintain()

@@ -942,10 +942,9 @@ def test_triples_of_passage_is_a_term_query_sorted_by_extraction_order() -> None
     assert search.body["sort"] == [{"added_ns": "asc"}, {"position": "asc"}, {"id": "asc"}]
 
 
-def test_iteration_pages_a_point_in_time_with_search_after(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(q, "PAGE_SIZE", 2)
+def test_iteration_pages_a_point_in_time_with_search_after() -> None:
     cluster = Cluster()
-    store = _open(cluster)
+    store = _open(cluster, page_size=2)
 
     def hit(i: int) -> dict[str, Any]:
         src = {"id": f"p-{i}", "title": "", "text": f"t{i}", "source": ""}

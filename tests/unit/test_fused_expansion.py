@@ -9,10 +9,10 @@ from gear_agent.config import GearSettings
 from gear_agent.expansion.fused import FusedExpansionRetriever
 from gear_agent.indexing import IndexReport, add_passages, import_openie
 from gear_agent.ingest.corpus import read_corpus
+from gear_agent.open_index import OpenIndex
 from gear_agent.retrieval.fusion import rrf
+from gear_agent.retrieval.registry import make_retriever
 from gear_agent.retrieval.search import QueryEncoder
-from gear_agent.retrievers import make_retriever
-from gear_agent.runtime import Runtime
 from gear_agent.store.embedded import EmbeddedStore
 
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo"
@@ -25,7 +25,7 @@ def runtime(tmp_path):
     report = IndexReport()
     add_passages(store, read_corpus(DEMO / "corpus.json"), report)
     import_openie(store, DEMO / "openie.json", report)
-    return Runtime(GearSettings(index_dir=tmp_path / "ix"), embedder, store, QueryEncoder(embedder))
+    return OpenIndex(GearSettings(index_dir=tmp_path / "ix"), embedder, store, QueryEncoder(embedder))
 
 
 @pytest.mark.parametrize("question", [
@@ -46,7 +46,7 @@ def test_fused_list_is_the_rrf_of_its_parts(runtime, question):
 
 
 def test_agent_expansion_both_is_the_rrf_of_beam_and_ppr(runtime):
-    from gear_agent.agent import steps
+    from gear_agent.agent import _steps as steps
 
     start = [t.id for t in runtime.store.iter_triples()][:3]
     question = "Who founded the observatory where Marela Voss worked?"

@@ -22,7 +22,7 @@ from gear_agent.graph_export import (
     index_graph,
 )
 from gear_agent.retrieval.records import passage_records
-from gear_agent.retrievers import make_retriever
+from gear_agent.retrieval.registry import make_retriever
 from gear_agent.types import Passage, Triple
 
 nx = pytest.importorskip("networkx", reason="networkx reads the exported graphs back")

@@ -15,6 +15,7 @@ import pytest
 
 from gear_agent.config import PPRSettings
 from gear_agent.embedding.hashing import HashingEmbedder
+from gear_agent.expansion._query_entities import capitalised_spans, query_entity_vertices
 from gear_agent.expansion.ppr import (
     PPRRetriever,
     add_query_entities,
@@ -24,7 +25,6 @@ from gear_agent.expansion.ppr import (
 )
 from gear_agent.expansion.ppr_graph import PPRGraph
 from gear_agent.expansion.ppr_walk import title_pairs, walk_of
-from gear_agent.expansion.query_entities import capitalised_spans, query_entity_vertices
 from gear_agent.ids import passage_id, triple_id
 from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.store.embedded import EmbeddedStore

@@ -21,7 +21,8 @@ from test_ppr import (
 )
 
 from gear_agent.config import GearSettings
-from gear_agent.expansion import ppr_synonyms
+from gear_agent.expansion._ppr_push import push_personalized_pagerank
+from gear_agent.expansion._ppr_synonyms import PhraseANN, exact_pairs
 from gear_agent.expansion.hipporag import HippoRAGRetriever, hipporag_scores, query_node_mass
 from gear_agent.expansion.ppr import (
     PPRRetriever,
@@ -35,8 +36,6 @@ from gear_agent.expansion.ppr import (
 )
 from gear_agent.expansion.ppr_graph import PPRGraph, load_or_build
 from gear_agent.expansion.ppr_graph_files import delta_path, manifest_path
-from gear_agent.expansion.ppr_push import push_personalized_pagerank
-from gear_agent.expansion.ppr_synonyms import PhraseANN, exact_pairs
 from gear_agent.expansion.ppr_walk import walk_of
 from gear_agent.questions import RunOptionError
 from gear_agent.retrieval.search import QueryEncoder
@@ -61,7 +60,7 @@ def _adjacency(n: int, edges: list[tuple[int, int, float]]) -> tuple[sparse.csr_
 def test_push_converges_to_the_direct_solve(
     damping: float, sweep_share: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("gear_agent.expansion.ppr_push.SWEEP_SHARE", sweep_share)
+    monkeypatch.setattr("gear_agent.expansion._ppr_push.SWEEP_SHARE", sweep_share)
     n = 6  # vertex 5 has no edges: its mass restarts by the reset (igraph's convention)
     adjacency, strength = _adjacency(n, HAND_EDGES)
     seeds, mass = np.array([0, 2, 5]), np.array([0.6, 0.1, 0.3])
@@ -204,21 +203,17 @@ def test_ann_synonym_pairs_match_the_exact_search() -> None:
     np.testing.assert_allclose(cosine, np.einsum("ij,ij->i", vectors[a], vectors[b]), atol=1e-6)
 
 
-def test_graph_uses_the_phrase_ann_above_the_exact_limit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_graph_uses_the_phrase_ann_above_the_exact_limit(tmp_path: Path) -> None:
     passages, (first, second) = _batches()
     store = _store(tmp_path, TableEmbedder(SYNONYMS))
     store.add_passages(passages)
     store.add_triples(first)
     exact_first = PPRGraph.build(store, TableEmbedder(SYNONYMS))
-    monkeypatch.setattr("gear_agent.expansion.ppr_graph.EXACT_MAX", 0)
-    graph = PPRGraph.build(store, TableEmbedder(SYNONYMS))
+    graph = PPRGraph.build(store, TableEmbedder(SYNONYMS), exact_max=0)
     assert graph._ann is not None
     assert_same_edges(graph.edge_kinds(), exact_first.edge_kinds())
     store.add_triples(second)
     graph.update(store)
-    monkeypatch.setattr("gear_agent.expansion.ppr_graph.EXACT_MAX", ppr_synonyms.EXACT_MAX)
     exact = PPRGraph.build(store, TableEmbedder(SYNONYMS))
     assert [r[:3] for r in graph.edge_kinds()] == [r[:3] for r in exact.edge_kinds()]
     np.testing.assert_allclose([r[5] for r in graph.edge_kinds()],
@@ -334,25 +329,22 @@ def test_local_tail_is_a_uniform_mass_on_every_passage(tmp_path: Path) -> None:
     assert [graph.passage_vertex(p.id) for p in got] == ranked[:2]
 
 
-def test_the_phrase_ann_is_saved_and_restored_with_the_graph(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_phrase_ann_is_saved_and_restored_with_the_graph(tmp_path: Path) -> None:
     from gear_agent.expansion.ppr_graph_files import ann_path
 
-    monkeypatch.setattr("gear_agent.expansion.ppr_graph.EXACT_MAX", 0)
     passages, (first, second) = _batches()
     store = _store(tmp_path, TableEmbedder(SYNONYMS))
     store.add_passages(passages)
     store.add_triples(first)
     path = tmp_path / "ppr-graph.npz"
-    load_or_build(store, TableEmbedder(SYNONYMS), 0.8, path)
+    load_or_build(store, TableEmbedder(SYNONYMS), 0.8, path, exact_max=0)
     assert ann_path(path).is_file() and ann_path(path).suffix == ".hnsw"
-    loaded = PPRGraph.load(path, TableEmbedder(SYNONYMS))
+    loaded = PPRGraph.load(path, TableEmbedder(SYNONYMS), exact_max=0)
     assert loaded._ann is not None and len(loaded._ann) == loaded.n_phrases
     store.add_triples(second)
     loaded.update(store)
     assert [r[:3] for r in loaded.edge_kinds()] == [
-        r[:3] for r in PPRGraph.build(store, TableEmbedder(SYNONYMS)).edge_kinds()
+        r[:3] for r in PPRGraph.build(store, TableEmbedder(SYNONYMS), exact_max=0).edge_kinds()
     ]
 
 

@@ -10,9 +10,9 @@ import pytest
 from support.fakes import client, scripted
 from support.tiny_corpus import QUESTION, make_runtime
 
-from gear_agent.agent import steps
+from gear_agent.agent import _steps as steps
 from gear_agent.agent.gear_retriever import GearRetriever
-from gear_agent.retrievers import RETRIEVERS, make_retriever
+from gear_agent.retrieval.registry import RETRIEVERS, make_retriever
 from gear_agent.sirerag import SiReRAGRetriever, build_ablation
 
 READ = json.dumps({"triples": [["Rainbow Bridge", "located in", "Folsom"]]})

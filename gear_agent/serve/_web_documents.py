@@ -24,7 +24,7 @@ from gear_agent.errors import GearError
 from gear_agent.indexing import IndexReport, add_passages, delete_passages, extract_with_llm
 from gear_agent.ingest.corpus import read_corpus, read_text_file
 from gear_agent.llm.errors import LLMConfigError
-from gear_agent.runtime import Runtime
+from gear_agent.open_index import OpenIndex
 from gear_agent.types import Passage
 
 Progress = Callable[[str, int, int], None]
@@ -48,7 +48,7 @@ class Documents:
         llm: Returns the chat client for extraction, or raises ``LLMConfigError``.
     """
 
-    def __init__(self, runtime: Runtime, llm: Callable[[], Any]) -> None:
+    def __init__(self, runtime: OpenIndex, llm: Callable[[], Any]) -> None:
         self.runtime = runtime
         self._llm = llm
         self._lock = threading.Lock()

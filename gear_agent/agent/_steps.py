@@ -1,6 +1,6 @@
 """GEAR's operations over an index, shared by the agent's nodes and the SyncGE retriever.
 
-Each is a plain function of the opened index (:class:`~gear_agent.runtime.Runtime`: store,
+Each is a plain function of the opened index (:class:`~gear_agent.open_index.OpenIndex`: store,
 query encoder, shared parts), the settings section it reads, passed explicitly, and its
 inputs: base retrieval, building the reader prompt and reading its reply, tripleLink,
 expansion (beam search, PPR, or both), passageLink and the final fusion (Shen et al.,
@@ -10,7 +10,6 @@ sections 3.2-3.4).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from gear_agent.config import (
     EXPANSIONS,
@@ -22,28 +21,18 @@ from gear_agent.config import (
 )
 from gear_agent.expansion.beam import TripleBeamSearch, beams_to_passages
 from gear_agent.filters import Where
-from gear_agent.llm_free_retrievers import check_llm_free, make_llm_free
+from gear_agent.open_index import OpenIndex
 from gear_agent.parsing import parse_triples
 from gear_agent.prompts import load_prompt, render_passages, render_triples
 from gear_agent.questions import check_question
 from gear_agent.retrieval.base import RankedPassage, Retriever, fuse_passages
 from gear_agent.retrieval.filtering import keep_passing
+from gear_agent.retrieval.llm_free import check_llm_free, make_llm_free
 from gear_agent.retrieval.search import search
-from gear_agent.runtime import Runtime
 from gear_agent.text.grounding import Grounding
 
 
-def to_dicts(ranked: Sequence[RankedPassage]) -> list[dict[str, Any]]:
-    """Ranked passages as plain dicts for the graph state."""
-    return [{"id": p.id, "score": p.score, "chain": list(p.chain)} for p in ranked]
-
-
-def from_dicts(ranked: Sequence[dict[str, Any]]) -> list[RankedPassage]:
-    """The inverse of :func:`to_dicts`."""
-    return [RankedPassage(p["id"], float(p["score"]), tuple(p.get("chain") or ())) for p in ranked]
-
-
-def base_retriever(runtime: Runtime, settings: RetrievalSettings) -> Retriever:
+def base_retriever(runtime: OpenIndex, settings: RetrievalSettings) -> Retriever:
     """The base retriever ``settings.base_retriever`` names (``GEAR_BASE_RETRIEVER``: any
     LLM-free retriever of the table), built once per runtime.
 
@@ -56,7 +45,7 @@ def base_retriever(runtime: Runtime, settings: RetrievalSettings) -> Retriever:
 
 
 def reader_prompt(
-    runtime: Runtime, settings: PromptSettings, question: str, passage_ids: Sequence[str],
+    runtime: OpenIndex, settings: PromptSettings, question: str, passage_ids: Sequence[str],
     memory: Sequence[Sequence[str]],
 ) -> str:
     """The reader prompt over the passages; with the gist memory once there is one."""
@@ -77,7 +66,7 @@ def read_reply(text: str) -> tuple[list[list[str]], list[str]]:
 
 
 def ground_triples(
-    runtime: Runtime,
+    runtime: OpenIndex,
     passage_ids: Sequence[str],
     memory: Sequence[Sequence[str]],
     triples: Sequence[Sequence[str]],
@@ -99,7 +88,7 @@ def ground_triples(
 
 
 def link_triples(
-    runtime: Runtime, settings: RetrievalSettings, triples: Sequence[Sequence[str]],
+    runtime: OpenIndex, settings: RetrievalSettings, triples: Sequence[Sequence[str]],
     where: Where | None = None,
 ) -> list[str]:
     """tripleLink: each triple's nearest indexed triple (``link_search_mode`` search, top 1;
@@ -115,7 +104,7 @@ def link_triples(
 
 
 def beam_expand(
-    runtime: Runtime, settings: BeamSettings, query: str, start: Sequence[str]
+    runtime: OpenIndex, settings: BeamSettings, query: str, start: Sequence[str]
 ) -> list[RankedPassage]:
     """Diverse triple beam search from ``start`` triples (an LLM in the loop: ``auto`` is
     the ``shortlist`` scorer); their passages with chains."""
@@ -127,7 +116,7 @@ def beam_expand(
     return beams_to_passages(runtime.store, beam.run(runtime.encode(query), list(start)))
 
 
-def ppr_expand(runtime: Runtime, query: str, start: Sequence[str], k: int) -> list[RankedPassage]:
+def ppr_expand(runtime: OpenIndex, query: str, start: Sequence[str], k: int) -> list[RankedPassage]:
     """Personalized PageRank from the ``start`` triples (HippoRAG 2 seeding); passages with chains."""
     if not start:
         return []
@@ -135,7 +124,7 @@ def ppr_expand(runtime: Runtime, query: str, start: Sequence[str], k: int) -> li
 
 
 def expand(
-    runtime: Runtime,
+    runtime: OpenIndex,
     settings: AgentSettings,
     query: str,
     start: Sequence[str],
@@ -157,7 +146,7 @@ def expand(
 
 
 def passage_link(
-    runtime: Runtime, settings: AgentSettings, triple: Sequence[str], where: Where | None = None
+    runtime: OpenIndex, settings: AgentSettings, triple: Sequence[str], where: Where | None = None
 ) -> list[RankedPassage]:
     """passageLink of one memory triple: RRF of its top passages and its top triples' passages.
 
@@ -181,7 +170,7 @@ def passage_link(
 
 
 def final_ranking(
-    runtime: Runtime,
+    runtime: OpenIndex,
     settings: AgentSettings,
     memory: Sequence[Sequence[str]],
     retrieved: Sequence[Sequence[RankedPassage]],
@@ -202,12 +191,10 @@ __all__ = [
     "check_question",
     "expand",
     "final_ranking",
-    "from_dicts",
     "ground_triples",
     "link_triples",
     "passage_link",
     "ppr_expand",
     "read_reply",
     "reader_prompt",
-    "to_dicts",
 ]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gear_agent.errors import GearError
-from gear_agent.serve.graph_svg import Edge, Node, graph_svg
+from gear_agent.serve._graph_svg import Edge, Node, graph_svg
 from gear_agent.store.base import Store
 from gear_agent.types import Triple
 

@@ -10,7 +10,7 @@ yields page events, each a ``(name, data)`` pair sent as one server-sent event:
 * ``token``: ``{"text"}``, a piece of the answer as the model writes it;
 * ``result``: the answer, its citations (number, passage, quote) and the ranked passages,
   each with ``quote_spans`` (where its citations' quotes are in its text) and ``svg`` (its
-  triple chain drawn by :mod:`gear_agent.serve.graph_svg`).
+  triple chain drawn by :mod:`gear_agent.serve._graph_svg`).
 
 :func:`search_result` gives an LLM-free retriever's ranking in the same ``result`` shape.
 """
@@ -24,12 +24,12 @@ from typing import Any
 from gear_agent.agent.state import merge_memory
 from gear_agent.agent.streaming import arun_events
 from gear_agent.llm.usage import merge_usage
+from gear_agent.open_index import OpenIndex
 from gear_agent.retrieval.base import Retriever
 from gear_agent.retrieval.filtering import checked_where
 from gear_agent.retrieval.records import passage_records
-from gear_agent.retrievers import make_retriever
-from gear_agent.runtime import Runtime
-from gear_agent.serve.graph_svg import chain_svg
+from gear_agent.retrieval.registry import make_retriever
+from gear_agent.serve._graph_svg import chain_svg
 
 AGENT = "gear"
 """The Ask page's retriever choice that runs the agent (the others only rank passages)."""
@@ -146,7 +146,7 @@ async def ask_events(agent: Any, inputs: dict[str, Any]) -> AsyncIterator[tuple[
             yield "result", result_of(event.data)
 
 
-def search_result(runtime: Runtime, name: str, question: str, k: int, where: Any,
+def search_result(runtime: OpenIndex, name: str, question: str, k: int, where: Any,
                   retriever: Retriever | None = None) -> dict[str, Any]:
     """The top ``k`` of retriever ``name`` (``retriever``, when already built) for
     ``question`` as a ``result`` event (no answer)."""

@@ -1,0 +1,171 @@
+"""The rows of the retriever table that need no LLM, and how each is built.
+
+:data:`gear_agent.retrieval.registry.RETRIEVERS` is the one table of every retriever; its LLM-free
+rows live here, one layer below the agent, because the agent takes any of them as its base
+retriever (``GEAR_BASE_RETRIEVER``) and may not import the table above it. Nothing else
+registers names.
+
+Example:
+    >>> list(LLM_FREE)[:3]
+    ['bm25', 'dense', 'hybrid']
+    >>> LLM_FREE["ppr"].score
+    'ppr'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from gear_agent.errors import UnknownNameError
+from gear_agent.types import BASE_MODES
+
+if TYPE_CHECKING:  # the table itself imports nothing heavy: `gear --help` lists its names
+    from gear_agent.llm.client import LLMClient
+    from gear_agent.open_index import OpenIndex
+    from gear_agent.retrieval.base import Retriever
+
+ScoreKind = Literal["bm25", "cosine", "rrf", "ppr"]
+"""What a retriever's scores are: a BM25 score, a cosine similarity, a Reciprocal Rank
+Fusion score (sum of ``1 / (rrf_k + rank)`` over the fused lists) or a PPR probability."""
+
+Builder = Callable[["OpenIndex", "LLMClient | None"], "Retriever"]
+"""Builds a retriever over a runtime; LLM retrievers use the client given (or one from the
+runtime's settings when None)."""
+
+
+@dataclass(frozen=True)
+class RetrieverSpec:
+    """One row of the table.
+
+    Attributes:
+        name: The retriever's name.
+        description: One line for ``gear retrievers``.
+        needs_llm: It calls a chat model (checked before any work starts).
+        needs_triples: It walks extracted triples (a text-only index gives the base list).
+        build: How it is built.
+        score: The kind of score its ranked list carries (:data:`ScoreKind`).
+    """
+
+    name: str
+    description: str
+    needs_llm: bool
+    needs_triples: bool
+    build: Builder
+    score: ScoreKind = "rrf"
+
+
+def _base(mode: str) -> Builder:
+    def build(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
+        from gear_agent.retrieval.search import SearchRetriever
+
+        return SearchRetriever(runtime.store, runtime.encode, mode, runtime.settings.rrf_k)
+
+    return build
+
+
+def naive_ge(mode: str) -> Builder:
+    """The builder of ``{mode}+naive_ge``."""
+
+    def build(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
+        from gear_agent.expansion.beam import TripleBeamSearch
+        from gear_agent.expansion.naive_ge import NaiveGERetriever
+        from gear_agent.retrieval.search import SearchRetriever
+
+        s = runtime.settings
+        base = SearchRetriever(runtime.store, runtime.encode, mode, s.rrf_k)
+        beam = TripleBeamSearch(runtime.store, runtime.sequence_encoder(), s, llm_in_loop=False)
+        return NaiveGERetriever(base, beam, runtime.encode, s.base_k, s.rrf_k)
+
+    return build
+
+
+def _ppr(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
+    return runtime.ppr_retriever()
+
+
+def _hipporag(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
+    from gear_agent.expansion.hipporag import HippoRAGRetriever
+
+    return HippoRAGRetriever(runtime.ppr_retriever())
+
+
+def _fused(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
+    from gear_agent.expansion.fused import FusedExpansionRetriever
+
+    naive = naive_ge("hybrid")(runtime, llm)
+    return FusedExpansionRetriever(naive, runtime.ppr_retriever(), runtime.settings.rrf_k)  # type: ignore[arg-type]
+
+
+def _sirerag(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
+    from gear_agent.sirerag.retriever import SiReRAGRetriever
+
+    return SiReRAGRetriever(runtime.store, runtime.encode)
+
+
+_DESCRIBED = {
+    "bm25": "BM25 over passages (Lucene formula)",
+    "dense": "cosine similarity of passage embeddings",
+    "hybrid": "RRF of bm25 and dense",
+}
+_SCORED: dict[str, ScoreKind] = {"bm25": "bm25", "dense": "cosine", "hybrid": "rrf"}
+
+_SPECS: list[RetrieverSpec] = [
+    *(RetrieverSpec(m, _DESCRIBED[m], False, False, _base(m), _SCORED[m]) for m in BASE_MODES),
+    *(
+        RetrieverSpec(
+            f"{m}+naive_ge",
+            f"NaiveGE: {m}, then diverse triple beam search from its passages' triples (no LLM)",
+            False, True, naive_ge(m),
+        )
+        for m in BASE_MODES
+    ),
+    RetrieverSpec(
+        "ppr", "HippoRAG 2 Personalized PageRank seeded by the query's nearest triples and the "
+        "names it spells out, with title edges (no LLM)",
+        False, True, _ppr, "ppr",
+    ),
+    RetrieverSpec(
+        "hipporag", "HippoRAG 1 PPR over the phrase graph from the query's nearest phrases, "
+        "node specificity (no LLM)", False, True, _hipporag, "ppr",
+    ),
+    RetrieverSpec(
+        "hybrid+naive_ge+ppr", "RRF of hybrid+naive_ge and ppr (no LLM)", False, True, _fused,
+    ),
+    RetrieverSpec(
+        "sirerag", "SiReRAG: dense ranking over passages + tree nodes (`gear sirerag build`), "
+        "a node counting as its passages (no LLM at query time)",
+        False, False, _sirerag, "cosine",
+    ),
+]
+
+LLM_FREE: dict[str, RetrieverSpec] = {spec.name: spec for spec in _SPECS}
+"""The retrievers that need no LLM, by name, in the order ``gear retrievers`` lists them."""
+
+
+def check_llm_free(name: str) -> RetrieverSpec:
+    """The row of ``name`` among the LLM-free retrievers.
+
+    Raises:
+        UnknownNameError: ``name`` is not one of them; the message lists them.
+
+    Example:
+        >>> check_llm_free("ppr").name
+        'ppr'
+    """
+    spec = LLM_FREE.get(name)
+    if spec is None:
+        raise UnknownNameError(
+            f"{name!r} is not a retriever without an LLM; choose one of {', '.join(LLM_FREE)}"
+        )
+    return spec
+
+
+def make_llm_free(name: str, runtime: OpenIndex) -> Retriever:
+    """Build the LLM-free retriever ``name`` over the runtime's index.
+
+    Raises:
+        UnknownNameError: ``name`` is not an LLM-free retriever.
+    """
+    return check_llm_free(name).build(runtime, None)
