@@ -27,7 +27,7 @@ import numpy as np
 from gear_agent.errors import GearError
 from gear_agent.store import ann as ann_mod
 from gear_agent.store.base import IndexCorruptError
-from gear_agent.store.derived_files import PPR_GRAPH_FILE, verify
+from gear_agent.store.derived_files import PPR_GRAPH_FILE, abandoned_temporaries, verify
 from gear_agent.store.embedded_db import DB_FILE, Database, read_counter
 from gear_agent.store.manifest import has_previous_format
 from gear_agent.store.postings import Segment
@@ -111,7 +111,7 @@ def check_index(root: Path) -> CheckReport:
     finally:
         db.close()
     _check_graph_cache(root, report)
-    leftovers = [p.name for p in root.glob(".tmp-*")]
+    leftovers = abandoned_temporaries(root)
     if leftovers:
         report.add("temporary files", True, f"{len(leftovers)} left by an interrupted write (the next write removes them)")
     return report

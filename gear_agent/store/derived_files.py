@@ -51,6 +51,44 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+TEMPORARY_PREFIX = ".tmp-"
+"""Temporaries are named ``.tmp-{final name}-{writer's pid}`` beside the file they become."""
+
+
+def temporary_name(path: Path) -> Path:
+    """The temporary that this process writes ``path`` through."""
+    return path.with_name(f"{TEMPORARY_PREFIX}{path.name}-{os.getpid()}")
+
+
+def abandoned_temporaries(root: Path) -> list[Path]:
+    """Temporaries in ``root`` whose writer is gone (its pid names no live process, or is
+    this process's own: nothing of ours is being written while the caller cleans up).
+
+    A temporary another live process is still writing (a server saving its PPR graph cache
+    while ``gear index`` maintains the index) is not abandoned, and is kept.
+
+    Example:
+        >>> abandoned_temporaries(Path("/nonexistent"))
+        []
+    """
+    found = []
+    for path in sorted(Path(root).glob(f"{TEMPORARY_PREFIX}*")):
+        writer = path.name.rsplit("-", 1)[-1]
+        if path.is_file() and (not writer.isdigit() or int(writer) == os.getpid() or not _alive(int(writer))):
+            found.append(path)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, under another user
+        return True
+    return True
+
+
 def write_atomically(path: Path, write: Callable[[Path], None]) -> str:
     """Have ``write(temporary)`` write the file, then flush and rename it to ``path``.
 
@@ -58,7 +96,7 @@ def write_atomically(path: Path, write: Callable[[Path], None]) -> str:
         The checksum of what was written (see :func:`verify`).
     """
     path = Path(path)
-    temporary = path.with_name(f".tmp-{path.name}-{os.getpid()}")
+    temporary = temporary_name(path)
     try:
         write(temporary)
         with temporary.open("rb+") as handle:

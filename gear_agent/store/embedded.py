@@ -47,6 +47,7 @@ from gear_agent.store.base import (
 from gear_agent.store.bm25 import top_k
 from gear_agent.store.changes import Changes
 from gear_agent.store.collection import PassageCollection, RecordCollection, TripleCollection, View
+from gear_agent.store.derived_files import abandoned_temporaries
 from gear_agent.store.embedded_db import FORMAT_VERSION, Database, chunked, marks
 from gear_agent.store.embedded_nodes import EmbeddedNodeStore
 from gear_agent.store.embedded_state import States
@@ -373,15 +374,15 @@ class EmbeddedStore(Store):
         self.db.checkpoint()
 
     def remove_superseded(self) -> list[str]:
-        """Delete ANN part files and temporaries that no committed state refers to."""
+        """Delete ANN part files that no committed state refers to, and temporaries whose
+        writer is gone (another live process's are its own)."""
         with self.transaction():
             listed = set().union(*(c.listed_ann_files() for c in self._collections.values()))
             gone = sorted(p.name for p in self.root.glob(f"*{ann_mod.SUFFIX}") if p.name not in listed)
             for name in gone:
                 (self.root / name).unlink(missing_ok=True)
-            for leftover in self.root.glob(".tmp-*"):
-                if leftover.is_file():
-                    leftover.unlink(missing_ok=True)
+            for leftover in abandoned_temporaries(self.root):
+                leftover.unlink(missing_ok=True)
         return gone
 
     # ---- repair (gear check --repair) -------------------------------------------------

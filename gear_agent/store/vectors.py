@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from gear_agent.store.base import IndexCorruptError
-from gear_agent.store.derived_files import bytes_checksum
+from gear_agent.store.derived_files import bytes_checksum, temporary_name
 from gear_agent.store.embedded_db import Database
 from gear_agent.store.embedded_errors import translated
 
@@ -255,7 +255,7 @@ class CheckedVectors:
         """Write the whole file again from ``blocks`` (rows in order, :data:`REBUILD_ROWS` a
         block), with one chunk per block; in the caller's transaction."""
         report = progress or (lambda stage, done, total: None)
-        temporary = self.path.with_name(f".tmp-{self.path.name}-{os.getpid()}")
+        temporary = temporary_name(self.path)
         fresh = VectorFile(temporary, self.dimension)
         chunks, done = [], 0
         report(f"re-embed {self.collection} vectors", 0, rows)
