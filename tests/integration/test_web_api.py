@@ -32,8 +32,9 @@ def reply(prompt: str) -> str:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any, Any]:
-    settings = make_settings(llm_max_retries=0)
-    runtime = make_runtime(tmp_path_factory.mktemp("web") / "index", settings)
+    folder = tmp_path_factory.mktemp("web") / "index"
+    settings = make_settings(llm_max_retries=0, index_dir=folder)  # the settings name the index served
+    runtime = make_runtime(folder, settings)
     agent = build_agent(settings, runtime=runtime, chat_model=StreamingChatModel(respond=reply))
     return agent, settings, runtime
 
@@ -199,7 +200,7 @@ def test_the_page_is_mounted_only_with_a_runtime(served) -> None:
 
 def test_page_routes_keep_the_servers_limits(served) -> None:
     agent, settings, runtime = served
-    guarded = TestClient(create_app(agent, make_settings(api_key="k"), runtime=runtime))
+    guarded = TestClient(create_app(agent, make_settings(api_key="k", index_dir=settings.index_dir), runtime=runtime))
     assert guarded.get("/ui/api/health").status_code == 401
     assert guarded.get("/ui/api/health", headers={"Authorization": "Bearer k"}).status_code == 200
     form = TestClient(create_app(agent, settings, runtime=runtime)).post(
