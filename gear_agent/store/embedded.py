@@ -273,7 +273,8 @@ class EmbeddedStore(Store):
         return self.states.sync(force=True).generation != before
 
     def generation(self) -> int:
-        return self.states.current().generation
+        # looked up now: whoever asks is checking for other processes' commits
+        return self.states.current(fresh=True).generation
 
     def changes_since(self, generation: int) -> Changes:
         return self.states.changes_since(generation)

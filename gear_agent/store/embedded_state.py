@@ -83,14 +83,15 @@ class States:
                 state = loaded
         return state
 
-    def current(self) -> State:
-        """The state this thread reads: its pinned commit, the writer's, or the latest."""
+    def current(self, fresh: bool = False) -> State:
+        """The state this thread reads: its pinned commit, the writer's, or the latest
+        (``fresh``: looked up now, not up to :data:`SYNC_INTERVAL_S` old)."""
         pinned = getattr(self._local, "state", None)
         if pinned is not None:
             return pinned
         if self.db.writing_here():
             return self.writer()
-        return self.sync()
+        return self.sync(force=fresh)
 
     def writer(self) -> State:
         """The writer's state inside its transaction (loaded once per transaction)."""
