@@ -56,12 +56,10 @@ def main() -> None:
         rng = random.Random(args.seed)
         deletes = [delete_kill_trial(Path(tmp) / "deletes" / f"trial-{i}", N_PASSAGES - target)
                    for i, target in enumerate(kill_targets(args.kills, rng))]
-        from support.crash_trials import SMALL_ANN, BagOfWordsEmbedder, single_thread_build
+        from support.crash_trials import SMALL_ANN, BagOfWordsEmbedder
 
-        from gear_agent.store import ann
         from gear_agent.store.embedded import EmbeddedStore
 
-        ann.threads = single_thread_build  # deterministic HNSW builds (see crash_trials)
         index_everything(str(Path(tmp) / "calibration-cache"))
         store = EmbeddedStore.open(Path(tmp) / "calibration-cache", BagOfWordsEmbedder(), ann=SMALL_ANN)
         t0 = time.monotonic()

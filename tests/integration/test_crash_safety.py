@@ -81,21 +81,18 @@ def test_kill_deletes_at_points_spread_over_the_run(tmp_path):
     assert sum(t.landed for t in trials) >= 3, [t.passages_at_kill for t in trials]
 
 
-def test_kill_ann_cache_writes(tmp_path, monkeypatch):
+def test_kill_ann_cache_writes(tmp_path):
     """Kills while a child builds and saves ANN parts: searches still equal exact search,
     and the next maintenance finishes the parts and leaves no temporary file."""
     from support.crash_trials import (
         SMALL_ANN,
         cache_kill_trial,
         index_everything,
-        single_thread_build,
         spread_trials,
     )
 
-    from gear_agent.store import ann
     from gear_agent.store.embedded import EmbeddedStore
 
-    monkeypatch.setattr(ann, "threads", single_thread_build)  # deterministic HNSW (see there)
     index_everything(str(tmp_path / "calibration"))
     store = EmbeddedStore.open(tmp_path / "calibration", BagOfWordsEmbedder(), ann=SMALL_ANN)
     duration = _timed(lambda _p: store.maintain(), tmp_path / "calibration")

@@ -368,25 +368,11 @@ CACHE_ROWS = 64
 """ANN thresholds for the cache trials, so a 480-passage index builds ANN parts."""
 
 
-def single_thread_build() -> int:
-    """ANN parts built with one thread in the cache trials: a multi-threaded HNSW build is
-    not deterministic, and on this corpus of near-identical sentences 5 of 30 builds missed
-    an exact top-5 row (approximate recall, not a crash bug); one thread missed none."""
-    return 1
-
-
 SMALL_ANN = AnnPolicy(min_rows=CACHE_ROWS, tail_max=8)
 """ANN parts from ``CACHE_ROWS`` rows on, so the small corpus gets some."""
 
 
-def _single_thread_ann() -> None:
-    from gear_agent.store import ann
-
-    ann.threads = single_thread_build
-
-
 def _maintain_with_marker(path: str) -> None:
-    _single_thread_ann()
     store = EmbeddedStore.open(Path(path), BagOfWordsEmbedder(), ann=SMALL_ANN)
     (Path(path) / "maintaining").touch()
     store.maintain()
