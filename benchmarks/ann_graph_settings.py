@@ -15,7 +15,6 @@ as ``scale.py`` makes them, re-scores them exactly and prints recall@10 against 
 from __future__ import annotations
 
 import argparse
-import random
 import statistics
 import sys
 import time
@@ -27,19 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 import synthetic_corpus  # noqa: E402
+from scale import questions_of  # noqa: E402
 
 from gear_agent.embedding.hashing import HashingEmbedder  # noqa: E402
 from gear_agent.store.ann import candidate_count  # noqa: E402
-
-
-def questions(docs: list[dict], count: int) -> list[str]:
-    """The questions of ``scale.py``'s ``make_queries`` (same seed)."""
-    rng = random.Random(7)
-    made = []
-    for doc in rng.sample(docs, min(count, len(docs))):
-        subject, predicate, obj = rng.choice(doc["extracted_triples"])
-        made.append(f"Who or what {predicate} {obj}?" if rng.random() < 0.5 else f"What did {subject} {predicate}?")
-    return made
 
 
 def main() -> None:
@@ -62,7 +52,7 @@ def main() -> None:
     else:
         vectors = embedder.embed([f"{c['title']}\n{c['text']}" for c in corpus])
         np.save(cached, vectors)
-    asked = embedder.embed(questions(openie["docs"], args.queries))
+    asked = embedder.embed(questions_of(openie["docs"], args.queries))
     exact = asked @ vectors.T
     kth = np.sort(exact, axis=1)[:, -10]
     mean = vectors.mean(axis=0)

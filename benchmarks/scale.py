@@ -334,9 +334,14 @@ def run_phase(phase: str, **options: Any) -> dict[str, Any]:
 
 def make_queries(openie: Path, count: int) -> list[str]:
     """Questions from random triples of the corpus: '<subject> <predicate> what?' style."""
+
+    return questions_of(json.loads(openie.read_text(encoding="utf-8"))["docs"], count)
+
+
+def questions_of(docs: list[dict[str, Any]], count: int) -> list[str]:
+    """:func:`make_queries` over OpenIE docs already read."""
     import random
 
-    docs = json.loads(openie.read_text(encoding="utf-8"))["docs"]
     rng = random.Random(7)
     queries = []
     for doc in rng.sample(docs, min(count, len(docs))):
