@@ -61,11 +61,13 @@ def temporary_name(path: Path) -> Path:
 
 
 def abandoned_temporaries(root: Path) -> list[Path]:
-    """Temporaries in ``root`` whose writer is gone (its pid names no live process, or is
-    this process's own: nothing of ours is being written while the caller cleans up).
+    """Temporaries in ``root`` whose writer is gone (its pid names no live process).
 
-    A temporary another live process is still writing (a server saving its PPR graph cache
-    while ``gear index`` maintains the index) is not abandoned, and is kept.
+    A temporary a live process is still writing is not abandoned, and is kept: another
+    process's (a server saving its PPR graph cache while ``gear index`` maintains the
+    index), and this process's own (another thread of a server may be saving one while a
+    document added through its page is maintained); every writer removes its own
+    temporary when its write fails.
 
     Example:
         >>> abandoned_temporaries(Path("/nonexistent"))
@@ -74,7 +76,7 @@ def abandoned_temporaries(root: Path) -> list[Path]:
     found = []
     for path in sorted(Path(root).glob(f"{TEMPORARY_PREFIX}*")):
         writer = path.name.rsplit("-", 1)[-1]
-        if path.is_file() and (not writer.isdigit() or int(writer) == os.getpid() or not _alive(int(writer))):
+        if path.is_file() and (not writer.isdigit() or not _alive(int(writer))):
             found.append(path)
     return found
 
