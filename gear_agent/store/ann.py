@@ -58,14 +58,32 @@ class GraphSettings:
     """usearch searches with at least the number of candidates asked for."""
 
 
-GRAPH = {"passage": GraphSettings(24, 128, 640), "triple": GraphSettings(12, 40, 512)}
+GRAPH = {"passage": GraphSettings(16, 64, 640), "triple": GraphSettings(12, 40, 512)}
 """Per collection: triples are many (build time matters most) and already well spread;
 passages are ten times fewer and, with the stand-in embedder, crowded (see docs/storage.md),
-so their graph is denser, built wider and searched wider. Recall@10 of 150k stand-in
-passages from 200 candidates (``benchmarks/ann_graph_settings.py``): connectivity 16 /
-expansion_add 64 gave 0.926 at expansion_search 640 and 0.954 only at 1536 (p50 7.7 ms);
-24 / 96 gave 0.956, 24 / 128 0.968, 32 / 128 0.980 at 640 (3–4 ms on the loaded machine). 24 / 128 holds the target with a margin for a part
-build of about a minute per 150k passages (one thread)."""
+so they are searched wider."""
+LARGE_PART_GRAPH = {"passage": (120_000, GraphSettings(24, 128, 640))}
+"""Per collection: (rows, settings) for parts of at least that many rows. An HNSW graph
+of fixed connectivity loses recall as it grows: recall@10 of 150k stand-in passages from
+200 candidates (``benchmarks/ann_graph_settings.py``) was 0.926 with 16 / 64 at
+expansion_search 640, and 0.954 only at 1536 (p50 7.7 ms); 24 / 96 gave 0.956, 24 / 128
+0.968, 32 / 128 0.980 at 640. The denser graph costs every search (dense p50 +24% at
+100k, where 16 / 64 already gives 0.966), so it is kept for the parts that need it."""
+
+
+def graph_settings(collection: str, rows: int) -> GraphSettings:
+    """The HNSW settings of a part of ``collection`` holding ``rows`` rows.
+
+    Example:
+        >>> graph_settings("passage", 100_000).connectivity, graph_settings("passage", 150_000).connectivity
+        (16, 24)
+    """
+    large = LARGE_PART_GRAPH.get(collection)
+    if large is not None and rows >= large[0]:
+        return large[1]
+    return GRAPH.get(collection, GRAPH["triple"])
+
+
 OVERSAMPLE = 20
 """Candidates fetched per wanted result, before exact re-scoring."""
 MAX_CANDIDATES = 4096
@@ -142,7 +160,7 @@ def build_part(root: Path, collection: str, vectors: np.ndarray, start: int, sto
     stand-in passages, recall@10 from 300 candidates went from 0.85 to 0.97 with the same
     graph. Queries need nothing: they search with ``q`` as it is.
     """
-    index = new_index(vectors.shape[1], GRAPH.get(collection, GRAPH["triple"]))
+    index = new_index(vectors.shape[1], graph_settings(collection, stop - start))
     mean = mean_row(vectors, start, stop)
     step = 65_536
     for lo in range(start, stop, step):
@@ -192,7 +210,7 @@ class AnnIndex:
                     view = Index.restore(str(path), view=True)
                     if view is None:
                         raise ValueError("not a usearch index")
-                    view.expansion_search = GRAPH.get(self.collection, GRAPH["triple"]).expansion_search
+                    view.expansion_search = graph_settings(self.collection, part.stop - part.start).expansion_search
                 except (ValueError, RuntimeError, OSError) as exc:
                     problem = f"{part.file} cannot be opened ({exc})"
             if problem is not None:
