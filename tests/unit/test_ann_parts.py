@@ -45,3 +45,12 @@ def test_a_rebuilt_part_is_the_saved_one_byte_for_byte(tmp_path):
     again = ann.build_part(tmp_path / "b", "triple", vectors, 0, 3000)
     assert first.checksum == again.checksum
     assert (tmp_path / "a" / first.file).read_bytes() == (tmp_path / "b" / again.file).read_bytes()
+
+
+def test_only_large_passage_parts_get_the_denser_graph():
+    rows, large = ann.LARGE_PART_GRAPH["passage"]
+    assert ann.graph_settings("passage", rows - 1) == ann.GRAPH["passage"]
+    assert ann.graph_settings("passage", rows) == large
+    assert large.connectivity > ann.GRAPH["passage"].connectivity
+    assert ann.graph_settings("triple", 10 * rows) == ann.GRAPH["triple"]
+    assert ann.graph_settings("phrase", 10) == ann.GRAPH["triple"]
