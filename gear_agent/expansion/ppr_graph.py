@@ -247,15 +247,16 @@ class PPRGraph:
         return graph
 
     def _reset(self) -> None:
-        self._names: list[str] = []
-        self._is_passage: list[bool] = []
+        # per vertex and per phrase row: tuples between updates, lists during one (_settle)
+        self._names: list[str] | tuple[str, ...] = ()
+        self._is_passage: list[bool] | tuple[bool, ...] = ()
         self._phrase_vertex: dict[str, int] = {}
         self._passage_vertex: dict[str, int] = {}
-        self._phrases: list[str] = []  # phrase names in phrase-row order
-        self._phrase_rows: list[int] = []  # vertex of each phrase row
+        self._phrases: list[str] | tuple[str, ...] = ()  # phrase names in phrase-row order
+        self._phrase_rows: list[int] | tuple[int, ...] = ()  # vertex of each phrase row
         self._vectors = np.zeros((0, self.embedder.dimension), dtype=np.float32)
         self._eligible = np.zeros(0, dtype=bool)
-        self._triple_ids: set[str] = set()
+        self._triple_ids: dict[str, None] = {}  # a set, as dict keys (see _settle)
         self._edges = _Edges.empty()
         self._ann: PhraseANN | None = None
         self._ann_rows = 0  # phrase rows 0.._ann_rows are in the ANN
@@ -418,7 +419,7 @@ class PPRGraph:
             a, b = self._edges.ends()
             view = ig.Graph(n=self.n_vertices, edges=np.column_stack([a, b]).tolist(),
                             directed=False)
-            view.vs["name"] = self._names
+            view.vs["name"] = list(self._names)
             view.es["weight"] = self._edges.weights().tolist()
             self._cache["igraph"] = view
         return self._cache["igraph"]
@@ -486,7 +487,7 @@ class PPRGraph:
         report("read", 1, 2)
         if self.generation >= 0 and self.n_vertices and set(self._passage_vertex) <= set(passage_ids):
             batches = list(store.triple_batches(READ_BATCH))
-            if self._triple_ids <= {t[0] for batch in batches for t in batch}:
+            if self._triple_ids.keys() <= {t[0] for batch in batches for t in batch}:
                 self._stats = self._add(passage_ids, batches, report)
                 report("read", 2, 2)
                 self.generation = generation
@@ -508,6 +509,19 @@ class PPRGraph:
     ) -> UpdateStats:
         """Add passages, and triples given as (id, subject, object, passage id) batches;
         ``known`` holds phrase vectors not to embed again."""
+        self._thaw()
+        try:
+            return self._add_thawed(passage_ids, batches, report, known)
+        finally:
+            self._settle()
+
+    def _add_thawed(
+        self,
+        passage_ids: Sequence[str],
+        batches: Iterable[Sequence[tuple[str, str, str, str]]],
+        report: GraphProgress,
+        known: dict[str, np.ndarray] | None,
+    ) -> UpdateStats:
         new_passages = [pid for pid in dict.fromkeys(passage_ids) if pid not in self._passage_vertex]
         for pid in new_passages:
             self._passage_vertex[pid] = self._new_vertex(pid, passage=True)
@@ -526,7 +540,7 @@ class PPRGraph:
                         "reopen the store and update again"
                     )
                 h[i], t[i], o[i] = self._phrase(normalise_entity(subject)), self._phrase(normalise_entity(obj)), passage
-                self._triple_ids.add(tid)
+                self._triple_ids[tid] = None
                 self._unsaved_triples.append(tid)
             keep = h != -2
             heads.append(h[keep])
@@ -554,8 +568,8 @@ class PPRGraph:
         vertex = self._phrase_vertex.get(phrase)
         if vertex is None:
             vertex = self._phrase_vertex[phrase] = self._new_vertex(phrase, passage=False)
-            self._phrases.append(phrase)
-            self._phrase_rows.append(vertex)
+            self._phrases.append(phrase)  # type: ignore[union-attr] - thawed by _add
+            self._phrase_rows.append(vertex)  # type: ignore[union-attr]
         return vertex
 
     def _embed_rows(self, first_new_row: int, known: dict[str, np.ndarray], report: GraphProgress) -> int:
@@ -641,9 +655,27 @@ class PPRGraph:
         return self._ann
 
     def _new_vertex(self, name: str, *, passage: bool) -> int:
-        self._names.append(name)
-        self._is_passage.append(passage)
+        self._names.append(name)  # type: ignore[union-attr] - thawed by _add
+        self._is_passage.append(passage)  # type: ignore[union-attr]
         return len(self._names) - 1
+
+    def _thaw(self) -> None:
+        """The per-vertex and per-phrase sequences as lists, to append to."""
+        self._names, self._is_passage = list(self._names), list(self._is_passage)
+        self._phrases, self._phrase_rows = list(self._phrases), list(self._phrase_rows)
+
+    def _settle(self) -> None:
+        """The per-vertex and per-phrase sequences as tuples again.
+
+        A tuple of strings, booleans or ints leaves the garbage collector's view at the
+        first collection that sees it; a list never does, and every full collection walks
+        each of its entries. At 150k passages these hold 6.2M entries: each full collection
+        took 120 to 140 ms, which a question that triggered one paid (the first-pass p99 of
+        ``ppr``, docs/storage.md). The triple ids are dict keys for the same reason (a dict
+        of strings to None is not tracked either).
+        """
+        self._names, self._is_passage = tuple(self._names), tuple(self._is_passage)
+        self._phrases, self._phrase_rows = tuple(self._phrases), tuple(self._phrase_rows)
 
     # ---- persistence --------------------------------------------------------------
     def save(self, path: Path, progress: GraphProgress | None = None) -> None:
@@ -749,19 +781,21 @@ class PPRGraph:
             )
         graph = cls(embedder, synonym_threshold, exact_max=exact_max)
         vectors, edges = [graph._vectors], []
+        graph._thaw()
         for entry in manifest["segments"]:
             meta, arrays = files.read_segment(path.with_name(entry["file"]), entry["checksum"])
             first = len(graph._names)
-            graph._names.extend(meta["names"])
-            graph._is_passage.extend(bool(x) for x in meta["is_passage"])
+            graph._names.extend(meta["names"])  # type: ignore[union-attr] - thawed above
+            graph._is_passage.extend(bool(x) for x in meta["is_passage"])  # type: ignore[union-attr]
             for offset, (name, passage) in enumerate(zip(meta["names"], meta["is_passage"])):
                 (graph._passage_vertex if passage else graph._phrase_vertex)[name] = first + offset
-            graph._phrases.extend(meta["phrases"])
-            graph._triple_ids.update(meta["triple_ids"])
+            graph._phrases.extend(meta["phrases"])  # type: ignore[union-attr]
+            graph._triple_ids.update(dict.fromkeys(meta["triple_ids"]))
             vectors.append(np.asarray(arrays["vectors"], dtype=np.float32))
             edges.append(_Edges(arrays["keys"], arrays["relation"], arrays["synonym"],
                                 arrays["contains"]))
         graph._phrase_rows = [graph._phrase_vertex[p] for p in graph._phrases]
+        graph._settle()
         graph._vectors = np.vstack(vectors)
         graph._eligible = np.fromiter(
             (synonym_eligible(p) for p in graph._phrases), bool, len(graph._phrases)
