@@ -62,13 +62,14 @@ GRAPH = {"passage": GraphSettings(16, 64, 640), "triple": GraphSettings(12, 40, 
 """Per collection: triples are many (build time matters most) and already well spread;
 passages are ten times fewer and, with the stand-in embedder, crowded (see docs/storage.md),
 so they are searched wider."""
-LARGE_PART_GRAPH = {"passage": (120_000, GraphSettings(24, 128, 640))}
+LARGE_PART_GRAPH = {"passage": (120_000, GraphSettings(20, 128, 640))}
 """Per collection: (rows, settings) for parts of at least that many rows. An HNSW graph
 of fixed connectivity loses recall as it grows: recall@10 of 150k stand-in passages from
-200 candidates (``benchmarks/ann_graph_settings.py``) was 0.926 with 16 / 64 at
-expansion_search 640, and 0.954 only at 1536 (p50 7.7 ms); 24 / 96 gave 0.956, 24 / 128
-0.968, 32 / 128 0.980 at 640. The denser graph costs every search (dense p50 +24% at
-100k, where 16 / 64 already gives 0.966), so it is kept for the parts that need it."""
+200 candidates (``benchmarks/ann_graph_settings.py``, one run, p50 ms in brackets) was
+0.926 with 16 / 64 at expansion_search 640 (2.47), 0.962 with 20 / 128 (2.67) and 0.968
+with 24 / 128 (3.09); 20 / 128 holds the 0.95 target for 8% more search time where
+24 / 128 costs 25%. A denser graph costs every search (+24% dense p50 at 100k, where
+16 / 64 already gives 0.966), so it is kept for the parts that need it."""
 
 
 def graph_settings(collection: str, rows: int) -> GraphSettings:
@@ -76,7 +77,7 @@ def graph_settings(collection: str, rows: int) -> GraphSettings:
 
     Example:
         >>> graph_settings("passage", 100_000).connectivity, graph_settings("passage", 150_000).connectivity
-        (16, 24)
+        (16, 20)
     """
     large = LARGE_PART_GRAPH.get(collection)
     if large is not None and rows >= large[0]:
