@@ -39,9 +39,9 @@ def check_mode(mode: str) -> str:
     return mode
 
 
-def run_build(store: Store, mode: str, settings: SiReRAGSettings, llm: GearSettings) -> BuildReport:
-    """Build the pool in ``mode`` over an index's store (full mode: the chat model and
-    prompts of ``llm``'s LLM and prompt sections)."""
+def run_build(store: Store, mode: str, settings: SiReRAGSettings, gear_settings: GearSettings) -> BuildReport:
+    """Build the pool in ``mode`` over an index's store (full mode: the chat model and the
+    prompts of ``gear_settings``' LLM and prompt sections)."""
     from gear_agent.sirerag import build_ablation
 
     if check_mode(mode) == "ablation":
@@ -49,7 +49,8 @@ def run_build(store: Store, mode: str, settings: SiReRAGSettings, llm: GearSetti
     from gear_agent.llm.client import LLMClient
     from gear_agent.sirerag.build import build_full
 
-    return build_full(store, LLMClient.from_settings(llm), settings, prompts_dir=llm.prompts_dir)
+    llm = LLMClient.from_settings(gear_settings)
+    return build_full(store, llm, settings, prompts_dir=gear_settings.prompts_dir)
 
 
 def print_report(report: BuildReport, counts: bool = True) -> None:
