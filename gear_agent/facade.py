@@ -191,9 +191,11 @@ class Gear:
         if self._agent is None:
             from gear_agent.agent.graph import build_graph
             from gear_agent.agent.models import ChatModels
+            from gear_agent.agent.parts import index_parts
 
             models = ChatModels(self.settings, self.llm)
-            self._agent = build_graph(self.runtime, models, self.settings).compile(name="gear")
+            parts = index_parts(self.runtime)
+            self._agent = build_graph(parts, models, self.settings).compile(name="gear")
         return self._agent
 
     # ---- indexing ----------------------------------------------------------

@@ -43,6 +43,13 @@ class OpenIndex:
         store = open_store(settings, embedder, create=create)
         return cls(settings, embedder, store, QueryEncoder(embedder))
 
+    def under(self, settings: GearSettings) -> OpenIndex:
+        """This index under ``settings``: itself for its own settings, else the same
+        embedder, store and encoder with parts of their own (built under ``settings``)."""
+        if settings is self.settings:
+            return self
+        return OpenIndex(settings, self.embedder, self.store, self.encode)
+
     def ppr_retriever(self) -> PPRRetriever:
         """One PPR retriever per runtime, so its graph is built (or loaded) once."""
         if self._ppr is None:

@@ -1,9 +1,9 @@
 """GEAR's operations over an index, shared by the agent's nodes and the SyncGE retriever.
 
-Each is a plain function of the opened index (:class:`~gear_agent.open_index.OpenIndex`: store,
-query encoder, shared parts), the settings section it reads, passed explicitly, and its
-inputs: base retrieval, building the reader prompt and reading its reply, tripleLink,
-expansion (beam search, PPR, or both), passageLink and the final fusion (Shen et al.,
+Each is a plain function of the index parts it uses (the store, or
+:class:`~gear_agent.agent.parts.IndexParts`: store, query encoder, the parts built once),
+the settings section it reads, passed explicitly, and its inputs: building the reader
+prompt and reading its reply, tripleLink, expansion (beam search, PPR, or both), passageLink and the final fusion (Shen et al.,
 sections 3.2-3.4).
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gear_agent.agent.parts import IndexParts
 from gear_agent.config import (
     EXPANSIONS,
     AgentSettings,
@@ -21,36 +22,23 @@ from gear_agent.config import (
 )
 from gear_agent.expansion.beam import TripleBeamSearch, beams_to_passages
 from gear_agent.filters import Where
-from gear_agent.open_index import OpenIndex
 from gear_agent.parsing import parse_triples
 from gear_agent.prompts import load_prompt, render_passages, render_triples
 from gear_agent.questions import check_question
-from gear_agent.retrieval.base import RankedPassage, Retriever, fuse_passages
+from gear_agent.retrieval.base import RankedPassage, fuse_passages
 from gear_agent.retrieval.filtering import keep_passing
-from gear_agent.retrieval.llm_free import check_llm_free, make_llm_free
 from gear_agent.retrieval.search import search
+from gear_agent.store import Store
 from gear_agent.text.grounding import Grounding
 
 
-def base_retriever(runtime: OpenIndex, settings: RetrievalSettings) -> Retriever:
-    """The base retriever ``settings.base_retriever`` names (``GEAR_BASE_RETRIEVER``: any
-    LLM-free retriever of the table), built once per runtime.
-
-    Raises:
-        UnknownNameError: The name is not an LLM-free retriever; the message lists them.
-    """
-    name = settings.base_retriever
-    check_llm_free(name)
-    return runtime.part(f"base retriever {name}", lambda: make_llm_free(name, runtime))
-
-
 def reader_prompt(
-    runtime: OpenIndex, settings: PromptSettings, question: str, passage_ids: Sequence[str],
+    store: Store, settings: PromptSettings, question: str, passage_ids: Sequence[str],
     memory: Sequence[Sequence[str]],
 ) -> str:
     """The reader prompt over the passages; with the gist memory once there is one."""
     budget = settings.prompt_passage_tokens
-    passages = render_passages(runtime.store.get_passages(list(passage_ids)), budget)
+    passages = render_passages(store.get_passages(list(passage_ids)), budget)
     folder = settings.prompts_dir
     if memory:
         return load_prompt("reader_with_memory", folder).format(
@@ -66,7 +54,7 @@ def read_reply(text: str) -> tuple[list[list[str]], list[str]]:
 
 
 def ground_triples(
-    runtime: OpenIndex,
+    store: Store,
     passage_ids: Sequence[str],
     memory: Sequence[Sequence[str]],
     triples: Sequence[Sequence[str]],
@@ -77,7 +65,7 @@ def ground_triples(
     Returns:
         (grounded, ungrounded), each in the reply's order.
     """
-    passages = runtime.store.get_passages(list(passage_ids))
+    passages = store.get_passages(list(passage_ids))
     source = Grounding.of(*(f"{p.title}\n{p.text}" for p in passages),
                           *(" ".join(t) for t in memory))
     kept: list[list[str]] = []
@@ -88,7 +76,7 @@ def ground_triples(
 
 
 def link_triples(
-    runtime: OpenIndex, settings: RetrievalSettings, triples: Sequence[Sequence[str]],
+    parts: IndexParts, settings: RetrievalSettings, triples: Sequence[Sequence[str]],
     where: Where | None = None,
 ) -> list[str]:
     """tripleLink: each triple's nearest indexed triple (``link_search_mode`` search, top 1;
@@ -97,34 +85,34 @@ def link_triples(
     linked: list[str] = []
     for triple in triples:
         text = " ".join(triple)
-        hits = search(runtime.store, runtime.encode, "triple", text, 1, mode, rrf_k, where)
+        hits = search(parts.store, parts.encode, "triple", text, 1, mode, rrf_k, where)
         if hits and hits[0].id not in linked:
             linked.append(hits[0].id)
     return linked
 
 
 def beam_expand(
-    runtime: OpenIndex, settings: BeamSettings, query: str, start: Sequence[str]
+    parts: IndexParts, settings: BeamSettings, query: str, start: Sequence[str]
 ) -> list[RankedPassage]:
     """Diverse triple beam search from ``start`` triples (an LLM in the loop: ``auto`` is
     the ``shortlist`` scorer); their passages with chains."""
     if not start:
         return []
     beam = TripleBeamSearch(
-        runtime.store, runtime.sequence_encoder(), settings, llm_in_loop=True
+        parts.store, parts.sequence_encoder(), settings, llm_in_loop=True
     )
-    return beams_to_passages(runtime.store, beam.run(runtime.encode(query), list(start)))
+    return beams_to_passages(parts.store, beam.run(parts.encode(query), list(start)))
 
 
-def ppr_expand(runtime: OpenIndex, query: str, start: Sequence[str], k: int) -> list[RankedPassage]:
+def ppr_expand(parts: IndexParts, query: str, start: Sequence[str], k: int) -> list[RankedPassage]:
     """Personalized PageRank from the ``start`` triples (HippoRAG 2 seeding); passages with chains."""
     if not start:
         return []
-    return runtime.ppr_retriever().expand(query, list(start), k)
+    return parts.ppr().expand(query, list(start), k)
 
 
 def expand(
-    runtime: OpenIndex,
+    parts: IndexParts,
     settings: AgentSettings,
     query: str,
     start: Sequence[str],
@@ -135,18 +123,18 @@ def expand(
     only passages that pass ``where``."""
     s = settings
     if expansion == "beam":
-        return keep_passing(runtime.store, beam_expand(runtime, s, query, start), where)
+        return keep_passing(parts.store, beam_expand(parts, s, query, start), where)
     if expansion == "ppr":
-        return keep_passing(runtime.store, ppr_expand(runtime, query, start, s.base_k), where)
+        return keep_passing(parts.store, ppr_expand(parts, query, start, s.base_k), where)
     if expansion != "both":
         raise ValueError(f"unknown expansion {expansion!r}; choose one of {', '.join(EXPANSIONS)}")
-    lists = [beam_expand(runtime, s, query, start), ppr_expand(runtime, query, start, s.base_k)]
+    lists = [beam_expand(parts, s, query, start), ppr_expand(parts, query, start, s.base_k)]
     fused = fuse_passages(lists, k=max(len(lists[0]) + len(lists[1]), 1), rrf_k=s.rrf_k)
-    return keep_passing(runtime.store, fused, where)
+    return keep_passing(parts.store, fused, where)
 
 
 def passage_link(
-    runtime: OpenIndex, settings: AgentSettings, triple: Sequence[str], where: Where | None = None
+    parts: IndexParts, settings: AgentSettings, triple: Sequence[str], where: Where | None = None
 ) -> list[RankedPassage]:
     """passageLink of one memory triple: RRF of its top passages and its top triples' passages.
 
@@ -157,11 +145,11 @@ def passage_link(
     text = " ".join(triple)
     k = s.passage_link_k
     mode = s.link_search_mode
-    direct = search(runtime.store, runtime.encode, "passage", text, k, mode, s.rrf_k, where)
-    hits = search(runtime.store, runtime.encode, "triple", text, k, mode, s.rrf_k, where)
+    direct = search(parts.store, parts.encode, "passage", text, k, mode, s.rrf_k, where)
+    hits = search(parts.store, parts.encode, "triple", text, k, mode, s.rrf_k, where)
     via: list[RankedPassage] = []
     seen: set[str] = set()
-    for t in runtime.store.get_triples([h.id for h in hits]):
+    for t in parts.store.get_triples([h.id for h in hits]):
         if t.passage_id not in seen:
             seen.add(t.passage_id)
             via.append(RankedPassage(t.passage_id, 1.0 / (len(via) + 1), (t.id,)))
@@ -170,7 +158,7 @@ def passage_link(
 
 
 def final_ranking(
-    runtime: OpenIndex,
+    parts: IndexParts,
     settings: AgentSettings,
     memory: Sequence[Sequence[str]],
     retrieved: Sequence[Sequence[RankedPassage]],
@@ -178,7 +166,7 @@ def final_ranking(
     where: Where | None = None,
 ) -> list[RankedPassage]:
     """One list: RRF of every memory triple's passageLink list and every iteration's list."""
-    lists = [passage_link(runtime, settings, t, where) for t in memory]
+    lists = [passage_link(parts, settings, t, where) for t in memory]
     lists += [list(r) for r in retrieved]
     return fuse_passages(lists, k=k, rrf_k=settings.rrf_k)
 
@@ -186,7 +174,6 @@ def final_ranking(
 __all__ = [
     "EXPANSIONS",
     "Expansion",
-    "base_retriever",
     "beam_expand",
     "check_question",
     "expand",

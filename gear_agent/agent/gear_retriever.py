@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gear_agent.agent import _steps as steps
+from gear_agent.agent.parts import IndexParts, parts_and_settings
+from gear_agent.config import AgentSettings
 from gear_agent.filters import Where
 from gear_agent.llm.client import LLMClient
-from gear_agent.open_index import OpenIndex
 from gear_agent.retrieval.base import Outcome, RankedPassage, Retriever, check_request
+
+if TYPE_CHECKING:
+    from gear_agent.open_index import OpenIndex
 
 
 class GearRetriever(Retriever):
@@ -17,30 +21,37 @@ class GearRetriever(Retriever):
     Every passage keeps the chain of triples that reached it.
 
     Args:
-        runtime: Index, embedder and settings (the loop's knobs come from its settings).
+        parts: The index's parts: :func:`~gear_agent.agent.parts.index_parts` of an opened
+            index. An ``OpenIndex`` still works, with a DeprecationWarning (its settings
+            when ``settings`` is None).
         llm: The client every LLM node calls.
         expansion: ``beam`` (the paper's), ``ppr`` or ``both``.
         name: The name shown in tables.
         base: The agent's base retriever (``gear-sirerag``: SiReRAG's pool); the configured
             base mode when None.
+        settings: The loop's settings section (a ``GearSettings`` is one). Required with
+            ``parts``.
 
     Example:
-        >>> gear = GearRetriever(runtime, LLMClient.from_settings(llm_settings))  # doctest: +SKIP
+        >>> parts = index_parts(index)  # doctest: +SKIP
+        >>> gear = GearRetriever(parts, LLMClient.from_settings(settings), settings=settings)  # doctest: +SKIP
         >>> outcome = asyncio.run(gear.arun("Who is the spouse of the Green performer?", 15))  # doctest: +SKIP
     """
 
     def __init__(
         self,
-        runtime: OpenIndex,
+        parts: IndexParts | OpenIndex,
         llm: LLMClient,
         expansion: steps.Expansion = "beam",
         name: str = "gear",
         base: Retriever | None = None,
+        *,
+        settings: AgentSettings | None = None,
     ) -> None:
         from gear_agent.agent.graph import build_graph
-
-        self.runtime, self.expansion, self.name = runtime, expansion, name
-        graph = build_graph(runtime, llm, runtime.settings, expansion=expansion, base=base)
+        parts, settings = parts_and_settings("GearRetriever", parts, settings)
+        self.parts, self.expansion, self.name = parts, expansion, name
+        graph = build_graph(parts, llm, settings, expansion=expansion, base=base)
         self.agent = graph.compile(name="gear")
 
     def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:

@@ -16,8 +16,9 @@ from langgraph.graph import END, START, StateGraph
 from gear_agent.agent import nodes
 from gear_agent.agent._steps import Expansion
 from gear_agent.agent.models import ChatModels
+from gear_agent.agent.parts import IndexParts, index_parts, parts_and_settings
 from gear_agent.agent.state import GearContext, GearState, InputState, OutputState
-from gear_agent.config import GearSettings
+from gear_agent.config import AgentSettings, GearSettings
 from gear_agent.errors import GearError
 from gear_agent.llm.client import LLMClient
 from gear_agent.open_index import OpenIndex
@@ -34,45 +35,49 @@ def route_after_reason(state: GearState, max_iterations: int) -> Literal["rewrit
 
 
 def build_graph(
-    runtime: OpenIndex,
+    parts: IndexParts | OpenIndex,
     llm: LLMClient | ChatModels,
-    settings: GearSettings | None = None,
+    settings: AgentSettings | None = None,
     *,
     expansion: Expansion | None = None,
     base: Retriever | None = None,
 ) -> StateGraph:
-    """The uncompiled GEAR graph over ``runtime``'s index, calling the model through ``llm``.
+    """The uncompiled GEAR graph over an index's parts, calling the model through ``llm``.
 
     Args:
-        runtime: Index, embedder and settings.
+        parts: The index's parts (:func:`~gear_agent.agent.parts.index_parts` of an opened
+            index). An ``OpenIndex`` still works, with a DeprecationWarning (its settings
+            when ``settings`` is None).
         llm: The client every LLM node calls, or the :class:`ChatModels` a run chooses
             from (``context={"model": ...}``; the default one otherwise).
-        settings: Settings for the loop; ``runtime.settings`` when None.
+        settings: The loop's settings section (a ``GearSettings`` is one).
         expansion: How each iteration expands its linked triples: ``beam`` (the paper's
             Algorithm 1), ``ppr`` or ``both``; ``settings.expansion`` when None.
         base: The retriever of the ``retrieve`` node (e.g. SiReRAG's pool); the
             configured one (``GEAR_BASE_RETRIEVER``: any LLM-free retriever, ``hybrid`` by
-            default) when None.
+            default, ``parts.base``) when None.
 
     Returns:
         The ``StateGraph``; compile it (optionally with a checkpointer) to run it.
+
+    Example:
+        >>> index = OpenIndex.open(GearSettings(index_dir="my-index"))  # doctest: +SKIP
+        >>> graph = build_graph(index_parts(index), llm, index.settings)  # doctest: +SKIP
     """
-    settings = settings or runtime.settings
-    if settings is not runtime.settings:
-        runtime = OpenIndex(settings, runtime.embedder, runtime.store, runtime.encode)
+    parts, settings = parts_and_settings("build_graph", parts, settings, reopen=True)
     if base is None:
         check_llm_free(settings.base_retriever)  # a bad GEAR_BASE_RETRIEVER fails here
     graph = StateGraph(
         GearState, context_schema=GearContext, input_schema=InputState, output_schema=OutputState
     )
-    graph.add_node("start", nodes.make_start(runtime, settings, llm))
-    graph.add_node("retrieve", nodes.make_retrieve(runtime, settings, base))
-    graph.add_node("read", nodes.make_read(runtime, settings, llm))
-    graph.add_node("link", nodes.make_link(runtime, settings))
-    graph.add_node("expand", nodes.make_expand(runtime, settings, expansion or settings.expansion))
+    graph.add_node("start", nodes.make_start(parts.store, settings, llm))
+    graph.add_node("retrieve", nodes.make_retrieve(parts, settings, base))
+    graph.add_node("read", nodes.make_read(parts.store, settings, llm))
+    graph.add_node("link", nodes.make_link(parts, settings))
+    graph.add_node("expand", nodes.make_expand(parts, settings, expansion or settings.expansion))
     graph.add_node("reason", nodes.make_reason(settings, llm))
     graph.add_node("rewrite", nodes.make_rewrite(settings, llm))
-    graph.add_node("finalize", nodes.make_finalize(runtime, settings))
+    graph.add_node("finalize", nodes.make_finalize(parts, settings))
     graph.add_edge(START, "start")
     graph.add_edge("start", "retrieve")
     graph.add_edge("retrieve", "read")
@@ -137,7 +142,8 @@ def build_agent(
         models = ChatModels(settings, default)
     if runtime is None:
         runtime = OpenIndex.open(settings)
-    return build_graph(runtime, models, settings).compile(checkpointer=checkpointer, name="gear")
+    parts = index_parts(runtime.under(settings))
+    return build_graph(parts, models, settings).compile(checkpointer=checkpointer, name="gear")
 
 
 class _NotLoaded:
@@ -163,5 +169,5 @@ def describe_agent(settings: GearSettings | None = None) -> CompiledStateGraph:
     """
     settings = settings or GearSettings()
     absent = cast(Any, _NotLoaded())
-    runtime = OpenIndex(settings, absent, absent, absent)
-    return build_graph(runtime, absent, settings).compile(name="gear")
+    parts = IndexParts(absent, absent, absent, absent, absent)
+    return build_graph(parts, absent, settings).compile(name="gear")

@@ -1,7 +1,7 @@
 """The GEAR agent's nodes (Shen et al., section 3.4 and Algorithm 2).
 
-Each factory takes what its node reads by closure: the opened index
-(:class:`~gear_agent.open_index.OpenIndex`) where it searches, the loop's settings section
+Each factory takes what its node reads by closure: the index parts where it searches
+(:class:`~gear_agent.agent.parts.IndexParts`), the loop's settings section
 (:class:`~gear_agent.config.AgentSettings`; a ``GearSettings`` is one), and the
 :class:`~gear_agent.llm.LLMClient` for LLM nodes. It returns a node:
 a function of the state that returns only the keys it changes. LLM nodes are
@@ -25,6 +25,7 @@ from gear_agent.agent import _steps as steps
 from gear_agent.agent.chat import question_of, render_conversation
 from gear_agent.agent.citations import CITED_ANSWER_REPLY, read_cited_answer, render_citations
 from gear_agent.agent.models import ChatModels, run_option
+from gear_agent.agent.parts import IndexParts
 from gear_agent.agent.state import GearState
 from gear_agent.config import AgentSettings
 from gear_agent.filters import parse_where
@@ -32,13 +33,13 @@ from gear_agent.llm.client import LLMClient, LLMReply
 from gear_agent.llm.errors import LLMCallError, LLMDeadlineError
 from gear_agent.llm.response_format import TRIPLES_REPLY, VERDICT_REPLY, ReplySchema
 from gear_agent.llm.usage import empty_usage, usage_of_call
-from gear_agent.open_index import OpenIndex
 from gear_agent.parsing import ParseError, parse_reasoner_reply, parse_short_reply
 from gear_agent.prompts import load_prompt, render_passages, render_triples
 from gear_agent.questions import QuestionError, check_run_option
 from gear_agent.retrieval.base import RankedPassage, Retriever, fuse_passages
 from gear_agent.retrieval.filtering import checked_where
 from gear_agent.retrieval.records import passage_records
+from gear_agent.store import Store
 from gear_agent.types import Passage
 
 Update = dict[str, Any]
@@ -181,7 +182,7 @@ def _llm_node(
     return RunnableLambda(run, afunc=afunc, name=name)
 
 
-def make_start(runtime: OpenIndex, settings: AgentSettings, models: Models | None = None) -> Node:
+def make_start(store: Store, settings: AgentSettings, models: Models | None = None) -> Node:
     """Take the question (from ``question`` or the last human message), check it
     (:class:`~gear_agent.questions.QuestionError` when missing, empty or too long) and the
     run's model (:class:`~gear_agent.llm.LLMConfigError` when it may not be chosen), and set
@@ -199,7 +200,7 @@ def make_start(runtime: OpenIndex, settings: AgentSettings, models: Models | Non
                 "no question: give 'question', or 'messages' ending with a human message"
             )
         question = steps.check_question(raw, settings.max_question_chars)
-        checked_where(runtime.store, state.get("where"))  # a bad or empty filter fails here
+        checked_where(store, state.get("where"))  # a bad or empty filter fails here
         if models is not None:
             _client(models, config)  # an unknown or unbuildable model fails here, before any work
         budget = run_deadline_s(state, config, settings.deadline_s)
@@ -235,13 +236,14 @@ def make_start(runtime: OpenIndex, settings: AgentSettings, models: Models | Non
     return start
 
 
-def make_retrieve(runtime: OpenIndex, settings: AgentSettings, base: Retriever | None = None) -> Node:
-    """Base retrieval of the current query: ``base_k`` passages (by ``base`` when given)."""
+def make_retrieve(parts: IndexParts, settings: AgentSettings, base: Retriever | None = None) -> Node:
+    """Base retrieval of the current query: ``base_k`` passages (by ``base`` when given,
+    else by the index's configured base retriever, ``parts.base()``)."""
 
     def retrieve(state: GearState) -> Update:
         k, where = settings.base_k, parse_where(state.get("where"))
-        retriever = base if base is not None else steps.base_retriever(runtime, settings)
-        with runtime.store.snapshot():  # the node's reads see one commit
+        retriever = base if base is not None else parts.base()
+        with parts.store.snapshot():  # the node's reads see one commit
             ranked = retriever.retrieve(state["query"], k, where)
         return {"base": [p.to_dict() for p in ranked]}
 
@@ -252,7 +254,7 @@ UNGROUNDED = "subject or object not found in the passages shown"
 """The ``reason`` of a ``dropped`` reader triple that its passages do not support."""
 
 
-def make_read(runtime: OpenIndex, settings: AgentSettings, llm: Models) -> RunnableLambda:
+def make_read(store: Store, settings: AgentSettings, llm: Models) -> RunnableLambda:
     """Reader: proximal triples from the base passages (with the gist memory after iteration 1).
 
     Items the parser cannot read, triples whose subject or object is not in the passages
@@ -263,7 +265,7 @@ def make_read(runtime: OpenIndex, settings: AgentSettings, llm: Models) -> Runna
     def prompt_of(state: GearState) -> str:
         ids = [p["id"] for p in state.get("base", [])]
         memory = state.get("gist_memory", [])
-        return steps.reader_prompt(runtime, settings, state["question"], ids, memory)
+        return steps.reader_prompt(store, settings, state["question"], ids, memory)
 
     def update_of(state: GearState, reply: LLMReply) -> Update:
         triples, dropped = steps.read_reply(reply.text)
@@ -272,7 +274,7 @@ def make_read(runtime: OpenIndex, settings: AgentSettings, llm: Models) -> Runna
         if settings.ground_triples and triples:
             ids = [p["id"] for p in state.get("base", [])]
             triples, ungrounded = steps.ground_triples(
-                runtime, ids, state.get("gist_memory", []), triples
+                store, ids, state.get("gist_memory", []), triples
             )
             records += [{"iteration": iteration, "node": "read", "item": t,
                          "reason": UNGROUNDED} for t in ungrounded]
@@ -284,21 +286,21 @@ def make_read(runtime: OpenIndex, settings: AgentSettings, llm: Models) -> Runna
     return _llm_node("read", llm, prompt_of, update_of, on_call_error, TRIPLES_REPLY)
 
 
-def make_link(runtime: OpenIndex, settings: AgentSettings) -> Node:
+def make_link(parts: IndexParts, settings: AgentSettings) -> Node:
     """tripleLink: proximal triples to their nearest indexed triples; they join the gist memory."""
 
     def link(state: GearState) -> Update:
         proximal = state.get("proximal", [])
         if out_of_time(state):
             return {"linked": [], "gist_memory": proximal}
-        with runtime.store.snapshot():
-            linked = steps.link_triples(runtime, settings, proximal, parse_where(state.get("where")))
+        with parts.store.snapshot():
+            linked = steps.link_triples(parts, settings, proximal, parse_where(state.get("where")))
         return {"linked": linked, "gist_memory": proximal}
 
     return link
 
 
-def make_expand(runtime: OpenIndex, settings: AgentSettings, expansion: steps.Expansion) -> Node:
+def make_expand(parts: IndexParts, settings: AgentSettings, expansion: steps.Expansion) -> Node:
     """Expansion (``beam``, ``ppr`` or ``both``) from the linked triples, fused (RRF) with
     the base list into this iteration's list."""
 
@@ -308,8 +310,8 @@ def make_expand(runtime: OpenIndex, settings: AgentSettings, expansion: steps.Ex
             return {"retrieved": [[p.to_dict() for p in base]]}
         where = parse_where(state.get("where"))
         linked = state.get("linked", [])
-        with runtime.store.snapshot():
-            expanded = steps.expand(runtime, settings, state["query"], linked, expansion, where)
+        with parts.store.snapshot():
+            expanded = steps.expand(parts, settings, state["query"], linked, expansion, where)
         size = max(len({p.id for p in base} | {p.id for p in expanded}), 1)
         fused = fuse_passages([base, expanded], k=size, rrf_k=settings.rrf_k)
         return {"retrieved": [[p.to_dict() for p in fused]]}
@@ -386,17 +388,17 @@ def make_rewrite(settings: AgentSettings, llm: Models) -> RunnableLambda:
     return _llm_node("rewrite", llm, prompt_of, update_of, on_call_error)
 
 
-def make_finalize(runtime: OpenIndex, settings: AgentSettings) -> Node:
+def make_finalize(parts: IndexParts, settings: AgentSettings) -> Node:
     """passageLink of every memory triple, RRF with every iteration's list; the top ``top_k``."""
 
     def finalize(state: GearState) -> Update:
         k = state.get("top_k", settings.top_k)
         retrieved = [[RankedPassage.from_dict(p) for p in r] for r in state.get("retrieved", [])]
         where = parse_where(state.get("where"))
-        with runtime.store.snapshot():
+        with parts.store.snapshot():
             ranked = steps.final_ranking(
-                runtime, settings, state.get("gist_memory", []), retrieved, k, where)
-            records = passage_records(runtime.store, ranked)
+                parts, settings, state.get("gist_memory", []), retrieved, k, where)
+            records = passage_records(parts.store, ranked)
         update: Update = {
             "passages": [r.to_dict() for r in records],
             "stop_reason": stop_reason_of(state, settings.max_iterations),

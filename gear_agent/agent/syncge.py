@@ -8,13 +8,15 @@ call per question.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gear_agent.agent import _steps as steps
+from gear_agent.agent.parts import IndexParts, parts_and_settings
 from gear_agent.config import AgentSettings
 from gear_agent.filters import Where
 from gear_agent.llm.client import LLMClient, LLMReply
 from gear_agent.llm.response_format import TRIPLES_REPLY
 from gear_agent.llm.usage import usage_of_call
-from gear_agent.open_index import OpenIndex
 from gear_agent.retrieval.base import (
     Outcome,
     RankedPassage,
@@ -22,6 +24,9 @@ from gear_agent.retrieval.base import (
     check_request,
     fuse_passages,
 )
+
+if TYPE_CHECKING:
+    from gear_agent.open_index import OpenIndex
 
 
 class SyncGERetriever(Retriever):
@@ -32,21 +37,25 @@ class SyncGERetriever(Retriever):
     an unreadable reply gives no proximal triples, and then the base list alone.
 
     Args:
-        runtime: The opened index (store, encoder, shared parts).
+        parts: The index's parts (store, encoder, base retriever, the parts built once):
+            :func:`~gear_agent.agent.parts.index_parts` of an opened index. An
+            ``OpenIndex`` still works, with a DeprecationWarning (its settings when
+            ``settings`` is None).
         llm: The client the reader calls.
         expansion: ``beam`` (the paper's Algorithm 1), ``ppr`` or ``both``.
         name: The name shown in tables.
-        settings: The loop's section (``base_k``, ``rrf_k``, prompts, beam, ...);
-            ``runtime.settings`` when None.
+        settings: The loop's section (``base_k``, ``rrf_k``, prompts, beam, ...); a
+            ``GearSettings`` is one. Required with ``parts``.
 
     Example:
-        >>> syncge = SyncGERetriever(runtime, LLMClient.from_settings(llm_settings))  # doctest: +SKIP
+        >>> parts = index_parts(index)  # doctest: +SKIP
+        >>> syncge = SyncGERetriever(parts, LLMClient.from_settings(settings), settings=settings)  # doctest: +SKIP
         >>> [p.id for p in syncge.retrieve("Who is the spouse of the Green performer?", 15)]  # doctest: +SKIP
     """
 
     def __init__(
         self,
-        runtime: OpenIndex,
+        parts: IndexParts | OpenIndex,
         llm: LLMClient,
         expansion: steps.Expansion = "beam",
         name: str = "syncge",
@@ -54,14 +63,14 @@ class SyncGERetriever(Retriever):
     ) -> None:
         if expansion not in steps.EXPANSIONS:
             raise ValueError(f"unknown expansion {expansion!r}; choose one of {steps.EXPANSIONS}")
-        self.runtime, self.llm, self.expansion, self.name = runtime, llm, expansion, name
-        self.settings = settings if settings is not None else runtime.settings
+        self.parts, self.settings = parts_and_settings("SyncGERetriever", parts, settings)
+        self.llm, self.expansion, self.name = llm, expansion, name
 
     def _prepare(self, query: str, where: Where | None) -> tuple[str, list[RankedPassage], str]:
         s = self.settings
         question = steps.check_question(query, s.max_question_chars)
-        base = steps.base_retriever(self.runtime, s).retrieve(question, s.base_k, where)
-        prompt = steps.reader_prompt(self.runtime, s, question, [p.id for p in base], [])
+        base = self.parts.base().retrieve(question, s.base_k, where)
+        prompt = steps.reader_prompt(self.parts.store, s, question, [p.id for p in base], [])
         return question, base, prompt
 
     def _finish(
@@ -70,8 +79,8 @@ class SyncGERetriever(Retriever):
     ) -> list[RankedPassage]:
         proximal, _dropped = steps.read_reply(reply.text)
         s = self.settings
-        linked = steps.link_triples(self.runtime, s, proximal, where)
-        expanded = steps.expand(self.runtime, s, question, linked, self.expansion, where)
+        linked = steps.link_triples(self.parts, s, proximal, where)
+        expanded = steps.expand(self.parts, s, question, linked, self.expansion, where)
         return fuse_passages([base, expanded], k=k, rrf_k=s.rrf_k)
 
     def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:

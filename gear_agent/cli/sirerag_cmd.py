@@ -12,8 +12,9 @@ from gear_agent.cli.common import IndexOpt, console, load_settings, reports_erro
 from gear_agent.cli.usage import CONTEXT, GearCommand, GearGroup
 
 if TYPE_CHECKING:
-    from gear_agent.open_index import OpenIndex
+    from gear_agent.config import GearSettings
     from gear_agent.sirerag import BuildReport, SiReRAGSettings
+    from gear_agent.store import Store
 
 app = typer.Typer(
     help="SiReRAG: build similarity and relatedness trees into the index (retriever `sirerag`).",
@@ -38,17 +39,18 @@ def check_mode(mode: str) -> str:
     return mode
 
 
-def run_build(runtime: OpenIndex, mode: str, settings: SiReRAGSettings) -> BuildReport:
-    """Build the pool in ``mode`` over an opened runtime (the LLM from its settings)."""
+def run_build(store: Store, mode: str, settings: SiReRAGSettings, gear_settings: GearSettings) -> BuildReport:
+    """Build the pool in ``mode`` over an index's store (full mode: the chat model and the
+    prompts of ``gear_settings``' LLM and prompt sections)."""
     from gear_agent.sirerag import build_ablation
 
     if check_mode(mode) == "ablation":
-        return build_ablation(runtime.store, settings)
+        return build_ablation(store, settings)
     from gear_agent.llm.client import LLMClient
     from gear_agent.sirerag.build import build_full
 
-    llm = LLMClient.from_settings(runtime.settings)
-    return build_full(runtime.store, llm, settings, prompts_dir=runtime.settings.prompts_dir)
+    llm = LLMClient.from_settings(gear_settings)
+    return build_full(store, llm, settings, prompts_dir=gear_settings.prompts_dir)
 
 
 def print_report(report: BuildReport, counts: bool = True) -> None:
@@ -113,7 +115,7 @@ def build(
     if mode == "full":
         require_llm(settings)
     runtime = OpenIndex.open(settings)
-    print_report(run_build(runtime, mode, options))
+    print_report(run_build(runtime.store, mode, options, runtime.settings))
 
 
 @app.command("info", cls=GearCommand)

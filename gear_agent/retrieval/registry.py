@@ -70,9 +70,11 @@ def _ppr_filter(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
 
 def _syncge(expansion: str, name: str) -> Builder:
     def build(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
+        from gear_agent.agent.parts import index_parts
         from gear_agent.agent.syncge import SyncGERetriever
 
-        return SyncGERetriever(runtime, _client(runtime, llm), expansion, name)  # type: ignore[arg-type]
+        return SyncGERetriever(index_parts(runtime), _client(runtime, llm), expansion, name,  # type: ignore[arg-type]
+                               settings=runtime.settings)
 
     return build
 
@@ -80,18 +82,22 @@ def _syncge(expansion: str, name: str) -> Builder:
 def _gear(expansion: str, name: str) -> Builder:
     def build(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
         from gear_agent.agent.gear_retriever import GearRetriever
+        from gear_agent.agent.parts import index_parts
 
-        return GearRetriever(runtime, _client(runtime, llm), expansion, name)  # type: ignore[arg-type]
+        return GearRetriever(index_parts(runtime), _client(runtime, llm), expansion, name,  # type: ignore[arg-type]
+                             settings=runtime.settings)
 
     return build
 
 
 def _gear_sirerag(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
     from gear_agent.agent.gear_retriever import GearRetriever
+    from gear_agent.agent.parts import index_parts
     from gear_agent.sirerag.retriever import SiReRAGRetriever
 
     base = SiReRAGRetriever(runtime.store, runtime.encode)
-    return GearRetriever(runtime, _client(runtime, llm), "ppr", "gear-sirerag", base=base)
+    return GearRetriever(index_parts(runtime), _client(runtime, llm), "ppr", "gear-sirerag",
+                         base=base, settings=runtime.settings)
 
 
 _SPECS: list[RetrieverSpec] = [

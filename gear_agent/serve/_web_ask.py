@@ -24,12 +24,11 @@ from typing import Any
 from gear_agent.agent.state import merge_memory
 from gear_agent.agent.streaming import arun_events
 from gear_agent.llm.usage import merge_usage
-from gear_agent.open_index import OpenIndex
 from gear_agent.retrieval.base import Retriever
 from gear_agent.retrieval.filtering import checked_where
 from gear_agent.retrieval.records import passage_records
-from gear_agent.retrieval.registry import make_retriever
 from gear_agent.serve._graph_svg import chain_svg
+from gear_agent.store import Store
 
 AGENT = "gear"
 """The Ask page's retriever choice that runs the agent (the others only rank passages)."""
@@ -146,13 +145,13 @@ async def ask_events(agent: Any, inputs: dict[str, Any]) -> AsyncIterator[tuple[
             yield "result", result_of(event.data)
 
 
-def search_result(runtime: OpenIndex, name: str, question: str, k: int, where: Any,
-                  retriever: Retriever | None = None) -> dict[str, Any]:
-    """The top ``k`` of retriever ``name`` (``retriever``, when already built) for
-    ``question`` as a ``result`` event (no answer)."""
-    checked = checked_where(runtime.store, where)
-    ranked = (retriever or make_retriever(name, runtime)).retrieve(question, k, checked)
-    records = [r.to_dict() for r in passage_records(runtime.store, ranked)]
+def search_result(store: Store, retriever: Retriever, name: str, question: str, k: int,
+                  where: Any) -> dict[str, Any]:
+    """The top ``k`` of ``retriever`` (called ``name``) over ``store`` for ``question`` as a
+    ``result`` event (no answer)."""
+    checked = checked_where(store, where)
+    ranked = retriever.retrieve(question, k, checked)
+    records = [r.to_dict() for r in passage_records(store, ranked)]
     return {"answer": None, "citations": [], "passages": _passages_out(records, []),
             "iterations": 0, "stop_reason": None, "queries": [question], "tokens": 0, "dropped": 0,
             "retriever": name}

@@ -24,7 +24,7 @@ from gear_agent.errors import GearError
 from gear_agent.indexing import IndexReport, add_passages, delete_passages, extract_with_llm
 from gear_agent.ingest.corpus import read_corpus, read_text_file
 from gear_agent.llm.errors import LLMConfigError
-from gear_agent.open_index import OpenIndex
+from gear_agent.store import Store
 from gear_agent.types import Passage
 
 Progress = Callable[[str, int, int], None]
@@ -41,21 +41,19 @@ class DocumentError(GearError, ValueError):
 
 
 class Documents:
-    """Adds, lists and deletes passages of one runtime's index; owns the write lock.
+    """Adds, lists and deletes passages of one index; owns the write lock.
 
     Args:
-        runtime: The index the server serves (its embedder embeds new passages).
+        store: The store of the index the server serves (its embedder embeds new passages).
+        settings: The sections it reads: ingest (chunking), LLM (extraction concurrency),
+            prompts, grounding, and the backend and index folder ``gear check`` looks at.
         llm: Returns the chat client for extraction, or raises ``LLMConfigError``.
     """
 
-    def __init__(self, runtime: OpenIndex, llm: Callable[[], Any]) -> None:
-        self.runtime = runtime
+    def __init__(self, store: Store, settings: GearSettings, llm: Callable[[], Any]) -> None:
+        self.store, self.settings = store, settings
         self._llm = llm
         self._lock = threading.Lock()
-
-    @property
-    def settings(self) -> GearSettings:
-        return self.runtime.settings
 
     def chat_client(self) -> Any:
         """The chat client extraction calls.
@@ -109,12 +107,12 @@ class Documents:
         llm = self.chat_client() if extract else None
         report = IndexReport()
         with self._lock:
-            add_passages(self.runtime.store, list(passages), report, progress)
+            add_passages(self.store, list(passages), report, progress)
             if llm is not None:
                 from gear_agent.prompts import load_prompt
 
                 summary = extract_with_llm(
-                    self.runtime.store, llm, report, progress,
+                    self.store, llm, report, progress,
                     concurrency=self.settings.llm_concurrency,
                     prompt=load_prompt("extraction", self.settings.prompts_dir),
                     ground=self.settings.ground_triples,
@@ -133,7 +131,7 @@ class Documents:
             DocumentError: neither ids nor a source are given.
         """
         ids, source = self._asked(ids, source)
-        result = delete_passages(self.runtime.store, ids, source=source, dry_run=True)
+        result = delete_passages(self.store, ids, source=source, dry_run=True)
         return {
             "passages": [{"id": p.id, "title": p.title, "source": p.source,
                           "triples": result.triples_by_passage.get(p.id, 0)} for p in result.passages],
@@ -145,7 +143,7 @@ class Documents:
         """Delete passages by id and/or every passage of ``source`` (exact, as
         :meth:`gear_agent.Gear.delete`), with their triples."""
         ids, source = self._asked(ids, source)
-        store = self.runtime.store
+        store = self.store
         with self._lock:
             result = delete_passages(store, ids, source=source)
         return {"deleted": result.ids, "unknown_ids": result.unknown_ids, "notes": result.messages(),
@@ -163,7 +161,7 @@ class Documents:
     def listing(self, offset: int = 0, limit: int = MAX_LIST, source: str | None = None) -> dict[str, Any]:
         """Passages in index order from ``offset`` (``source``: only that source's)."""
         rows, total = [], 0
-        for passage in self.runtime.store.iter_passages():
+        for passage in self.store.iter_passages():
             if source and passage.source != source:
                 continue
             if offset <= total < offset + limit:
@@ -179,7 +177,7 @@ class Documents:
         of :data:`gear_agent.store.backends.BACKENDS` says how it is checked and sized)."""
         from gear_agent.store.backends import backend
 
-        store, s = self.runtime.store, self.settings
+        store, s = self.store, self.settings
         row = backend(s.backend)
         report = row.check(s) if row.check is not None else None
         return {

@@ -44,6 +44,8 @@ from gear_agent.serve.schemas import GearRequest, GearResponse, request_model
 if TYPE_CHECKING:
     from langchain_core.callbacks import BaseCallbackHandler
 
+    from gear_agent.retrieval.base import Retriever
+
 logger = logging.getLogger(__name__)
 
 PATH = "/gear"
@@ -188,12 +190,16 @@ def create_app(
                                       "output_schema", "config_schema", "playground"])
 
     if runtime is not None:
+        from gear_agent.retrieval.registry import make_retriever
         from gear_agent.serve.web import WebPage, add_web_routes
 
         def chat_client() -> LLMClient:
             return llm if llm is not None else LLMClient.from_settings(settings)
 
-        add_web_routes(app, WebPage(agent, runtime, chat_client))
+        def retriever_of(name: str) -> Retriever:
+            return make_retriever(name, runtime)
+
+        add_web_routes(app, WebPage(agent, runtime.store, runtime.settings, chat_client, retriever_of))
 
     @app.get("/health")
     def health() -> dict[str, Any]:

@@ -40,14 +40,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from gear_agent.config import GearSettings
 from gear_agent.errors import GearError
 from gear_agent.filters import parse_where
-from gear_agent.open_index import OpenIndex
 from gear_agent.questions import check_question
 from gear_agent.retrieval.base import Retriever
 from gear_agent.retrieval.filtering import checked_where
-from gear_agent.retrieval.registry import RETRIEVERS, check_name, make_retriever
+from gear_agent.retrieval.registry import RETRIEVERS, check_name
 from gear_agent.serve import _web_explore as web_explore
 from gear_agent.serve._web_ask import AGENT, ask_events, search_result
 from gear_agent.serve._web_documents import Documents
+from gear_agent.store import Store
 
 logger = logging.getLogger(__name__)
 
@@ -108,24 +108,24 @@ def _stream(events: AsyncIterator[tuple[str, Any]]) -> StreamingResponse:
 
 
 class WebPage:
-    """The page's routes over one runtime and agent; owns the retrievers it builds.
+    """The page's routes over one index and agent; keeps the retrievers it builds.
 
     Args:
         agent: The compiled GEAR graph the server runs.
-        runtime: Its index, embedder and settings.
+        store: Its index's store.
+        settings: The server's settings (the page's defaults and limits; the documents'
+            reading, extraction and health).
         llm: Returns the chat client (for extraction), or raises ``LLMConfigError``.
+        retriever_of: Builds the retriever of a name of the table over the same index.
     """
 
-    def __init__(self, agent: Any, runtime: OpenIndex, llm: Callable[[], Any]) -> None:
-        self.agent = agent
-        self.runtime = runtime
-        self.documents = Documents(runtime, llm)
+    def __init__(self, agent: Any, store: Store, settings: GearSettings, llm: Callable[[], Any],
+                 retriever_of: Callable[[str], Retriever]) -> None:
+        self.agent, self.store, self.settings = agent, store, settings
+        self.documents = Documents(store, settings, llm)
+        self._retriever_of = retriever_of
         self._retrievers: dict[str, Retriever] = {}
         self._lock = threading.Lock()
-
-    @property
-    def settings(self) -> GearSettings:
-        return self.runtime.settings
 
     def retriever(self, name: str) -> Retriever:
         spec = check_name(name)
@@ -134,7 +134,7 @@ class WebPage:
                             f"{spec.name} needs an LLM of its own")
         with self._lock:
             if spec.name not in self._retrievers:
-                self._retrievers[spec.name] = make_retriever(spec.name, self.runtime)
+                self._retrievers[spec.name] = self._retriever_of(spec.name)
             return self._retrievers[spec.name]
 
     def config(self) -> dict[str, Any]:
@@ -149,14 +149,14 @@ class WebPage:
     def ask(self, body: AskBody) -> StreamingResponse:
         question = check_question(body.question, self.settings.max_question_chars)
         where = parse_where(body.where or None)  # a bad filter is a 400 here, before the stream
-        checked_where(self.runtime.store, where)  # and so is one that no passage passes
+        checked_where(self.store, where)  # and so is one that no passage passes
         if body.retriever != AGENT:
             retriever = self.retriever(body.retriever)
 
             async def ranked() -> AsyncIterator[tuple[str, Any]]:
                 yield "step", {"node": "retrieve", "iteration": 1, "text": f"ranking with {body.retriever}"}
                 result = await run_in_threadpool(
-                    search_result, self.runtime, body.retriever, question, body.k, where, retriever)
+                    search_result, self.store, retriever, body.retriever, question, body.k, where)
                 yield "result", result
 
             return _stream(ranked())
@@ -226,15 +226,15 @@ def add_web_routes(app: FastAPI, page: WebPage) -> None:
 
     @router.get("/ui/api/entities")
     def entities(q: str = Query("", max_length=200)) -> dict[str, Any]:
-        return {"entities": web_explore.find_entities(page.runtime.store, q)}
+        return {"entities": web_explore.find_entities(page.store, q)}
 
     @router.get("/ui/api/entity")
     def entity(name: str = Query(..., max_length=500), hops: int = 1) -> dict[str, Any]:
-        return web_explore.neighbourhood(page.runtime.store, name, hops)
+        return web_explore.neighbourhood(page.store, name, hops)
 
     @router.get("/ui/api/passage/{passage_id}")
     def passage(passage_id: str) -> dict[str, Any]:
-        return web_explore.passage_triples(page.runtime.store, passage_id)
+        return web_explore.passage_triples(page.store, passage_id)
 
     @router.get("/ui/api/documents")
     def documents(offset: int = Query(0, ge=0), source: str | None = None) -> dict[str, Any]:

@@ -35,6 +35,7 @@ import pytest
 from support.local_llm import LOCAL_LLM_MODEL, local_llm_available, running_local_llm
 
 from gear_agent.agent.graph import build_agent
+from gear_agent.agent.parts import index_parts
 from gear_agent.agent.syncge import SyncGERetriever
 from gear_agent.config import GearSettings
 from gear_agent.llm.client import LLMClient
@@ -148,7 +149,7 @@ def test_syncge_with_the_real_model(pipeline) -> None:
     assert runtime is not None, "indexing failed; see the extraction test"
     llm = LLMClient.from_settings(pipeline["settings"])
 
-    ranked = SyncGERetriever(runtime, llm).retrieve(QUESTION, 5)
+    ranked = SyncGERetriever(index_parts(runtime), llm, settings=runtime.settings).retrieve(QUESTION, 5)
 
     assert 1 <= len(ranked) <= 5
     stored = {p.id for p in runtime.store.iter_passages()}

@@ -35,6 +35,7 @@ from typing import Any
 from langgraph.checkpoint.memory import InMemorySaver
 
 from gear_agent.agent.graph import build_graph
+from gear_agent.agent.parts import index_parts
 from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMCallError
 from gear_agent.llm.factory import make_chat_model
@@ -279,7 +280,7 @@ def run_fault_case(
             model,
             retry=RetryPolicy(max_retries=MAX_RETRIES, base_delay_s=0.05, max_delay_s=0.2),
         )
-        agent = build_graph(runtime, llm, settings).compile(checkpointer=InMemorySaver())
+        agent = build_graph(index_parts(runtime.under(settings)), llm, settings).compile(checkpointer=InMemorySaver())
         config = {"configurable": {"thread_id": str(uuid.uuid4())}}
         state: dict[str, Any] | None = None
         error: BaseException | None = None

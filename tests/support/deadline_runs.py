@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gear_agent.agent.graph import build_graph
+from gear_agent.agent.parts import index_parts
 from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMCallError
 from gear_agent.llm.factory import make_chat_model
@@ -119,7 +120,7 @@ def run_deadline_case(
     )
     with running_fault_server(answer) as server:
         model = make_chat_model(settings, {"OPENAI_BASE_URL": server.base_url})
-        agent = build_graph(runtime, LLMClient(model, retry=retry), settings).compile()
+        agent = build_graph(index_parts(runtime.under(settings)), LLMClient(model, retry=retry), settings).compile()
         state: dict[str, Any] | None = None
         error: BaseException | None = None
         started = time.monotonic()

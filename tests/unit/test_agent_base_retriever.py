@@ -9,9 +9,9 @@ import pytest
 from support.fakes import client, scripted
 from support.tiny_corpus import QUESTION, build_store, make_settings, pid
 
-from gear_agent.agent import _steps as steps
 from gear_agent.agent import nodes
 from gear_agent.agent.graph import build_graph
+from gear_agent.agent.parts import index_parts
 from gear_agent.agent.syncge import SyncGERetriever
 from gear_agent.embedding.hashing import HashingEmbedder
 from gear_agent.errors import UnknownNameError
@@ -43,7 +43,7 @@ def test_the_llm_free_rows_are_the_tables_rows_without_an_llm() -> None:
 @pytest.mark.parametrize("name", ["ppr", "hybrid+naive_ge", "hybrid+naive_ge+ppr", "bm25"])
 def test_the_retrieve_node_uses_the_configured_retriever(store, name: str) -> None:
     runtime = _runtime(store, base_retriever=name)
-    update = nodes.make_retrieve(runtime, runtime.settings)({"query": QUESTION})
+    update = nodes.make_retrieve(index_parts(runtime), runtime.settings)({"query": QUESTION})
     expected = make_llm_free(name, runtime).retrieve(QUESTION, runtime.settings.base_k)
     assert [p["id"] for p in update["base"]] == [p.id for p in expected]
     assert [tuple(p["chain"]) for p in update["base"]] == [p.chain for p in expected]
@@ -52,7 +52,7 @@ def test_the_retrieve_node_uses_the_configured_retriever(store, name: str) -> No
 def test_the_default_base_is_still_hybrid(store) -> None:
     runtime = _runtime(store)
     assert runtime.settings.base_retriever == "hybrid"
-    base = steps.base_retriever(runtime, runtime.settings).retrieve(QUESTION, 3)
+    base = index_parts(runtime).base().retrieve(QUESTION, 3)
     assert [p.id for p in base] == [p.id for p in make_llm_free("hybrid", runtime).retrieve(
         QUESTION, 3)]
     assert runtime.settings.link_search_mode == "hybrid"
@@ -61,9 +61,9 @@ def test_the_default_base_is_still_hybrid(store) -> None:
 def test_a_filter_applies_to_any_base(store) -> None:
     runtime = _runtime(store, base_retriever="ppr")
     where = ["source=test"]
-    update = nodes.make_retrieve(runtime, runtime.settings)({"query": QUESTION, "where": where})
+    update = nodes.make_retrieve(index_parts(runtime), runtime.settings)({"query": QUESTION, "where": where})
     assert update["base"]
-    assert steps.base_retriever(runtime, runtime.settings).retrieve(
+    assert index_parts(runtime).base().retrieve(
         QUESTION, 3, parse_where(["source=elsewhere"])) == []
 
 
@@ -76,10 +76,10 @@ def test_link_mode_follows_a_plain_base_and_is_hybrid_otherwise(store) -> None:
 
 def test_the_agent_and_syncge_run_over_a_ppr_base(store) -> None:
     runtime = _runtime(store, base_retriever="ppr")
-    agent = build_graph(runtime, client(scripted([READ, YES, "Sacramento County"]))).compile()
+    agent = build_graph(index_parts(runtime), client(scripted([READ, YES, "Sacramento County"])), runtime.settings).compile()
     result = agent.invoke({"question": QUESTION})
     assert result["answer"] == "Sacramento County" and result["passages"]
-    syncge = SyncGERetriever(runtime, client(scripted([READ])))
+    syncge = SyncGERetriever(index_parts(runtime), client(scripted([READ])), settings=runtime.settings)
     ranked = syncge.retrieve(QUESTION, 5)
     assert pid("Folsom, California") in [p.id for p in ranked]
 
@@ -88,4 +88,4 @@ def test_an_llm_or_unknown_base_fails_when_the_agent_is_built(store) -> None:
     for name in ("gear", "no-such-retriever"):
         runtime = _runtime(store, base_retriever=name)
         with pytest.raises(UnknownNameError, match="not a retriever without an LLM"):
-            build_graph(runtime, client(scripted([])))
+            build_graph(index_parts(runtime), client(scripted([])), runtime.settings)

@@ -16,6 +16,7 @@ from gear_agent.agent.chat import HISTORY_MESSAGES, question_of, render_conversa
 from gear_agent.agent.citations import check_citations, quote_in, read_cited_answer
 from gear_agent.agent.graph import build_graph
 from gear_agent.agent.models import ChatModels, chosen_model
+from gear_agent.agent.parts import index_parts
 from gear_agent.config import LLMSettings
 from gear_agent.errors import GearError
 from gear_agent.llm.errors import LLMConfigError
@@ -36,7 +37,7 @@ def cited(*citations: object, answer: str = "Sacramento County") -> str:
 def agent_over(tmp_path: Path, replies: list, **settings):
     runtime = make_runtime(tmp_path / "index", make_settings(**settings))
     model = scripted(replies)
-    return build_graph(runtime, client(model), runtime.settings), model
+    return build_graph(index_parts(runtime), client(model), runtime.settings), model
 
 
 def shown_numbers(prompt: str) -> dict[str, int]:
@@ -215,7 +216,7 @@ def two_models(tmp_path: Path, default_replies: list, other_replies: list, run_m
     default, other = scripted(default_replies), scripted(other_replies)
     settings = LLMSettings(llm_model="default", llm_models=",".join(run_models))
     models = ChatModels(settings, client(default), {"other": client(other)})
-    return build_graph(runtime, models, runtime.settings).compile(), default, other
+    return build_graph(index_parts(runtime), models, runtime.settings).compile(), default, other
 
 
 @pytest.mark.parametrize("how", ["context", "configurable", "async"])

@@ -10,6 +10,7 @@ from support.fakes import client, scripted
 from support.tiny_corpus import QUESTION, make_runtime, make_settings
 
 from gear_agent.agent.graph import build_graph
+from gear_agent.agent.parts import index_parts
 from gear_agent.config import GearSettings
 
 READ = json.dumps({"triples": [["Rainbow Bridge", "located in", "Folsom"]]})
@@ -23,7 +24,7 @@ def test_default_expansion_is_ppr():
 @pytest.mark.parametrize("expansion", ["beam", "ppr", "both"])
 def test_each_expansion_completes_a_run(tmp_path: Path, expansion: str) -> None:
     runtime = make_runtime(tmp_path / "index", make_settings(expansion=expansion))
-    agent = build_graph(runtime, client(scripted([READ, YES, "Answer: Sacramento County"])),
+    agent = build_graph(index_parts(runtime), client(scripted([READ, YES, "Answer: Sacramento County"])),
                         runtime.settings).compile()
     result = agent.invoke({"question": QUESTION})
     assert result["stop_reason"] == "answerable"

@@ -35,6 +35,7 @@ from support.agent_faults import (
 from support.tiny_corpus import make_runtime, make_settings
 
 from gear_agent.agent.graph import build_graph
+from gear_agent.agent.parts import index_parts
 from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMCallError
 from gear_agent.llm.factory import make_chat_model
@@ -179,7 +180,7 @@ def test_an_unreachable_endpoint_fails_naming_it(runtime: OpenIndex, unused_port
     url = f"http://127.0.0.1:{unused_port}/v1"
     model = make_chat_model(settings, {"OPENAI_BASE_URL": url})
     llm = LLMClient(model, retry=RetryPolicy(max_retries=1, base_delay_s=0.01, max_delay_s=0.02))
-    agent = build_graph(runtime, llm, settings).compile()
+    agent = build_graph(index_parts(runtime.under(settings)), llm, settings).compile()
 
     where = f"node='reason', endpoint='{url}'\\) after 2 attempts: .*Connection error"
     with pytest.raises(LLMCallError, match=where) as failed:

@@ -11,6 +11,7 @@ from support.fakes import INPUT_TOKENS, OUTPUT_TOKENS, client, scripted
 from support.tiny_corpus import QUESTION, make_runtime, make_settings, pid
 
 from gear_agent.agent.graph import build_agent, build_graph
+from gear_agent.agent.parts import index_parts
 from gear_agent.errors import GearError
 
 READ_1 = json.dumps(
@@ -29,7 +30,7 @@ YES = json.dumps({"answerable": True, "answer": "Sacramento County", "reason": N
 def run(tmp_path: Path, replies: list, *, use_async: bool = False, **settings):
     runtime = make_runtime(tmp_path / "index", make_settings(**settings))
     model = scripted(replies)
-    agent = build_graph(runtime, client(model), runtime.settings).compile()
+    agent = build_graph(index_parts(runtime), client(model), runtime.settings).compile()
     if use_async:
         return asyncio.run(agent.ainvoke({"question": QUESTION})), model
     return agent.invoke({"question": QUESTION}), model
@@ -172,7 +173,7 @@ def test_reasoner_error_is_fatal(tmp_path: Path) -> None:
 def test_bad_questions_are_refused_before_any_work(tmp_path: Path, question: str) -> None:
     runtime = make_runtime(tmp_path / "index", make_settings(max_question_chars=50))
     model = scripted([])
-    agent = build_graph(runtime, client(model)).compile()
+    agent = build_graph(index_parts(runtime), client(model), runtime.settings).compile()
     with pytest.raises(GearError, match="question"):
         agent.invoke({"question": question})
     assert model.prompts == []
@@ -181,14 +182,14 @@ def test_bad_questions_are_refused_before_any_work(tmp_path: Path, question: str
 def test_stream_updates_follow_the_loop(tmp_path: Path) -> None:
     runtime = make_runtime(tmp_path / "index")
     model = scripted([READ_1, NOT_YET, "county of Folsom", READ_2, YES, "Sacramento County"])
-    agent = build_graph(runtime, client(model)).compile()
+    agent = build_graph(index_parts(runtime), client(model), runtime.settings).compile()
     nodes = [next(iter(u)) for u in agent.stream({"question": QUESTION}, stream_mode="updates")]
     loop = ["retrieve", "read", "link", "expand", "reason"]
     assert nodes == ["start", *loop, "rewrite", *loop, "finalize", "answer"]
 
     async def astream() -> list[str]:
         model2 = scripted([READ_1, NOT_YET, "county of Folsom", READ_2, YES, "Sacramento County"])
-        agent2 = build_graph(runtime, client(model2)).compile()
+        agent2 = build_graph(index_parts(runtime), client(model2), runtime.settings).compile()
         return [next(iter(u)) async for u in agent2.astream({"question": QUESTION})]
 
     assert asyncio.run(astream()) == nodes
@@ -196,7 +197,7 @@ def test_stream_updates_follow_the_loop(tmp_path: Path) -> None:
 
 def test_per_run_overrides(tmp_path: Path) -> None:
     runtime = make_runtime(tmp_path / "index")
-    agent = build_graph(runtime, client(scripted([READ_1, NOT_YET, "x"]))).compile()
+    agent = build_graph(index_parts(runtime), client(scripted([READ_1, NOT_YET, "x"])), runtime.settings).compile()
     result = agent.invoke({"question": QUESTION, "max_iterations": 1, "top_k": 2})
     assert result["stop_reason"] == "max_iterations"
     assert len(result["passages"]) == 2

@@ -10,6 +10,7 @@ from support.tiny_corpus import QUESTION, make_runtime, pid
 
 from gear_agent.agent import nodes
 from gear_agent.agent.graph import route_after_reason
+from gear_agent.agent.parts import index_parts
 from gear_agent.agent.state import merge_memory
 from gear_agent.expansion.beam import TripleBeamSearch, beams_to_passages
 from gear_agent.ids import triple_id
@@ -50,7 +51,7 @@ def test_stop_reason() -> None:
 
 
 def test_start_sets_up_iteration_one(runtime) -> None:
-    update = nodes.make_start(runtime, runtime.settings)({"question": f"  {QUESTION} "})
+    update = nodes.make_start(runtime.store, runtime.settings)({"question": f"  {QUESTION} "})
     assert update["question"] == update["query"] == QUESTION
     assert update["queries"].value == [QUESTION]  # Overwrite: a new run on a thread starts afresh
     assert update["gist_memory"].value == [] and update["retrieved"].value == []
@@ -58,7 +59,7 @@ def test_start_sets_up_iteration_one(runtime) -> None:
 
 
 def test_retrieve_is_hybrid_base_retrieval(runtime) -> None:
-    update = nodes.make_retrieve(runtime, runtime.settings)({"query": "Folsom Sacramento County"})
+    update = nodes.make_retrieve(index_parts(runtime), runtime.settings)({"query": "Folsom Sacramento County"})
     store, k = runtime.store, runtime.settings.base_k
     lexical = [h.id for h in store.bm25_search("passage", "Folsom Sacramento County", k)]
     dense = [
@@ -72,7 +73,7 @@ def test_retrieve_is_hybrid_base_retrieval(runtime) -> None:
 
 def test_read_turns_the_reply_into_proximal_triples(runtime) -> None:
     model = scripted(['{"triples": [["Folsom", "located in", "Sacramento County"], ["x", "y"]]}'])
-    read = nodes.make_read(runtime, runtime.settings, client(model))
+    read = nodes.make_read(runtime.store, runtime.settings, client(model))
     state = {
         "question": QUESTION,
         "iteration": 2,
@@ -92,7 +93,7 @@ def test_link_finds_the_indexed_triple_and_fills_memory(runtime) -> None:
         ["Folsom", "located in", "Sacramento County"],
         ["Folsom", "is in", "Sacramento County"],
     ]
-    update = nodes.make_link(runtime, runtime.settings)({"proximal": proximal})
+    update = nodes.make_link(index_parts(runtime), runtime.settings)({"proximal": proximal})
     expected = triple_id(pid("Folsom, California"), "Folsom", "located in", "Sacramento County")
     assert update["linked"] == [expected]  # both link to the same triple: kept once
     assert update["gist_memory"] == proximal
@@ -102,7 +103,7 @@ def test_expand_fuses_base_and_beam_passages(runtime) -> None:
     start = triple_id(pid("Rainbow Bridge (Folsom)"), "Rainbow Bridge", "located in", "Folsom")
     base = [{"id": pid("American River"), "score": 1.0, "chain": []}]
     state = {"query": "county of Folsom", "linked": [start], "base": base}
-    update = nodes.make_expand(runtime, runtime.settings, "beam")(state)
+    update = nodes.make_expand(index_parts(runtime), runtime.settings, "beam")(state)
     (fused,) = update["retrieved"]
     beam = TripleBeamSearch(runtime.store, runtime.embedder, runtime.settings, llm_in_loop=True)
     expanded = beams_to_passages(
@@ -127,7 +128,7 @@ def test_finalize_orders_by_rrf_of_iteration_lists(runtime) -> None:
             [{"id": b, "score": 1.0, "chain": [t]}, {"id": c, "score": 0.5, "chain": []}],
         ],
     }
-    update = nodes.make_finalize(runtime, runtime.settings)(state)
+    update = nodes.make_finalize(index_parts(runtime), runtime.settings)(state)
     assert [p["id"] for p in update["passages"]] == [b, a, c]
     assert [p["score"] for p in update["passages"]] == pytest.approx(
         [1 / 61 + 1 / 62, 1 / 61, 1 / 62]
@@ -144,7 +145,7 @@ def test_finalize_passage_links_memory_triples(runtime) -> None:
         "gist_memory": [["Folsom", "located in", "Sacramento County"]],
         "retrieved": [],
     }
-    update = nodes.make_finalize(runtime, runtime.settings)(state)
+    update = nodes.make_finalize(index_parts(runtime), runtime.settings)(state)
     assert update["passages"][0]["id"] == pid("Folsom, California")
     assert update["stop_reason"] == "max_iterations"
 

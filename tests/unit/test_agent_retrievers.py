@@ -13,6 +13,7 @@ from support.tiny_corpus import QUESTION, make_runtime, pid
 from gear_agent.agent.gear_retriever import GearRetriever
 from gear_agent.agent.graph import build_graph
 from gear_agent.agent.langchain_retriever import GearLangChainRetriever
+from gear_agent.agent.parts import index_parts
 from gear_agent.agent.syncge import SyncGERetriever
 from gear_agent.errors import GearError
 from gear_agent.expansion.beam import TripleBeamSearch, beams_to_passages
@@ -31,7 +32,7 @@ def runtime(tmp_path: Path):
 
 
 def test_syncge_is_base_plus_beam_from_linked_triples(runtime) -> None:
-    syncge = SyncGERetriever(runtime, client(scripted([READ])))
+    syncge = SyncGERetriever(index_parts(runtime), client(scripted([READ])), settings=runtime.settings)
     ranked = syncge.retrieve(QUESTION, k=6)
     base = SearchRetriever(runtime.store, runtime.encode).retrieve(QUESTION, runtime.settings.base_k)
     start = triple_id(pid("Rainbow Bridge (Folsom)"), "Rainbow Bridge", "located in", "Folsom")
@@ -44,7 +45,7 @@ def test_syncge_is_base_plus_beam_from_linked_triples(runtime) -> None:
 
 
 def test_syncge_arun_reports_tokens(runtime) -> None:
-    syncge = SyncGERetriever(runtime, client(scripted([READ])))
+    syncge = SyncGERetriever(index_parts(runtime), client(scripted([READ])), settings=runtime.settings)
     outcome = asyncio.run(syncge.arun(QUESTION, 5))
     assert isinstance(outcome, Outcome)
     assert 3 <= len(outcome.passage_ids) <= 5  # base_k=3 plus what the beams reach
@@ -57,11 +58,11 @@ def test_syncge_arun_reports_tokens(runtime) -> None:
 
 def test_syncge_refuses_an_empty_question(runtime) -> None:
     with pytest.raises(GearError):
-        SyncGERetriever(runtime, client(scripted([]))).retrieve("  ", 5)
+        SyncGERetriever(index_parts(runtime), client(scripted([])), settings=runtime.settings).retrieve("  ", 5)
 
 
 def test_gear_retriever_arun_gives_answer_tokens_iterations(runtime) -> None:
-    gear = GearRetriever(runtime, client(scripted([READ, YES, "Sacramento County"])))
+    gear = GearRetriever(index_parts(runtime), client(scripted([READ, YES, "Sacramento County"])), settings=runtime.settings)
     outcome = asyncio.run(gear.arun(QUESTION, 4))
     assert outcome.answer == "Sacramento County"
     assert outcome.iterations == 1
@@ -99,7 +100,7 @@ def test_a_name_means_the_same_whatever_the_expansion_setting(runtime, monkeypat
 
 
 def test_gear_retriever_keeps_the_chains(runtime) -> None:
-    gear = GearRetriever(runtime, client(scripted([READ, YES, "Sacramento County"])))
+    gear = GearRetriever(index_parts(runtime), client(scripted([READ, YES, "Sacramento County"])), settings=runtime.settings)
     ranked = gear.retrieve(QUESTION, 4)
     stored = {t.id for t in runtime.store.iter_triples()}
     chained = [p for p in ranked if p.chain]
@@ -107,7 +108,7 @@ def test_gear_retriever_keeps_the_chains(runtime) -> None:
 
 
 def test_langchain_adapter_over_the_agent(runtime) -> None:
-    agent = build_graph(runtime, client(scripted([READ, YES, "Sacramento County"]))).compile()
+    agent = build_graph(index_parts(runtime), client(scripted([READ, YES, "Sacramento County"])), runtime.settings).compile()
     docs = GearLangChainRetriever(agent=agent, k=3).invoke(QUESTION)
     assert len(docs) == 3
     assert {"id", "title", "source", "score", "chain", "chain_ids"} <= set(docs[0].metadata)
@@ -116,7 +117,7 @@ def test_langchain_adapter_over_the_agent(runtime) -> None:
 
 
 def test_langchain_adapter_over_a_retriever(runtime) -> None:
-    syncge = SyncGERetriever(runtime, client(scripted([READ, READ])))
+    syncge = SyncGERetriever(index_parts(runtime), client(scripted([READ, READ])), settings=runtime.settings)
     adapter = GearLangChainRetriever(retriever=syncge, store=runtime.store, k=4)
     docs = adapter.invoke(QUESTION)
     assert [d.metadata["id"] for d in docs] == [p.id for p in syncge.retrieve(QUESTION, 4)]
@@ -133,7 +134,7 @@ def test_gear_eval_gets_answers_tokens_and_iterations(runtime) -> None:
     from gear_agent.evaluation.dataset import Question
     from gear_agent.evaluation.runner import evaluate
 
-    gear = GearRetriever(runtime, client(scripted([READ, YES, "Sacramento County"])))
+    gear = GearRetriever(index_parts(runtime), client(scripted([READ, YES, "Sacramento County"])), settings=runtime.settings)
     gold = (pid("Rainbow Bridge (Folsom)"), pid("Folsom, California"))
     question = Question("q1", QUESTION, ("Sacramento County",), gold)
     row = evaluate(gear, [question], ks=(5,))

@@ -15,6 +15,7 @@ from support.fakes import client, scripted
 from support.tiny_corpus import QUESTION, make_runtime, pid
 
 from gear_agent.agent.graph import build_graph
+from gear_agent.agent.parts import index_parts
 
 TABLE = [
     {  # iteration 1
@@ -49,7 +50,7 @@ def replies() -> list[str]:
 def test_table6_walkthrough(tmp_path: Path) -> None:
     runtime = make_runtime(tmp_path / "index")
     model = scripted(replies())
-    agent = build_graph(runtime, client(model)).compile()
+    agent = build_graph(index_parts(runtime), client(model), runtime.settings).compile()
     states = list(agent.stream({"question": QUESTION}, stream_mode="values"))
 
     # The state just after iteration 1's rewrite: the table's memory and next query.

@@ -20,6 +20,7 @@ from support.deadline_runs import FaultTiming, run_deadline_case
 from support.tiny_corpus import QUESTION, make_runtime, make_settings
 
 from gear_agent.agent import nodes
+from gear_agent.agent.parts import index_parts
 from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMCallError, LLMDeadlineError
 from gear_agent.llm.retry import RetryPolicy
@@ -184,7 +185,7 @@ def test_the_deadline_stops_the_loop() -> None:
 
 def _start(folder: Path) -> nodes.Node:
     runtime = make_runtime(folder)
-    return nodes.make_start(runtime, runtime.settings)
+    return nodes.make_start(runtime.store, runtime.settings)
 
 
 @pytest.mark.parametrize(
@@ -214,7 +215,7 @@ def test_the_deadline_is_recorded_in_the_trace(tmp_path: Path) -> None:
 
     runtime = make_runtime(tmp_path / "index", make_settings(deadline_s=30))
     model = AlwaysFails(responses=["x"], error=rate_limited(120))  # asks for more than is left
-    agent = build_graph(runtime, LLMClient(model)).compile()
+    agent = build_graph(index_parts(runtime), LLMClient(model), runtime.settings).compile()
     result = agent.invoke({"question": QUESTION}, config={"callbacks": [JsonlTracer(tmp_path)]})
     assert result["stop_reason"] == "deadline" and model.calls == 1
     root = roots(read_runs(tmp_path / FILE_NAME))[-1]
@@ -236,7 +237,7 @@ def test_no_work_after_the_deadline_so_the_run_ends_at_it(tmp_path: Path, monkey
     model = Hangs(responses=["late"], release=threading.Event())
     try:
         runtime = make_runtime(tmp_path / "index", make_settings(max_iterations=2))
-        agent = build_graph(runtime, LLMClient(model)).compile()
+        agent = build_graph(index_parts(runtime), LLMClient(model), runtime.settings).compile()
         result = agent.invoke({"question": QUESTION, "deadline_s": 0.3})
     finally:
         model.release.set()

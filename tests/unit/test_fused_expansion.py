@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 from support.fakes import CountingEmbedder
 
+from gear_agent.agent.parts import index_parts
 from gear_agent.config import GearSettings
 from gear_agent.expansion.fused import FusedExpansionRetriever
 from gear_agent.indexing import IndexReport, add_passages, import_openie
@@ -50,7 +51,7 @@ def test_agent_expansion_both_is_the_rrf_of_beam_and_ppr(runtime):
 
     start = [t.id for t in runtime.store.iter_triples()][:3]
     question = "Who founded the observatory where Marela Voss worked?"
-    beam = steps.beam_expand(runtime, runtime.settings, question, start)
-    ppr = steps.ppr_expand(runtime, question, start, runtime.settings.base_k)
-    both = steps.expand(runtime, runtime.settings, question, start, "both")
+    beam = steps.beam_expand(index_parts(runtime), runtime.settings, question, start)
+    ppr = steps.ppr_expand(index_parts(runtime), question, start, runtime.settings.base_k)
+    both = steps.expand(index_parts(runtime), runtime.settings, question, start, "both")
     assert [p.id for p in both] == [i for i, _ in rrf([[p.id for p in beam], [p.id for p in ppr]])]

@@ -10,8 +10,8 @@ import pytest
 from support.fakes import client, scripted
 from support.tiny_corpus import QUESTION, make_runtime
 
-from gear_agent.agent import _steps as steps
 from gear_agent.agent.gear_retriever import GearRetriever
+from gear_agent.agent.parts import index_parts
 from gear_agent.retrieval.registry import RETRIEVERS, make_retriever
 from gear_agent.sirerag import SiReRAGRetriever, build_ablation
 
@@ -48,10 +48,10 @@ def test_gear_sirerag_retrieves_from_the_pool(runtime, monkeypatch) -> None:
     expected = list(reversed(real(SiReRAGRetriever(runtime.store, runtime.encode), QUESTION, runtime.settings.base_k)))
     assert base_update(agent) == [p.id for p in expected]
     assert asked == [(QUESTION, runtime.settings.base_k)]
-    assert [p.id for p in expected] != [p.id for p in steps.base_retriever(runtime, runtime.settings).retrieve(QUESTION, runtime.settings.base_k)]
+    assert [p.id for p in expected] != [p.id for p in index_parts(runtime).base().retrieve(QUESTION, runtime.settings.base_k)]
 
 
 def test_other_agent_names_keep_the_configured_base(runtime) -> None:
     agent = make_retriever("gear-ppr", runtime, client(scripted([READ, YES, "Sacramento County"])))
-    expected = steps.base_retriever(runtime, runtime.settings).retrieve(QUESTION, runtime.settings.base_k)
+    expected = index_parts(runtime).base().retrieve(QUESTION, runtime.settings.base_k)
     assert base_update(agent) == [p.id for p in expected]
