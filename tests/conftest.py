@@ -1,5 +1,6 @@
 """Fixtures shared by all tests."""
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -67,10 +68,13 @@ def es_cluster_url(request: pytest.FixtureRequest) -> Iterator[str]:
         rss = cluster.rss_bytes() / 2**20
         cluster.close()
         if reporter is not None:  # the figures the README quotes, printed by every run
-            reporter.write_line(
-                f"Elasticsearch test cluster {cluster.version}: {cluster.nodes} nodes green in "
-                f"{cluster.startup_seconds:.1f} s, JVM RSS {rss:.0f} MiB at the end of the session"
-            )
+            # output capture is still on while session fixtures are torn down: step past it
+            capture = request.config.pluginmanager.get_plugin("capturemanager")
+            with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+                reporter.write_line(
+                    f"Elasticsearch test cluster {cluster.version}: {cluster.nodes} nodes green in "
+                    f"{cluster.startup_seconds:.1f} s, JVM RSS {rss:.0f} MiB at the end of the session"
+                )
 
 
 @pytest.fixture
