@@ -266,18 +266,6 @@ def dense_passage_weights(
     return weights
 
 
-def _lowest_score(store: Store, collection: str, query_vector: np.ndarray) -> float | None:
-    """Lowest cosine of the query with any stored record (None when there are none).
-
-    It comes from a search with the negated query (the record most similar to ``-q``
-    is the least similar to ``q``), so no search has to return every record. Where that
-    search is approximate (Elasticsearch's HNSW, the embedded ANN) it may miss the true
-    lowest; callers take the minimum with the scores they hold, so no score falls below it.
-    """
-    worst = store.vector_search(collection, -query_vector, 1)  # type: ignore[arg-type]
-    return -worst[0].score if worst else None
-
-
 def choose_seeds(
     store: Store,
     query: str,
@@ -291,7 +279,7 @@ def choose_seeds(
     best = store.vector_search(
         "triple", query_vector, seed_triples if seed_triple_ids is None else 1
     )
-    low = _lowest_score(store, "triple", query_vector)
+    low = store.lowest_similarity("triple", query_vector)
     if not best or low is None:
         return [], []
     low = min(low, best[-1].score)  # an approximate search may miss the true lowest
@@ -390,7 +378,7 @@ def ppr_expand(
         passage_hits = store.vector_search(
             "passage", query_vector, max(dense_list_size(graph.n_passages, dense_passages), k)
         )
-        lowest = _lowest_score(store, "passage", query_vector)
+        lowest = store.lowest_similarity("passage", query_vector)
         low, high = (min(lowest, passage_hits[-1].score), passage_hits[0].score) \
             if passage_hits and lowest is not None else (0.0, 1.0)
     if not phrases:

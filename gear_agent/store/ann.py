@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import json
 import logging
+import mmap
 import os
+import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -39,10 +41,19 @@ class AnnPolicy:
         min_rows: Collections smaller than this are searched exactly and get no parts
             (a few ms at 384 dimensions, one thread).
         tail_max: Rows past the ANN parts that maintenance leaves to exact search.
+        shallow_expansion: Beam width of a *shallow* search, one that wants only the
+            nearest row of each part, not a ranked list (the negated query of
+            :meth:`~gear_agent.store.base.Store.lowest_similarity`). At 150k passages /
+            1.35M triples (``benchmarks/shallow_search.py``) it answers a little above
+            the true lowest cosine for a quarter of a full search's time; docs/storage.md
+            has the table.
+        shallow_candidates: Candidates a shallow search takes from each part.
     """
 
     min_rows: int = 50_000
     tail_max: int = 4_096
+    shallow_expansion: int = 128
+    shallow_candidates: int = 20
 
 
 DEFAULT_POLICY = AnnPolicy()
@@ -182,10 +193,13 @@ class AnnIndex:
         >>> ann.candidates(query, 40)  # doctest: +SKIP
     """
 
-    def __init__(self, root: Path, collection: str) -> None:
+    def __init__(self, root: Path, collection: str, shallow_expansion: int = DEFAULT_POLICY.shallow_expansion) -> None:
         self.root, self.collection = Path(root), collection
+        self.shallow_expansion = shallow_expansion
         self.parts: list[PartInfo] = []
         self._views: list[object] = []
+        self._shallow_views: list[object] | None = None
+        self._shallow_lock = threading.Lock()
         self.problems: list[str] = []
 
     @property
@@ -195,9 +209,7 @@ class AnnIndex:
 
     def load(self, parts: list[PartInfo], verify_checksums: bool = True) -> None:
         """Open ``parts`` as memory-mapped views; stop at the first bad one (warned)."""
-        from usearch.index import Index
-
-        self.parts, self._views, self.problems = [], [], []
+        self.parts, self._views, self._shallow_views, self.problems = [], [], None, []
         expected_start = 0
         for part in parts:
             path = self.root / part.file
@@ -208,10 +220,7 @@ class AnnIndex:
                 problem = f"{part.file} is missing or fails its checksum"
             if problem is None:
                 try:
-                    view = Index.restore(str(path), view=True)
-                    if view is None:
-                        raise ValueError("not a usearch index")
-                    view.expansion_search = graph_settings(self.collection, part.stop - part.start).expansion_search
+                    view = _view(_map(path), graph_settings(self.collection, part.stop - part.start).expansion_search)
                 except (ValueError, RuntimeError, OSError) as exc:
                     problem = f"{part.file} cannot be opened ({exc})"
             if problem is not None:
@@ -222,13 +231,48 @@ class AnnIndex:
             self._views.append(view)
             expected_start = part.stop
 
-    def candidates(self, query: np.ndarray, count: int) -> np.ndarray:
-        """Rows of up to ``count`` approximate nearest neighbours from each part."""
+    def candidates(self, query: np.ndarray, count: int, shallow: bool = False) -> np.ndarray:
+        """Rows of up to ``count`` approximate nearest neighbours from each part; with
+        ``shallow``, the narrower beam (``shallow_expansion``) for a search that wants
+        only the nearest row."""
         found = []
-        for view in self._views:
+        for view in self._shallow() if shallow else self._views:
             matches = view.search(np.asarray(query, dtype=np.float32), count)  # type: ignore[attr-defined]
             found.append(np.asarray(matches.keys, dtype=np.int64))
         return np.concatenate(found) if found else np.empty(0, dtype=np.int64)
+
+    def _shallow(self) -> list[object]:
+        """A second view of each part with the shallow beam, made at the first shallow
+        search. usearch reads the beam from the view, so a view per beam keeps concurrent
+        searches from changing each other's; it shares the part's one memory map (a view
+        of its own file mapping would count the part's pages in RSS twice)."""
+        views = self._shallow_views
+        if views is None:
+            with self._shallow_lock:
+                views = self._shallow_views
+                if views is None:
+                    views = self._shallow_views = [
+                        _view(v._gear_map, self.shallow_expansion) for v in self._views]  # type: ignore[attr-defined]
+        return views
+
+
+def _map(path: Path) -> mmap.mmap:
+    """``path`` memory-mapped read-only (an empty file raises ValueError)."""
+    with path.open("rb") as file:
+        return mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def _view(mapped: mmap.mmap, expansion_search: int):  # noqa: ANN202 - usearch.index.Index
+    """A usearch view of the part in ``mapped``, searching with ``expansion_search``. The
+    view keeps the map alive (usearch only borrows its bytes)."""
+    from usearch.index import Index
+
+    view = Index.restore(mapped, view=True)
+    if view is None:
+        raise ValueError("not a usearch index")
+    view.expansion_search = expansion_search
+    view._gear_map = mapped  # type: ignore[attr-defined]
+    return view
 
 
 def plan_parts(

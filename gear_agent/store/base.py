@@ -147,6 +147,18 @@ class Store(ABC):
         """Top ``k`` by cosine similarity with a normalised query vector (``where`` as in
         :meth:`bm25_search`)."""
 
+    def lowest_similarity(self, collection: Collection, vector: np.ndarray) -> float | None:
+        """The lowest cosine of the normalised query ``vector`` with any stored record of
+        ``collection`` (None when there are none), for a min-max normalisation.
+
+        It is the negated query's best hit (the record most similar to ``-q`` is the least
+        similar to ``q``), so no search returns every record. Where that search is
+        approximate (Elasticsearch's HNSW, the embedded ANN) it may miss the true lowest and
+        answer a little above it; callers take the minimum with the scores they hold.
+        """
+        worst = self.vector_search(collection, -np.asarray(vector), 1)
+        return -worst[0].score if worst else None
+
     def filter_passage_ids(self, ids: Sequence[str], where: WhereSpec) -> list[str]:
         """The ``ids`` of stored passages that pass ``where``, in the order given (unknown ids
         are left out; with no filter, ``ids`` come back unchanged). Backends answer from

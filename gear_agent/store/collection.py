@@ -118,7 +118,7 @@ class RecordCollection:
         if previous is not None and previous.ann_text == text and not previous.ann.problems:
             index = previous.ann
         else:
-            index = ann_mod.AnnIndex(self.root, self.name)
+            index = ann_mod.AnnIndex(self.root, self.name, self.ann_policy.shallow_expansion)
             index.load(ann_mod.parse_parts(text))
         if verify:
             self.vectors.ensure_verified(rows)
@@ -188,9 +188,11 @@ class RecordCollection:
         return rows[chosen], values
 
     def vector_search(self, view: View, query: np.ndarray, k: int,
-                      subset: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+                      subset: np.ndarray | None, shallow: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` rows by cosine (among ``subset`` when given): exact below the ANN size,
-        else ANN candidates re-scored exactly, rows past the parts searched exactly."""
+        else ANN candidates re-scored exactly, rows past the parts searched exactly.
+        ``shallow`` (for a ``k`` of one or a few): the ANN parts are searched with their
+        narrow beam (:class:`~gear_agent.store.ann.AnnPolicy`)."""
         n, dead, live = view.rows, view.dead, view.count
         if n == 0 or k <= 0:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
@@ -203,8 +205,8 @@ class RecordCollection:
                 return self.exact(view, np.flatnonzero(~dead), query, k)
             return self.exact(view, np.arange(n), query, k)
         share = live / max(len(subset), 1) if subset is not None else 1.0
-        count = ann_mod.candidate_count(k, share)
-        candidates = np.unique(np.concatenate([index.candidates(query, count), np.arange(index.covered, n)]))
+        count = max(self.ann_policy.shallow_candidates, k) if shallow else ann_mod.candidate_count(k, share)
+        candidates = np.unique(np.concatenate([index.candidates(query, count, shallow), np.arange(index.covered, n)]))
         candidates = candidates[(candidates >= 0) & (candidates < n)]
         candidates = candidates[~dead[candidates]]
         if subset is not None:

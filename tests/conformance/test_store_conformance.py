@@ -143,6 +143,14 @@ def test_vector_search_over_triples(filled: Store, embedder: Embedder) -> None:
     assert len(hits) == 2
 
 
+def test_the_lowest_similarity_is_the_last_of_a_full_vector_search(filled: Store, embedder: Embedder) -> None:
+    # PPR's min-max normalisation (HippoRAG 2) needs it; a handful of records is searched exactly
+    query = embedder.embed_one(P_GATE.content)
+    for collection in ("passage", "triple"):
+        every = filled.vector_search(collection, query, k=filled.count(collection))
+        assert filled.lowest_similarity(collection, query) == pytest.approx(every[-1].score, abs=1e-4)
+
+
 # ---- reads -------------------------------------------------------------------
 
 

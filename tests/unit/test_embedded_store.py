@@ -303,6 +303,30 @@ def test_an_unreadable_previous_format_index_is_refused_and_kept(tmp_path):
     assert (root / "CURRENT").read_text(encoding="utf-8") == "gen-000007"
 
 
+def test_the_lowest_similarity_is_the_negated_querys_best_hit_with_or_without_ann(tmp_path):
+    # PPR's min-max normalisation: exact below the ANN size; through the parts' shallow
+    # beam above it, never below the true lowest and close to it
+    from gear_agent.store.ann import AnnPolicy
+
+    embedder = CountingEmbedder()
+    docs = [passage(f"D{i}", f"document {i} about topic {i % 13} and theme {i % 7}") for i in range(300)]
+    exact = EmbeddedStore.open(tmp_path / "exact", embedder)
+    approximate = EmbeddedStore.open(tmp_path / "ann", embedder, ann=AnnPolicy(min_rows=50, tail_max=10))
+    for store in (exact, approximate):
+        store.add_passages(docs)
+        store.maintain()
+    assert approximate.view("passage").ann.covered == 300 and exact.view("passage").ann.covered == 0
+    for text in ("document about topic 5 and theme 2", "theme 6", "nothing alike"):
+        query = embedder.embed_one(text)
+        lowest = min(h.score for h in exact.exact_vector_search("passage", query, 300))
+        assert exact.lowest_similarity("passage", query) == pytest.approx(lowest)
+        assert lowest - 1e-6 <= approximate.lowest_similarity("passage", query) <= lowest + 0.05
+    ann = approximate.view("passage").ann  # the shallow beam is a view of its own, over the same map
+    assert [v.expansion_search for v in ann._views] == [640] and [v.expansion_search for v in ann._shallow()] == [128]
+    assert ann._shallow()[0]._gear_map is ann._views[0]._gear_map
+    assert EmbeddedStore.open(tmp_path / "empty", embedder).lowest_similarity("triple", query) is None
+
+
 def test_ann_parts_are_built_checksummed_and_rebuilt_when_bad(tmp_path, caplog):
     from gear_agent.store.ann import AnnPolicy
 

@@ -26,7 +26,6 @@ from gear_agent.expansion._ppr_synonyms import PhraseANN, exact_pairs
 from gear_agent.expansion.hipporag import HippoRAGRetriever, hipporag_scores, query_node_mass
 from gear_agent.expansion.ppr import (
     PPRRetriever,
-    _lowest_score,
     choose_seeds,
     passage_mass,
     ppr_expand,
@@ -315,7 +314,7 @@ def test_local_tail_is_a_uniform_mass_on_every_passage(tmp_path: Path) -> None:
     triples, scores = choose_seeds(store, "x", q, None, 5, None)
     phrases = seed_phrase_mass(graph, triples, scores)
     hits = store.vector_search("passage", q, 2)
-    top = passage_mass(graph, hits, _lowest_score(store, "passage", q), hits[0].score, 0.05)
+    top = passage_mass(graph, hits, store.lowest_similarity("passage", q), hits[0].score, 0.05)
     c = tail_mass(np.fromiter(top.values(), dtype=np.float64), graph.n_passages)
     assert 0 < c < min(top.values())
     reset = np.zeros(graph.n_vertices)
@@ -368,7 +367,7 @@ def test_local_tail_with_sharpened_passage_weights(tmp_path: Path) -> None:
     triples, scores = choose_seeds(store, "x", q, None, 5, None)
     phrases = seed_phrase_mass(graph, triples, scores)
     hits = store.vector_search("passage", q, 2)
-    low = _lowest_score(store, "passage", q)
+    low = store.lowest_similarity("passage", q)
     top = passage_mass(graph, hits, low, hits[0].score, 0.05, sharpness=3.0)
     linear = passage_mass(graph, hits, low, hits[0].score, 0.05)
     c = 0.05 * (tail_mass(np.fromiter(linear.values(), dtype=np.float64),

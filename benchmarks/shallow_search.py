@@ -1,0 +1,123 @@
+"""The lowest cosine found by the ANN's shallow beam, per beam width, on an index
+``benchmarks/scale.py`` built.
+
+PPR (HippoRAG 2) min-max normalises the query's cosines with triples and passages; the
+lowest of each comes from the negated query's nearest row (``Store.lowest_similarity``),
+which the embedded store searches with its parts' *shallow* beam
+(``AnnPolicy.shallow_expansion`` / ``shallow_candidates``). Per setting and collection
+this prints how far above the exact lowest cosine the answer is (mean and max), how often
+it is the exact one, and the median time of one call. With ``--ppr`` it also prints the
+median thread-CPU ms of a ``ppr`` query under each setting, and how many of its top-15
+lists equal those of the first setting. Settings are ``expansion/candidates``; a full
+search (what the lowest came from before the shallow beam) uses 640 (passages) or 512
+(triples) with 200 candidates.
+
+    python benchmarks/scale.py --sizes 150000 --path openie --work /tmp/scale --retrievers ppr
+    python benchmarks/shallow_search.py --index /tmp/scale/index-150000 \\
+        --queries /tmp/scale/queries-150000.json --ppr
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+
+from scale import read_into_page_cache, settings  # noqa: E402
+
+from gear_agent.embedding import make_embedder  # noqa: E402
+from gear_agent.open_index import OpenIndex  # noqa: E402
+from gear_agent.retrieval.registry import make_retriever  # noqa: E402
+from gear_agent.retrieval.search import QueryEncoder  # noqa: E402
+from gear_agent.store.ann import AnnPolicy  # noqa: E402
+from gear_agent.store.embedded import EmbeddedStore  # noqa: E402
+
+COLLECTIONS = ("passage", "triple")
+
+
+def open_with(index: Path, embedder: Any, setting: str) -> EmbeddedStore:
+    expansion, candidates = (int(x) for x in setting.split("/"))
+    policy = AnnPolicy(shallow_expansion=expansion, shallow_candidates=candidates)
+    return EmbeddedStore.open(index, embedder, create=False, ann=policy)
+
+
+def lowest_rows(store: EmbeddedStore, vectors: np.ndarray, exact: dict[str, np.ndarray], setting: str) -> None:
+    for collection in COLLECTIONS:
+        for q in vectors[:5]:
+            store.lowest_similarity(collection, q)
+        found, times = [], []
+        for q in vectors:
+            started = time.perf_counter()
+            found.append(store.lowest_similarity(collection, q))
+            times.append(time.perf_counter() - started)
+        gap = np.asarray(found, dtype=np.float64) - exact[collection]
+        print(f"| {setting} | {collection} | {gap.mean():.4f} | {gap.max():.4f} | "
+              f"{np.mean(np.abs(gap) < 1e-5):.2f} | {statistics.median(times) * 1000:.2f} |", flush=True)
+
+
+def ppr_row(store: EmbeddedStore, s: Any, embedder: Any, queries: list[str]) -> tuple[float, list[list[str]]]:
+    retriever = make_retriever("ppr", OpenIndex(s, embedder, store, QueryEncoder(embedder)))
+    for query in queries:
+        retriever.retrieve(query, 15)
+    ranked, times = [], []
+    for _ in range(2):
+        ranked = []
+        for query in queries:
+            started = time.thread_time()
+            ranked.append([p.id for p in retriever.retrieve(query, 15)])
+            times.append(time.thread_time() - started)
+    return statistics.median(times) * 1000, ranked
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--index", type=Path, required=True, help="An embedded index scale.py built.")
+    parser.add_argument("--queries", type=Path, required=True, help="scale.py's queries-N.json.")
+    parser.add_argument("--settings", default="128/20,64/10,256/50,640/200",
+                        help="expansion/candidates pairs, comma-separated (the first is compared with the rest)")
+    parser.add_argument("--embedder", default="hashing-384")
+    parser.add_argument("--count", type=int, default=100, help="Queries used.")
+    parser.add_argument("--ppr", action="store_true", help="Also time ppr and compare its lists.")
+    args = parser.parse_args()
+
+    s = settings(args.index, args.embedder)
+    embedder = make_embedder(s)
+    queries = json.loads(args.queries.read_text(encoding="utf-8"))[: args.count]
+    encode = QueryEncoder(embedder)
+    vectors = np.stack([encode(q) for q in queries]).astype(np.float32)
+    read_into_page_cache(args.index)
+    chosen = args.settings.split(",")
+    reference = open_with(args.index, embedder, chosen[0])
+    exact = {c: np.asarray([-reference.exact_vector_search(c, -q, 1)[0].score for q in vectors])
+             for c in COLLECTIONS}
+    print(f"{len(queries)} queries; {reference.count('passage'):,} passages, {reference.count('triple'):,} triples\n")
+    print("| expansion / candidates | collection | mean above exact | max above exact | exact share | p50 ms |")
+    print("|---|---|---|---|---|---|")
+    for setting in chosen:
+        lowest_rows(open_with(args.index, embedder, setting), vectors, exact, setting)
+    if not args.ppr:
+        return
+    print("\n| expansion / candidates | ppr p50 CPU ms | top-15 lists equal to the first setting's | mean overlap |")
+    print("|---|---|---|---|")
+    first: list[list[str]] = []
+    for setting in chosen:
+        ms, ranked = ppr_row(open_with(args.index, embedder, setting), s, embedder, queries)
+        first = first or ranked
+        same = sum(a == b for a, b in zip(ranked, first))
+        overlap = statistics.fmean(len(set(a) & set(b)) / max(len(b), 1) for a, b in zip(ranked, first))
+        print(f"| {setting} | {ms:.1f} | {same} of {len(ranked)} | {overlap:.3f} |", flush=True)
+        gc.collect()
+
+
+if __name__ == "__main__":
+    main()
