@@ -15,6 +15,15 @@ search (what the lowest came from before the shallow beam) uses 640 (passages) o
     python benchmarks/scale.py --sizes 150000 --path openie --work /tmp/scale --retrievers ppr
     python benchmarks/shallow_search.py --index /tmp/scale/index-150000 \\
         --queries /tmp/scale/queries-150000.json --ppr
+
+Quality cannot be measured on the synthetic corpus, and real question sets are too small
+for the ANN (50,000 rows). With ``--questions``, ``--index`` is an index ``gear eval``
+built (its ``--index``, real embeddings): a copy of it gets ANN parts over collections of
+``--ann-min-rows`` rows or more, and the recall of ``ppr`` and ``hybrid+naive_ge+ppr`` is
+printed exact and with each setting:
+
+    gear eval --questions Q --corpus C --openie O --tokenizer word --retrievers ppr --index /tmp/ix
+    python benchmarks/shallow_search.py --index /tmp/ix --questions Q
 """
 
 from __future__ import annotations
@@ -22,8 +31,10 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -79,16 +90,56 @@ def ppr_row(store: EmbeddedStore, s: Any, embedder: Any, queries: list[str]) -> 
     return statistics.median(times) * 1000, ranked
 
 
+def recall_rows(index: Path, questions_file: Path, chosen: list[str], min_rows: int) -> None:
+    """Recall@2/5/10/15 of the PPR rows on a copy of ``index``: exact, then with ANN parts
+    (collections of ``min_rows`` or more) searched with each shallow setting."""
+    from gear_agent.config import GearSettings
+    from gear_agent.evaluation.dataset import load_questions
+    from gear_agent.evaluation.runner import evaluate
+
+    questions = load_questions(questions_file)
+    with tempfile.TemporaryDirectory() as scratch:
+        copy = Path(scratch) / "index"
+        shutil.copytree(index, copy)
+        s = GearSettings(index_dir=copy, bm25_tokenizer="word")
+        embedder = make_embedder(s)
+        print("| ANN | expansion / candidates | retriever | R@2 | R@5 | R@10 | R@15 |")
+        print("|---|---|---|---|---|---|---|")
+        for setting in ["exact", *chosen]:
+            if setting == "exact":
+                store = EmbeddedStore.open(copy, embedder, create=False, tokenizer="word")
+            else:
+                expansion, candidates = (int(x) for x in setting.split("/"))
+                store = EmbeddedStore.open(copy, embedder, create=False, tokenizer="word", ann=AnnPolicy(
+                    min_rows=min_rows, tail_max=64, shallow_expansion=expansion, shallow_candidates=candidates))
+                store.maintain()
+            parts = [f"{store.view(c).ann.covered:,} {c}s" for c in COLLECTIONS
+                     if store.view(c).ann.covered and setting != "exact"]
+            runtime = OpenIndex(s, embedder, store, QueryEncoder(embedder))
+            for name in ("ppr", "hybrid+naive_ge+ppr"):
+                row = evaluate(make_retriever(name, runtime), questions)
+                recall = " | ".join(f"{100 * row.recall[k]:.1f}" for k in (2, 5, 10, 15))
+                print(f"| {', '.join(parts) or 'none'} | {setting} | {name} | {recall} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--index", type=Path, required=True, help="An embedded index scale.py built.")
-    parser.add_argument("--queries", type=Path, required=True, help="scale.py's queries-N.json.")
+    parser.add_argument("--queries", type=Path, help="scale.py's queries-N.json.")
+    parser.add_argument("--questions", type=Path, help="Questions (HippoRAG format): the recall mode.")
+    parser.add_argument("--ann-min-rows", type=int, default=500, help="ANN parts from this size (recall mode).")
     parser.add_argument("--settings", default="128/20,64/10,256/50,640/200",
                         help="expansion/candidates pairs, comma-separated (the first is compared with the rest)")
     parser.add_argument("--embedder", default="hashing-384")
     parser.add_argument("--count", type=int, default=100, help="Queries used.")
     parser.add_argument("--ppr", action="store_true", help="Also time ppr and compare its lists.")
     args = parser.parse_args()
+    chosen = args.settings.split(",")
+    if args.questions:
+        recall_rows(args.index, args.questions, chosen, args.ann_min_rows)
+        return
+    if not args.queries:
+        parser.error("--queries (or --questions) is required")
 
     s = settings(args.index, args.embedder)
     embedder = make_embedder(s)
@@ -96,7 +147,6 @@ def main() -> None:
     encode = QueryEncoder(embedder)
     vectors = np.stack([encode(q) for q in queries]).astype(np.float32)
     read_into_page_cache(args.index)
-    chosen = args.settings.split(",")
     reference = open_with(args.index, embedder, chosen[0])
     exact = {c: np.asarray([-reference.exact_vector_search(c, -q, 1)[0].score for q in vectors])
              for c in COLLECTIONS}
