@@ -56,10 +56,13 @@ from gear_agent.store.embedded import EmbeddedStore  # noqa: E402
 COLLECTIONS = ("passage", "triple")
 
 
-def open_with(index: Path, embedder: Any, setting: str) -> EmbeddedStore:
+def open_with(index: Path, embedder: Any, setting: str, **opened: Any) -> EmbeddedStore:
+    """The index opened with the shallow beam ``setting`` (``expansion/candidates``);
+    ``opened``: more ``AnnPolicy`` fields (``min_rows``, ``tail_max``) and ``tokenizer``."""
     expansion, candidates = (int(x) for x in setting.split("/"))
-    policy = AnnPolicy(shallow_expansion=expansion, shallow_candidates=candidates)
-    return EmbeddedStore.open(index, embedder, create=False, ann=policy)
+    tokenizer = opened.pop("tokenizer", "standard")
+    policy = AnnPolicy(shallow_expansion=expansion, shallow_candidates=candidates, **opened)
+    return EmbeddedStore.open(index, embedder, create=False, tokenizer=tokenizer, ann=policy)
 
 
 def lowest_rows(store: EmbeddedStore, vectors: np.ndarray, exact: dict[str, np.ndarray], setting: str) -> None:
@@ -109,9 +112,7 @@ def recall_rows(index: Path, questions_file: Path, chosen: list[str], min_rows: 
             if setting == "exact":
                 store = EmbeddedStore.open(copy, embedder, create=False, tokenizer="word")
             else:
-                expansion, candidates = (int(x) for x in setting.split("/"))
-                store = EmbeddedStore.open(copy, embedder, create=False, tokenizer="word", ann=AnnPolicy(
-                    min_rows=min_rows, tail_max=64, shallow_expansion=expansion, shallow_candidates=candidates))
+                store = open_with(copy, embedder, setting, tokenizer="word", min_rows=min_rows, tail_max=64)
                 store.maintain()
             parts = [f"{store.view(c).ann.covered:,} {c}s" for c in COLLECTIONS
                      if store.view(c).ann.covered and setting != "exact"]
