@@ -41,7 +41,8 @@ def check(
         if not repair and report.repairable:
             console.print("run `gear check --repair` to rebuild it", highlight=False)
         raise typer.Exit(1)
-    results.print("ok")
+    read_only = getattr(report, "read_only", None)
+    results.print(f"ok (read-only: {read_only})" if read_only else "ok", highlight=False)
 
 
 def _repair(settings, row, report) -> list[str]:  # noqa: ANN001

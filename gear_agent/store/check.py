@@ -59,6 +59,9 @@ class CheckReport:
 
     root: Path
     items: list[CheckItem] = field(default_factory=list)
+    read_only: str | None = None
+    """Why the index cannot be written (a read-only volume), when it cannot: it is checked,
+    searched and served as it is, and ``gear check`` says "ok (read-only)"."""
 
     @property
     def ok(self) -> bool:
@@ -98,6 +101,7 @@ def check_index(root: Path) -> CheckReport:
     except GearError as exc:
         report.add("sqlite integrity_check", False, str(exc))
         return report
+    report.read_only = db.read_only_reason
     try:
         problems = db.integrity_errors()
         report.add("sqlite integrity_check", not problems, "; ".join(problems) if problems else "ok")

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from gear_agent.store.base import IndexCorruptError, StoreError
 from gear_agent.store.embedded_errors import translated
@@ -100,12 +101,20 @@ _UPGRADE_2 = (
 )
 
 
-def connect(path: Path, timeout_s: float, readonly: bool = False) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are begun explicitly), WAL, FULL sync."""
+def connect(path: Path, timeout_s: float, readonly: bool = False, immutable: bool | None = None) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are begun explicitly), WAL, FULL sync.
+
+    ``readonly`` opens the file with SQLite's ``mode=ro``; ``immutable`` also tells SQLite
+    that nothing changes the file while it is open (``immutable=1``: no ``-shm`` is made
+    and no lock taken), for a folder nothing can be written to (:func:`read_only_reason`)
+    whose WAL is absent or empty, so that the file alone holds every commit (None: decide
+    so from the folder)."""
+    if immutable is None:
+        immutable = readonly and read_only_reason(Path(path).parent) is not None and _wal_bytes(Path(path).parent) == 0
     with translated(path):
         if readonly:
-            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=timeout_s,
-                                 isolation_level=None, check_same_thread=False)
+            uri = f"file:{quote(str(path))}?mode=ro" + ("&immutable=1" if immutable else "")
+            db = sqlite3.connect(uri, uri=True, timeout=timeout_s, isolation_level=None, check_same_thread=False)
         else:
             db = sqlite3.connect(path, timeout=timeout_s, isolation_level=None, check_same_thread=False)
         try:
@@ -120,6 +129,29 @@ def connect(path: Path, timeout_s: float, readonly: bool = False) -> sqlite3.Con
             db.close()
             raise
     return db
+
+
+def read_only_reason(root: Path) -> str | None:
+    """Why nothing can be written in the index folder ``root`` (a read-only mount, a folder
+    or database file this process may not write), or None when it can be written."""
+    root = Path(root)
+    try:
+        if os.statvfs(root).f_flag & os.ST_RDONLY:
+            return "its folder is on a read-only file system"
+    except OSError:
+        return None
+    if not os.access(root, os.W_OK):
+        return "this process may not write its folder"
+    if (root / DB_FILE).exists() and not os.access(root / DB_FILE, os.W_OK):
+        return f"this process may not write {DB_FILE}"
+    return None
+
+
+def _wal_bytes(root: Path) -> int:
+    try:
+        return (Path(root) / f"{DB_FILE}-wal").stat().st_size
+    except FileNotFoundError:
+        return 0
 
 
 def marks(items: Sequence[Any]) -> str:
@@ -183,8 +215,18 @@ class Database:
         self.root = Path(root)
         self.path = self.root / DB_FILE
         self.timeout_s = timeout_s
-        self.readonly = readonly
-        self._writer = connect(self.path, timeout_s, readonly)
+        self.read_only_reason = read_only_reason(self.root) if self.path.exists() else None
+        """Why the index cannot be written (None: it can): it is then opened read-only,
+        searched and served, and a write is refused in one line (:meth:`writing`)."""
+        self.readonly = readonly or self.read_only_reason is not None
+        self._immutable = self.read_only_reason is not None and _wal_bytes(self.root) == 0
+        if self.read_only_reason is not None and not self._immutable:
+            raise StoreError(
+                f"the index at {self.root} is read-only ({self.read_only_reason}) and its last commits are "
+                f"still in {DB_FILE}-wal, which SQLite cannot read without writing {DB_FILE}-shm beside it: "
+                "run any `gear` command on it once where it can be written (it folds the WAL in), then "
+                "make it read-only")
+        self._writer = connect(self.path, timeout_s, self.readonly, self._immutable)
         self._write_lock = threading.RLock()
         self._tx_thread: int | None = None
         self._tx_depth = 0
@@ -204,7 +246,7 @@ class Database:
         if reader is None:
             if self._closed:
                 raise StoreError(f"the index at {self.root} was closed")
-            reader = connect(self.path, self.timeout_s, self.readonly)
+            reader = connect(self.path, self.timeout_s, self.readonly, self._immutable)
             with self._readers_lock:
                 self._readers.append(reader)
             self._local.conn = reader
@@ -307,6 +349,9 @@ class Database:
             StoreError: another writer held the lock past the timeout, the index is
                 read-only, or the disk is full.
         """
+        if self.read_only_reason is not None:
+            raise StoreError(f"the index at {self.root} is read-only ({self.read_only_reason}): it can be "
+                             "searched and served, not written to")
         with self._write_lock:
             if self._tx_thread == threading.get_ident():
                 self._tx_depth += 1
