@@ -64,6 +64,21 @@ class StoreSettings(Section):
     )
 
 
+class SnapshotSettings(Section):
+    """Snapshots of the index (``gear snapshot``; ``gear check --repair`` restores the newest
+    good one; :mod:`gear_agent.store.snapshot`)."""
+
+    snapshot_every: float = Field(
+        0.0, ge=0, description="gear serve snapshots the index every this many seconds when it has "
+        "new commits (0: never); a snapshot copies index.sqlite with SQLite's online backup.",
+    )
+    snapshot_keep: int = Field(3, ge=1, description="Snapshots kept (the newest); older ones are removed.")
+    es_snapshot_repository: str | None = Field(
+        None, description="Elasticsearch: the snapshot repository (registered on the cluster, e.g. a "
+        "'fs' repository under path.repo) that `gear snapshot` writes to.",
+    )
+
+
 class IngestSettings(Section):
     """How texts are split into passages (folder and record input)."""
 
@@ -431,6 +446,7 @@ class ElasticsearchSettings(Section):
 
 class GearSettings(
     StoreSettings,
+    SnapshotSettings,
     IngestSettings,
     EmbeddingSettings,
     LLMSettings,

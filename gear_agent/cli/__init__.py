@@ -1,4 +1,4 @@
-"""The `gear` command line: index, info, delete, check, migrate, search, ask, eval, retrievers,
+"""The `gear` command line: index, info, delete, check, migrate, snapshot, search, ask, eval, retrievers,
 serve, trace, graph, sirerag.
 
 Importing this package loads typer and rich only: every command imports what it needs
@@ -20,6 +20,7 @@ from gear_agent.cli import (
     search_cmd,
     serve_cmd,
     sirerag_cmd,
+    snapshot_cmd,
     trace_cmd,
 )
 from gear_agent.cli.progress import quiet_third_party
@@ -53,6 +54,7 @@ app.command("info", cls=GearCommand)(index_cmd.info)
 app.command("delete", cls=GearCommand)(index_cmd.delete)
 app.command("check", cls=GearCommand)(check_cmd.check)
 app.command("migrate", cls=GearCommand)(check_cmd.migrate)
+app.command("snapshot", cls=GearCommand)(snapshot_cmd.snapshot)
 app.command("search", cls=GearCommand)(search_cmd.search)
 app.command("ask", cls=GearCommand)(ask_cmd.ask)
 app.command("eval", cls=GearCommand)(eval_cmd.eval_)

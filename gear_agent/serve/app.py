@@ -211,6 +211,14 @@ def create_app(
             "max_question_chars": settings.max_question_chars,
         }
 
+    if settings.snapshot_every:  # GEAR_SNAPSHOT_EVERY (gear_agent/store/snapshot_timer.py)
+        from gear_agent.store.snapshot_timer import SnapshotTimer
+
+        snapshots = SnapshotTimer(settings)
+        app.add_event_handler("startup", snapshots.start)
+        app.add_event_handler("shutdown", snapshots.stop)
+        app.state.snapshots = snapshots
+
     _add_error_handlers(app)
     app.add_middleware(RequestGuard, settings=settings)
     if settings.allowed_origins:  # off unless configured: outermost, so preflights are answered

@@ -52,6 +52,9 @@ class Backend:
             sound), or None when the backend has none.
         size_on_disk: Bytes of the index's files, or None.
         keeps_nodes: Whether the store implements :class:`gear_agent.store.nodes.HasNodes`.
+        snapshot: ``gear snapshot``: ``snapshot(settings, only_if_changed)`` takes one now and
+            keeps the newest ``GEAR_SNAPSHOT_KEEP``; returns one line saying what was taken, or
+            None when ``only_if_changed`` and the newest snapshot holds the last commit.
     """
 
     name: str
@@ -66,6 +69,7 @@ class Backend:
     integrity_errors: Callable[[GearSettings], list[str]] | None
     size_on_disk: Callable[[GearSettings], int] | None
     keeps_nodes: bool
+    snapshot: Callable[[GearSettings, bool], str | None]
 
 
 def _open_embedded(settings: GearSettings, embedder: Embedder, create: bool) -> Store:
@@ -116,6 +120,19 @@ def _es_repair(settings: GearSettings, report: CheckReport, embedder: Embedder, 
     return []
 
 
+def _embedded_snapshot(settings: GearSettings, only_if_changed: bool) -> str | None:
+    from gear_agent.store.snapshot import take
+
+    taken = take(settings.index_dir, settings.snapshot_keep, only_if_changed=only_if_changed)
+    return None if taken is None else taken.line()
+
+
+def _es_snapshot(settings: GearSettings, only_if_changed: bool) -> str | None:
+    from gear_agent.store.es_snapshot import take_es_snapshot
+
+    return take_es_snapshot(settings)
+
+
 def _open_elasticsearch(settings: GearSettings, embedder: Embedder, create: bool) -> Store:
     from gear_agent.store.elasticsearch import ElasticsearchStore
 
@@ -136,6 +153,7 @@ BACKENDS: dict[str, Backend] = {
         integrity_errors=_embedded_integrity,
         size_on_disk=_embedded_size,
         keeps_nodes=True,
+        snapshot=_embedded_snapshot,
     ),
     "elasticsearch": Backend(
         name="elasticsearch",
@@ -150,6 +168,7 @@ BACKENDS: dict[str, Backend] = {
         integrity_errors=None,
         size_on_disk=None,
         keeps_nodes=True,
+        snapshot=_es_snapshot,
     ),
 }
 """Every backend, by its ``GEAR_BACKEND`` name."""

@@ -62,6 +62,9 @@ class CheckReport:
     read_only: str | None = None
     """Why the index cannot be written (a read-only volume), when it cannot: it is checked,
     searched and served as it is, and ``gear check`` says "ok (read-only)"."""
+    restorable_from: str | None = None
+    """The newest good snapshot, described, when the database is damaged and there is one:
+    ``--repair`` restores it (:mod:`gear_agent.store.snapshot`)."""
 
     @property
     def ok(self) -> bool:
@@ -77,8 +80,28 @@ class CheckReport:
     @property
     def repairable(self) -> bool:
         """Whether ``--repair`` can mend every failing item."""
-        return all(item.ok or item.derived or item.name.endswith(("vectors", "commit counter"))
+        restorable = RESTORED_PARTS if self.restorable_from else ()
+        return all(item.ok or item.derived or item.name.endswith(("vectors", "commit counter", *restorable))
                    for item in self.items)
+
+
+RESTORED_PARTS = ("sqlite integrity_check", "tables", "index")
+"""Items of a damaged database, which ``--repair`` restores from the newest good snapshot."""
+
+
+def _offer_snapshot(report: CheckReport) -> None:
+    """When the database failed and a good snapshot exists, say so on its item (and let
+    ``--repair`` restore it)."""
+    from gear_agent.store.snapshot import newest_good
+
+    failing = [item for item in report.items if not item.ok and item.name.endswith((*RESTORED_PARTS, "commit counter"))]
+    snapshot = newest_good(report.root) if failing else None
+    if snapshot is None:
+        return
+    report.restorable_from = snapshot.describe()
+    for item in failing:
+        if item.name != "commit counter":  # kept when it is newer than the snapshot: see snapshot.restore
+            item.detail += f"; --repair restores it from {report.restorable_from}"
 
 
 def check_index(root: Path) -> CheckReport:
@@ -95,17 +118,20 @@ def check_index(root: Path) -> CheckReport:
             report.add("format", False, "previous format (CURRENT + gen-*): convert it with `gear migrate`")
         else:
             report.add("index", False, f"no index at {root}")
+            _offer_snapshot(report)
         return report
     try:
         db = Database(root, timeout_s=10.0, readonly=True)
     except GearError as exc:
         report.add("sqlite integrity_check", False, str(exc))
+        _offer_snapshot(report)
         return report
     report.read_only = db.read_only_reason
     try:
         problems = db.integrity_errors()
         report.add("sqlite integrity_check", not problems, "; ".join(problems) if problems else "ok")
         if problems:
+            _offer_snapshot(report)
             return report
         with db.reading():
             _check_commits(db, report)
@@ -114,6 +140,7 @@ def check_index(root: Path) -> CheckReport:
         report.add("tables", False, str(exc))
     finally:
         db.close()
+    _offer_snapshot(report)
     _check_graph_cache(root, report)
     leftovers = abandoned_temporaries(root)
     if leftovers:
@@ -253,12 +280,17 @@ def repair_index(root: Path, report: CheckReport, embedder, tokenizer: str = "st
     """
     from gear_agent.store.embedded import EmbeddedStore
 
+    done = []
+    if report.restorable_from and report.failing(*RESTORED_PARTS, "commit counter"):
+        from gear_agent.store.snapshot import restore
+
+        done.append(restore(root).line())
+        report = check_index(root)
     if report.failing("sqlite integrity_check", "tables", "format", "index"):
         raise IndexCorruptError(
             f"the index at {root} cannot be repaired: index.sqlite, which holds the primary data, is "
-            "damaged (--repair rebuilds only what is derived from it); index the corpus again into a "
-            "new folder")
-    done = []
+            "damaged (--repair rebuilds only what is derived from it) and there is no good snapshot to "
+            "restore (`gear snapshot` takes one); index the corpus again into a new folder")
     if report.failing("commit counter"):
         db = Database(root, 10.0)
         try:

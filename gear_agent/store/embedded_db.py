@@ -195,6 +195,31 @@ def write_counter(root: Path, generation: int) -> None:
             os.close(fd)
 
 
+WAL_AT_DAMAGE = f"{DB_FILE}-wal.at-damage"
+"""A copy of the WAL made when SQLite first finds the database damaged: closing the last
+connection folds the WAL into the database file (a checkpoint), which would put the commits
+it holds into the damaged file and remove the WAL; ``gear check --repair`` replays them from
+this copy over the newest snapshot (:mod:`gear_agent.store.snapshot`)."""
+
+
+def keep_wal_at_damage(root: Path) -> None:
+    """Copy ``index.sqlite-wal`` to :data:`WAL_AT_DAMAGE` unless a copy is already kept (the
+    first damage seen is the one to replay over); best effort, never raises."""
+    wal, kept = Path(root) / f"{DB_FILE}-wal", Path(root) / WAL_AT_DAMAGE
+    try:
+        if kept.exists() or not wal.exists() or wal.stat().st_size == 0:
+            return
+        temporary = kept.with_name(f".tmp-{kept.name}-{os.getpid()}")
+        with wal.open("rb") as source, temporary.open("wb") as target:
+            while block := source.read(1 << 22):
+                target.write(block)
+            target.flush()
+            os.fsync(target.fileno())
+        os.replace(temporary, kept)
+    except OSError:
+        return
+
+
 class Database:
     """``index.sqlite`` of one store: per-thread read connections, one writer, generations.
 
@@ -238,6 +263,17 @@ class Database:
         """Called with the new generation after each commit (the store's listeners)."""
 
     # ---- connections --------------------------------------------------------------
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """:func:`translated`, and a copy of the WAL kept when SQLite finds the database
+        damaged (:data:`WAL_AT_DAMAGE`)."""
+        try:
+            with translated(self.path):
+                yield
+        except IndexCorruptError:
+            keep_wal_at_damage(self.root)
+            raise
+
     def _conn(self) -> sqlite3.Connection:
         """The writer's connection inside this thread's transaction, else this thread's reader."""
         if self._tx_thread == threading.get_ident():
@@ -263,20 +299,20 @@ class Database:
     # ---- statements ---------------------------------------------------------------
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Every row of a query."""
-        with translated(self.path):
+        with self._guard():
             return self._conn().execute(sql, params).fetchall()
 
     def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         """The first row of a query, or None."""
-        with translated(self.path):
+        with self._guard():
             return self._conn().execute(sql, params).fetchone()
 
     def batches(self, sql: str, params: Sequence[Any] = (), size: int = 65_536) -> Iterator[list[tuple[Any, ...]]]:
         """The rows of a query, ``size`` at a time (a scan that never holds all of them)."""
-        with translated(self.path):
+        with self._guard():
             cursor = self._conn().execute(sql, params)
         while True:
-            with translated(self.path):
+            with self._guard():
                 block = cursor.fetchmany(size)
             if not block:
                 return
@@ -284,16 +320,16 @@ class Database:
 
     def run(self, sql: str, params: Sequence[Any] = ()) -> int:
         """Execute one statement (in the caller's transaction); returns the rows it changed."""
-        with translated(self.path):
+        with self._guard():
             return self._conn().execute(sql, params).rowcount
 
     def insert(self, sql: str, params: Sequence[Any] = ()) -> int:
         """Execute an ``INSERT``; returns the new row's id."""
-        with translated(self.path):
+        with self._guard():
             return int(self._conn().execute(sql, params).lastrowid or 0)
 
     def run_many(self, sql: str, params: Iterable[Sequence[Any]]) -> None:
-        with translated(self.path):
+        with self._guard():
             self._conn().executemany(sql, params)
 
     def has_table(self, name: str) -> bool:
@@ -323,7 +359,7 @@ class Database:
     # ---- schema -------------------------------------------------------------------
     def ensure_schema(self) -> None:
         """Create the tables of a new index; upgrade a format-2 index in place (additive)."""
-        with translated(self.path):
+        with self._guard():
             if not self.has_table("segments"):
                 self._writer.executescript(f"BEGIN IMMEDIATE;{SCHEMA}COMMIT;")
                 return
@@ -360,7 +396,7 @@ class Database:
                 finally:
                     self._tx_depth -= 1
                 return
-            with translated(self.path):
+            with self._guard():
                 self._writer.execute("BEGIN IMMEDIATE")
             self._tx_thread, self._tx_depth = threading.get_ident(), 1
             generation, changes_before = None, self._writer.total_changes
@@ -368,11 +404,11 @@ class Database:
                 yield
                 if count and self._writer.total_changes != changes_before:  # nothing written: no commit
                     generation = self._record_commit()
-                with translated(self.path):
+                with self._guard():
                     self._writer.execute("COMMIT")
             except BaseException:
                 if self._writer.in_transaction:
-                    with translated(self.path):
+                    with self._guard():
                         self._writer.execute("ROLLBACK")
                 raise
             finally:
@@ -407,7 +443,7 @@ class Database:
                 self._local.pinned -= 1
             return
         conn = self._conn()
-        with translated(self.path):
+        with self._guard():
             conn.execute("BEGIN")
             try:
                 generation = int((conn.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
@@ -420,7 +456,7 @@ class Database:
             yield generation
         finally:
             self._local.pinned = 0
-            with translated(self.path):
+            with self._guard():
                 conn.execute("COMMIT")
 
     # ---- the commit counter outside the WAL -----------------------------------------
@@ -440,7 +476,7 @@ class Database:
 
     def checkpoint(self) -> None:
         """Fold the WAL into the database file; skipped while readers hold it."""
-        with self._write_lock, translated(self.path):
+        with self._write_lock, self._guard():
             self._writer.execute("PRAGMA busy_timeout=200")
             try:
                 self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
