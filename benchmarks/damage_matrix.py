@@ -23,7 +23,11 @@ Each case ends in one class:
   search while an ANN part is rebuilt, with a warning saying so, is not silent);
 * **lost**: after ``--repair`` the index answers, but differently (data gone for good);
 * **unrepaired**: answers right, but ``gear check`` still fails after ``--repair``;
-* **traceback**: any step printed a Python traceback.
+* **traceback**: any step printed a Python traceback;
+* **restored** (``--snapshots``): ``--repair`` restored the database from the snapshot
+  (replaying what the WAL proves) and the answers are the undamaged index's again;
+  **restored, lost named**: it did, and named in one line the commits it could not
+  restore (the answers differ by what they added).
 
 Plus the passage ANN part of a second index with > 50,000 passages (the five damages).
 Read-only runs every step in a private mount namespace with that one file mounted
@@ -31,6 +35,8 @@ read-only (needs root and ``unshare``; the row says "skipped" otherwise).
 
     python benchmarks/damage_matrix.py --work /work/scratch-store/damage            # this checkout
     python benchmarks/damage_matrix.py --work /tmp/dm-main --code /work/main        # another checkout
+    python benchmarks/damage_matrix.py --work W --snapshots --kinds index.sqlite,index.sqlite-wal \
+        --modes "delete,truncate,flip bytes,zero" --ann-passages 0                   # snapshots on
 
 The code under test is imported from ``--code`` (its ``gear_agent``); this script only
 drives its command line, so it runs against older checkouts as long as their commands
@@ -91,7 +97,7 @@ for args in steps:
             ids = [p["id"] for p in json.loads(text[text.index("{"):])["passages"]]
         except (ValueError, KeyError):
             ids = None
-    out.append({"args": args, "exit": result.exit_code, "output": text[-3000:], "ids": ids,
+    out.append({"args": args, "exit": result.exit_code, "output": text[-3000:] if args[0] != "check" else text[-20000:], "ids": ids,
                 "notes": notes, "traceback": crashed or "Traceback" in text})
 print(json.dumps(out))
 '''
@@ -149,15 +155,16 @@ def read_only_supported(work: Path) -> bool:
 
 # ---- building the index ---------------------------------------------------------------
 def build(code: Path, work: Path, passages: int, with_triples: bool = True,
-          reuse: bool = False) -> tuple[Path, list[str]]:
+          reuse: bool = False, snapshot: bool = False) -> tuple[Path, list[str]]:
     """The pristine index and the probe questions (``reuse``: the index a previous run of
-    the same code left under ``work``, when there is one)."""
+    the same code left under ``work``, when there is one; ``snapshot``: ``gear snapshot``
+    once it is built, before the last commit, which stays in the WAL only)."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from synthetic_corpus import write
 
     data = work / f"data-{passages}"
     corpus, openie = write(passages, data)
-    index = work / f"pristine-{passages}"
+    index = work / f"pristine-{passages}{'-snapshot' if snapshot else ''}"
     docs = json.loads(openie.read_text(encoding="utf-8"))["docs"]
     questions = [f"What did {d['extracted_triples'][0][0]} {d['extracted_triples'][0][1]}?"
                  for d in (docs[7], docs[len(docs) // 2], docs[-3])]
@@ -170,6 +177,8 @@ def build(code: Path, work: Path, passages: int, with_triples: bool = True,
     if with_triples:
         steps += [["search", questions[0], "--retriever", "ppr", "--index", str(index)],  # the graph cache
                   ["sirerag", "build", "--mode", "ablation", "--index", str(index)]]
+    if snapshot:
+        steps.append(["snapshot", "--index", str(index)])
     for step in cli(code, steps, timeout=3600):
         if step["exit"] != 0:
             raise SystemExit(f"building the index failed at {step['args'][:2]}:\n{step['output']}")
@@ -222,6 +231,9 @@ def classify(first: list[Any], baseline: list[Any], repair: dict[str, Any], fina
     """The case's class (see the module docstring)."""
     if any(s["traceback"] for s in steps):
         return "traceback"
+    restored = restored_line(repair)
+    if restored and final_check["exit"] == 0:
+        return "restored" if final == baseline else "restored, lost named"
     if any(a != b and not isinstance(a, tuple) and not said
            for a, b, said in zip(first, baseline, said_something(steps[:len(first)]))):
         return "silent"
@@ -234,6 +246,17 @@ def classify(first: list[Any], baseline: list[Any], repair: dict[str, Any], fina
     if any(isinstance(a, tuple) for a in first):
         return "clear error"
     return "lost"
+
+
+def restored_line(repair: dict[str, Any]) -> str:
+    """The line ``gear check --repair`` printed when it restored the database from a
+    snapshot (or kept a sound one and named its lost commits), else ""."""
+    text = " ".join(str(repair.get("output", "")).split())
+    start = max(text.find("repaired: restored index.sqlite"), text.find("repaired: kept index.sqlite"))
+    if start < 0:
+        return ""
+    end = text.find(" repaired: ", start + 1)
+    return text[start + len("repaired: "): end if end > 0 else None].split(" ┏")[0].split(" check of ")[0]
 
 
 def said_something(steps: list[dict[str, Any]]) -> list[bool]:
@@ -284,7 +307,7 @@ def run_case(code: Path, pristine: Path, work: Path, questions: list[str], basel
     return {**row, "file": target.name, "class": verdict, "one_line": one_line(steps),
             "first": "same" if first == baseline else ("error" if all(isinstance(a, tuple) for a in first) else "differs"),
             "check_exit": check["exit"], "repair_exit": repair["exit"], "final_check_exit": final_check["exit"],
-            "error": errors[0] if errors else "",
+            "error": errors[0] if errors else "", "restored": restored_line(repair),
             "notes": next((s["notes"][:160] for s in first_steps[:-1] if s.get("notes")), ""), "seconds": round(time.perf_counter() - started, 1)}
 
 
@@ -314,6 +337,9 @@ def main() -> None:
     parser.add_argument("--print-rows", nargs="+", type=Path, default=None, metavar="FILE",
                         help="Only print the matrix of rows saved before (JSON lines, as printed on "
                              "standard error; a later row of a case replaces an earlier one).")
+    parser.add_argument("--snapshots", action="store_true",
+                        help="Snapshots on: `gear snapshot` after the index is built, before its last "
+                             "commit (which stays in the WAL only); --repair restores from it.")
     parser.add_argument("--reuse", action="store_true",
                         help="Reuse the pristine indexes a previous run of the same --code left in --work.")
     args = parser.parse_args()
@@ -322,7 +348,7 @@ def main() -> None:
         return
     args.work.mkdir(parents=True, exist_ok=True)
     read_only_ok = read_only_supported(args.work)
-    pristine, questions = build(args.code, args.work, args.passages, reuse=args.reuse)
+    pristine, questions = build(args.code, args.work, args.passages, reuse=args.reuse, snapshot=args.snapshots)
     baseline = baseline_of(args.code, pristine, args.work, questions, RETRIEVERS)
     wanted = set(filter(None, args.kinds.split(",")))
     modes = [m for m in MODES if m in args.modes.split(",")] if args.modes else list(MODES)
@@ -373,6 +399,11 @@ def print_matrix(rows: list[dict[str, Any]]) -> None:
     print("\n" + ", ".join(f"{name}: {n}" for name, n in sorted(counted.items())))
     multi = [f"{r['kind']}/{r['mode']}" for r in rows if r.get("one_line") is False]
     print("errors of more than one line: " + (", ".join(multi) if multi else "none"))
+    restored = [r for r in rows if r.get("restored")]
+    if restored:
+        print("\n| file | damage | what `gear check --repair` said |\n|---|---|---|")
+        for row in restored:
+            print(f"| {row['kind']} | {row['mode']} | {row['restored']} |")
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ from gear_agent.store.embedded_db import (
     WAL_AT_DAMAGE,
     Database,
     connect,
+    keep_wal_at_damage,
     read_counter,
 )
 from gear_agent.store.embedded_errors import translated
@@ -163,7 +164,7 @@ def take(root: Path, keep: int = DEFAULT_KEEP, only_if_changed: bool = False) ->
         raise StoreError(f"no index at {root}: nothing to snapshot")
     folder = root / SNAPSHOT_DIR
     if only_if_changed:
-        newest = newest_good(root)
+        newest = next(iter(snapshots(root)), None)
         if newest is not None and newest.generation == _current_generation(root):
             return None
     started = time.perf_counter()
@@ -173,7 +174,7 @@ def take(root: Path, keep: int = DEFAULT_KEEP, only_if_changed: bool = False) ->
         temporary.mkdir()
     try:
         copy = temporary / DB_FILE
-        source = connect(source_path, 60.0)
+        source = connect(source_path, 60.0, readonly=True)  # its close never folds the WAL in
         try:
             target = sqlite3.connect(copy)
             try:
@@ -186,6 +187,7 @@ def take(root: Path, keep: int = DEFAULT_KEEP, only_if_changed: bool = False) ->
         finally:
             source.close()
         if problems != ["ok"]:
+            keep_wal_at_damage(root)
             raise IndexCorruptError(f"{source_path} fails SQLite's check ({'; '.join(problems)}): not "
                                     "snapshotted; run `gear check`")
         generation = int(meta.get("generation", 0))
@@ -219,9 +221,9 @@ def _current_generation(root: Path) -> int | None:
 
 
 def _prune(root: Path, keep: int) -> None:
-    """Remove snapshots older than the newest ``keep`` good ones (superseded by them)."""
-    good = [s for s in snapshots(root) if _sound(s)]
-    for old in good[keep:]:
+    """Remove the snapshots older than the newest ``keep`` (called once a new one is written
+    and verified: its checksum is that of the copy that passed SQLite's check)."""
+    for old in snapshots(root)[keep:]:
         shutil.rmtree(old.path, ignore_errors=True)
 
 
