@@ -231,12 +231,11 @@ def classify(first: list[Any], baseline: list[Any], repair: dict[str, Any], fina
     """The case's class (see the module docstring)."""
     if any(s["traceback"] for s in steps):
         return "traceback"
-    restored = restored_line(repair)
-    if restored and final_check["exit"] == 0:
-        return "restored" if final == baseline else "restored, lost named"
     if any(a != b and not isinstance(a, tuple) and not said
            for a, b, said in zip(first, baseline, said_something(steps[:len(first)]))):
         return "silent"
+    if restored_line(repair) and final_check["exit"] == 0:
+        return "restored" if final == baseline else "restored, lost named"
     if final == baseline and final_check["exit"] == 0:
         return "repaired"
     if repair["exit"] == 2 and final_check["exit"] != 0:
@@ -306,6 +305,8 @@ def run_case(code: Path, pristine: Path, work: Path, questions: list[str], basel
     errors = [s["output"].strip().splitlines()[-1][:160] for s in first_steps[:-1] if s["exit"] == 2]
     return {**row, "file": target.name, "class": verdict, "one_line": one_line(steps),
             "first": "same" if first == baseline else ("error" if all(isinstance(a, tuple) for a in first) else "differs"),
+            "first_answers": ["error" if isinstance(a, tuple) else ("same" if a == b else "differs")
+                              for a, b in zip(first, baseline)],
             "check_exit": check["exit"], "repair_exit": repair["exit"], "final_check_exit": final_check["exit"],
             "error": errors[0] if errors else "", "restored": restored_line(repair),
             "notes": next((s["notes"][:160] for s in first_steps[:-1] if s.get("notes")), ""), "seconds": round(time.perf_counter() - started, 1)}

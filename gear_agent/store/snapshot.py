@@ -52,6 +52,7 @@ from gear_agent.store.embedded_db import (
     read_counter,
 )
 from gear_agent.store.embedded_errors import translated
+from gear_agent.store.salvage import Salvaged, salvage
 
 SNAPSHOT_DIR = "snapshots"
 MANIFEST = "snapshot.json"
@@ -108,11 +109,15 @@ class Restored:
     replayed: tuple[int, int] | None
     """The first and last commit replayed from the WAL, if any."""
     lost: tuple[int, int] | None
-    """The first and last commit that could not be restored, if any."""
+    """The first and last commit that could not be restored (wholly), if any."""
     lost_rows: dict[str, int]
     """Vector rows (per file) of the lost commits, kept in ``kept_in``."""
     kept_in: Path
     """Where the damaged files were moved."""
+    salvaged: Salvaged | None = None
+    """What was replayed from the damaged database's records (:mod:`gear_agent.store.salvage`)."""
+    salvaged_from: int | None = None
+    """The first commit whose records were replayed from the damaged database."""
 
     def line(self) -> str:
         """One line: what was restored, replayed, and lost."""
@@ -122,10 +127,15 @@ class Restored:
             text = f"restored index.sqlite from {self.snapshot.describe()}"
         if self.replayed:
             text += f"; replayed commits {_span(self.replayed)} from the WAL"
+        if self.salvaged is not None and self.salvaged_from is not None:
+            text += (f"; replayed {self.salvaged.describe()} of commits "
+                     f"{_span((self.salvaged_from, self.salvaged.generation))}")
         if self.lost:
             added = ", ".join(f"{n:,} row(s) of {c}.vec" for c, n in self.lost_rows.items() if n) or "no vector rows"
-            text += (f"; could not restore commit(s) {_span(self.lost)} ({added}; their texts were only in the "
-                     f"damaged files, kept in {self.kept_in.name}/): index what they added again")
+            partly = " wholly" if self.salvaged is not None and self.salvaged.passages + self.salvaged.triples else ""
+            text += (f"; could not restore commit(s) {_span(self.lost)}{partly} ({added} after the restored "
+                     f"commit; their texts were only in the damaged files, kept in {self.kept_in.name}/): index what "
+                     "they added again")
         else:
             text += "; nothing lost"
         return text + f" (now at commit {self.generation})"
@@ -310,15 +320,28 @@ def restore(root: Path) -> Restored:
             fsync_dir(root)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    salvaged = None
     if lost:
         generation = _move_past(root, last_made, snapshot)
+        work.mkdir()
+        try:
+            salvaged = salvage(root, kept_in / DB_FILE, work, last_made)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        if salvaged is not None and salvaged.complete:
+            lost = None
+        if salvaged is not None:
+            generation = _current_generation(root) or generation
     else:
         db = Database(root, 10.0)
         try:
             db.accept_lost_commits()  # the counter names the restored commit
         finally:
             db.close()
-    return Restored(snapshot, generation, replayed, lost, lost_rows, kept_in)
+    salvaged_from = (replayed[1] if replayed else snapshot.generation) + 1
+    return Restored(snapshot, generation, replayed, lost, lost_rows, kept_in,
+                    salvaged if salvaged is not None and (salvaged.passages or salvaged.triples or salvaged.deleted
+                                                          or salvaged.marked) else None, salvaged_from)
 
 
 def _sound_generation(root: Path) -> int | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -123,13 +124,32 @@ def test_a_damaged_wal_loses_its_commit_and_the_repair_names_it(index: Path, how
     repaired = run_cli("check", "--repair", "--index", str(index), env=ENV)
     assert repaired.exit_code == 0, repaired.output
     line = " ".join(repaired.output.split())
-    assert ("could not restore commit(s) 2 (1 row(s) of passage.vec; their texts were only in the damaged "
-            "files") in line
+    assert ("could not restore commit(s) 2 (1 row(s) of passage.vec after the restored commit; their texts were "
+            "only in the damaged files") in line
     assert "(now at commit 3)" in line  # past every commit made, so no cache of commit 2 matches
     assert _ids(index, "Lake number 7 valley 7")[0] == "p-7"
     assert "p-late" not in (_ids(index, "Late Commit crash") or [])
     kept = next(index.glob("damaged-*"))
     assert (kept / "passage.vec.rows-20-21").stat().st_size == 64 * 4  # the lost commit's vector, kept
+
+
+def test_commits_folded_into_the_damaged_file_are_replayed_from_its_records(index: Path) -> None:
+    """Damage no query met: closing the last connection folded the WAL (the commit after the
+    snapshot) into the damaged file. Its passage proves itself (its CRC, and its vector's
+    chunk checksum in passage.vec), so it is replayed."""
+    _damage(index / "index.sqlite", "flip bytes")
+    folding = sqlite3.connect(index / "index.sqlite")
+    folding.execute("SELECT COUNT(*) FROM meta").fetchall()
+    folding.close()
+    assert not (index / "index.sqlite-wal").exists()
+    assert run_cli("check", "--index", str(index), env=ENV).exit_code == 1
+    repaired = run_cli("check", "--repair", "--index", str(index), env=ENV)
+    assert repaired.exit_code == 0, repaired.output
+    line = " ".join(repaired.output.split())
+    assert ("replayed 1 passage(s), 0 triple(s), 0 deletion(s), 0 extraction mark(s) from the damaged database's "
+            "records") in line and "nothing lost" in line, line
+    assert _ids(index, "Late Commit crash")[0] == "p-late"
+    assert _ids(index, "Lake number 7 valley 7")[0] == "p-7"
 
 
 def test_without_a_snapshot_a_damaged_database_is_still_refused_in_one_line(index: Path) -> None:
