@@ -11,9 +11,12 @@ of the previous format). Loads no model.
 What ``--repair`` rebuilds: vectors are re-embedded from the texts (shown as damaged:
 the stored vectors are lost, and re-embedding needs the model), postings and ANN parts
 (marked *derived*, "rebuildable") rebuilt from the records and vectors, the PPR graph from
-the store (:func:`repair_index`). An edited record and a database that fails SQLite's
-check are primary data: reported, never guessed at. A lost commit is reported; ``--repair``
-goes on from the commits the database holds.
+the store (:func:`repair_index`). An edited record is primary data: reported, never
+guessed at. A database that is missing, fails SQLite's check or cannot be read, or lost its
+last commits, is restored from the newest good snapshot when there is one
+(:mod:`gear_agent.store.snapshot`: the commits after it replayed where they prove
+themselves, the rest named); without one it is refused (a lost commit: ``--repair`` goes
+on from the commits the database holds).
 """
 
 from __future__ import annotations
@@ -269,14 +272,15 @@ def _check_graph_cache(root: Path, report: CheckReport) -> None:
 
 def repair_index(root: Path, report: CheckReport, embedder, tokenizer: str = "standard",  # noqa: ANN001
                  progress=None) -> list[str]:  # noqa: ANN001
-    """Mend what ``report`` found that is derived (vectors, postings, ANN parts) and accept
-    a lost commit; returns what was done, one line each. The PPR graph cache is the
-    caller's (it lives above the store).
+    """Mend what ``report`` found that is derived (vectors, postings, ANN parts), restore a
+    damaged database from the newest good snapshot, and accept a lost commit; returns what
+    was done, one line each. The PPR graph cache is the caller's (it lives above the store).
 
     An edited record stays reported (primary data: re-index it); the rest is repaired.
 
     Raises:
-        IndexCorruptError: the database itself is damaged (nothing is repaired).
+        IndexCorruptError: the database itself is damaged and no good snapshot exists
+            (nothing is repaired).
     """
     from gear_agent.store.embedded import EmbeddedStore
 

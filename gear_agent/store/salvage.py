@@ -16,6 +16,7 @@ complete only when every row the damaged database's last commit counted is accou
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 from dataclasses import dataclass
@@ -87,7 +88,9 @@ def salvage(root: Path, damaged: Path, work: Path, last_made: int) -> Salvaged |
         model, dimension = meta.get("embedding_model"), int(meta.get("dimension", 0) or 0)
         if model is None or not dimension:
             return None
-        store = EmbeddedStore.open(root, NamedEmbedder(str(model), dimension), create=False, verify=False)
+        tokenizers = json.loads(meta.get("tokenizers") or "[]") or ["standard"]  # opened as indexed: no postings added
+        store = EmbeddedStore.open(root, NamedEmbedder(str(model), dimension), create=False, verify=False,
+                                   tokenizer=tokenizers[0])
         with store.snapshot():
             have = {c: int(store.db.meta(f"rows:{c}", 0)) for c in ("passage", "triple", "node")}
             generation = store.generation()

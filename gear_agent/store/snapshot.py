@@ -102,7 +102,7 @@ class Restored:
     """What :func:`restore` did."""
 
     snapshot: Snapshot | None
-    """The snapshot put in place; None when the database was sound and newer than every
+    """The snapshot put in place; None when the database was sound and no older than the newest
     snapshot (only its lost last commits are named)."""
     generation: int
     """The commit the restored database holds (the snapshot's, or later when replayed)."""
@@ -122,7 +122,7 @@ class Restored:
     def line(self) -> str:
         """One line: what was restored, replayed, and lost."""
         if self.snapshot is None:
-            text = "kept index.sqlite (sound, and newer than every snapshot)"
+            text = "kept index.sqlite (sound, and no older than the newest snapshot)"
         else:
             text = f"restored index.sqlite from {self.snapshot.describe()}"
         if self.replayed:
