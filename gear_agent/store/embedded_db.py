@@ -110,7 +110,7 @@ def connect(path: Path, timeout_s: float, readonly: bool = False, immutable: boo
     whose WAL is absent or empty, so that the file alone holds every commit (None: decide
     so from the folder)."""
     if immutable is None:
-        immutable = readonly and read_only_reason(Path(path).parent) is not None and _wal_bytes(Path(path).parent) == 0
+        immutable = readonly and not _folder_writable(Path(path).parent) and _wal_bytes(Path(path).parent) == 0
     with translated(path):
         if readonly:
             uri = f"file:{quote(str(path))}?mode=ro" + ("&immutable=1" if immutable else "")
@@ -145,6 +145,15 @@ def read_only_reason(root: Path) -> str | None:
     if (root / DB_FILE).exists() and not os.access(root / DB_FILE, os.W_OK):
         return f"this process may not write {DB_FILE}"
     return None
+
+
+def _folder_writable(root: Path) -> bool:
+    """Whether SQLite can make ``index.sqlite-shm`` in ``root`` (a read-only connection
+    reads the WAL through it)."""
+    try:
+        return not os.statvfs(root).f_flag & os.ST_RDONLY and os.access(root, os.W_OK)
+    except OSError:
+        return False
 
 
 def _wal_bytes(root: Path) -> int:
@@ -244,8 +253,9 @@ class Database:
         """Why the index cannot be written (None: it can): it is then opened read-only,
         searched and served, and a write is refused in one line (:meth:`writing`)."""
         self.readonly = readonly or self.read_only_reason is not None
-        self._immutable = self.read_only_reason is not None and _wal_bytes(self.root) == 0
-        if self.read_only_reason is not None and not self._immutable:
+        folder_writable = self.read_only_reason is None or _folder_writable(self.root)
+        self._immutable = not folder_writable and _wal_bytes(self.root) == 0
+        if not folder_writable and not self._immutable:
             raise StoreError(
                 f"the index at {self.root} is read-only ({self.read_only_reason}) and its last commits are "
                 f"still in {DB_FILE}-wal, which SQLite cannot read without writing {DB_FILE}-shm beside it: "
