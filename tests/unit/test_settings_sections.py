@@ -102,6 +102,9 @@ EXPECTED = {
     "GEAR_API_KEY": None,
     "GEAR_TRACE_DIR": None,
     "GEAR_TRACE_MAX_BYTES": 20000000,
+    "GEAR_SNAPSHOT_EVERY": 0.0,  # added with snapshots (issue 36)
+    "GEAR_SNAPSHOT_KEEP": 3,
+    "GEAR_ES_SNAPSHOT_REPOSITORY": None,
 }
 
 SECTIONS = [c for c in vars(config).values()
