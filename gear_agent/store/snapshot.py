@@ -389,7 +389,9 @@ def _generation_and_rows(path: Path) -> tuple[int, dict[str, int]]:
 
 def _replayed(snapshot: Snapshot, kept_in: Path, root: Path, work: Path) -> tuple[Path | None, tuple[int, int] | None]:
     """The snapshot with the old WAL's commits read over it, when the result proves itself
-    (module docstring), folded into one file; else (None, None)."""
+    (module docstring), folded into one file; else (None, None). Of the WAL copied when the
+    damage was first seen and the WAL as it is now, the one that proves the most commits."""
+    best: tuple[Path | None, tuple[int, int] | None] = (None, None)
     for number, wal in enumerate((kept_in / WAL_AT_DAMAGE, kept_in / f"{DB_FILE}-wal")):
         if not wal.exists() or wal.stat().st_size == 0:
             continue
@@ -404,9 +406,9 @@ def _replayed(snapshot: Snapshot, kept_in: Path, root: Path, work: Path) -> tupl
             generation = _proves_itself(trial, snapshot)
         except (sqlite3.Error, StoreError, OSError, ValueError, IndexError, TypeError):
             generation = None
-        if generation is not None and generation > snapshot.generation:
-            return trial / DB_FILE, (snapshot.generation + 1, generation)
-    return None, None
+        if generation is not None and generation > (best[1][1] if best[1] else snapshot.generation):
+            best = (trial / DB_FILE, (snapshot.generation + 1, generation))
+    return best
 
 
 def _proves_itself(trial: Path, snapshot: Snapshot) -> int | None:
