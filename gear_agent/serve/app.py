@@ -212,12 +212,10 @@ def create_app(
         }
 
     if settings.snapshot_every:  # GEAR_SNAPSHOT_EVERY (gear_agent/store/snapshot_timer.py)
-        from gear_agent.store.snapshot_timer import SnapshotTimer
+        from gear_agent.store.snapshot_timer import SnapshotTimer, with_timer
 
-        snapshots = SnapshotTimer(settings)
-        app.add_event_handler("startup", snapshots.start)
-        app.add_event_handler("shutdown", snapshots.stop)
-        app.state.snapshots = snapshots
+        app.state.snapshots = SnapshotTimer(settings)
+        app.router.lifespan_context = with_timer(app.router.lifespan_context, app.state.snapshots)
 
     _add_error_handlers(app)
     app.add_middleware(RequestGuard, settings=settings)

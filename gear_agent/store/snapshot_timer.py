@@ -10,10 +10,12 @@ not stopped by it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
 from gear_agent.errors import GearError
 
@@ -78,3 +80,19 @@ class SnapshotTimer:
     def _run(self) -> None:
         while not self._stop.wait(self.every):
             self.tick()
+
+
+def with_timer(lifespan: Callable[[Any], Any], timer: SnapshotTimer) -> Callable[[Any], Any]:
+    """An ASGI app's ``lifespan`` that also runs ``timer`` while the app is up (started
+    before the app's own start-up, stopped after its shutdown, off the event loop)."""
+
+    @asynccontextmanager
+    async def running(app: Any) -> AsyncIterator[Any]:
+        timer.start()
+        try:
+            async with lifespan(app) as state:
+                yield state
+        finally:
+            await asyncio.to_thread(timer.stop)
+
+    return running

@@ -243,3 +243,27 @@ def test_elasticsearch_snapshots_go_to_the_repository_and_keep_the_newest() -> N
     assert "removed 3 older" in line
     with pytest.raises(StoreError, match="GEAR_ES_SNAPSHOT_REPOSITORY"):
         take_es_snapshot(GearSettings(backend="elasticsearch", es_url="http://x:9200"), client)
+
+
+def test_gear_serve_snapshots_on_its_timer_while_it_is_up(tmp_path: Path) -> None:
+    """GEAR_SNAPSHOT_EVERY: the app's lifespan runs the timer (started with the app, stopped
+    with it)."""
+    import time
+
+    from fastapi.testclient import TestClient
+    from langchain_core.runnables import RunnableLambda
+
+    from gear_agent.serve.app import create_app
+
+    store = EmbeddedStore.open(tmp_path / "ix", HashingEmbedder(64))
+    store.add_passages(FIRST[:2])
+    store.close()
+    settings = GearSettings(index_dir=tmp_path / "ix", snapshot_every=0.05, embedding_model="hashing-64")
+    app = create_app(RunnableLambda(lambda x: x), settings, playground=False)
+    with TestClient(app) as client:
+        assert client.get("/health").status_code == 200
+        deadline = time.monotonic() + 30
+        while not snapshots(tmp_path / "ix") and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert [s.generation for s in snapshots(tmp_path / "ix")] == [1]  # once: the index did not change after
+    assert app.state.snapshots.taken == 1 and app.state.snapshots.last_error is None
