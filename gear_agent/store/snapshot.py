@@ -14,7 +14,7 @@ vector file, the copy's xxh3 checksum. The vector files are not copied: the rows
 snapshot names stay in them, and after a restore every chunk is verified against the
 snapshot's checksums (a damaged one is re-embedded from the restored texts by ``--repair``).
 
-Layout: ``INDEX/snapshots/g{generation:010d}-{UTC time}/`` holding ``index.sqlite`` and
+Layout: ``INDEX/snapshots/g{generation:010d}-{UTC time}-{ns}-{pid}/`` holding ``index.sqlite`` and
 ``snapshot.json``, written under a temporary name and renamed when whole and verified;
 the newest ``keep`` are kept, older ones removed only once a newer one is verified.
 
@@ -180,6 +180,7 @@ def take(root: Path, keep: int = DEFAULT_KEEP, only_if_changed: bool = False) ->
     started = time.perf_counter()
     with translated(folder):
         folder.mkdir(exist_ok=True)
+        _remove_abandoned(folder)
         temporary = folder / f".tmp-{os.getpid()}-{time.monotonic_ns()}"
         temporary.mkdir()
     try:
@@ -205,7 +206,8 @@ def take(root: Path, keep: int = DEFAULT_KEEP, only_if_changed: bool = False) ->
             with copy.open("rb+") as handle:
                 os.fsync(handle.fileno())
             snapshot = Snapshot(
-                path=folder / f"g{generation:010d}-{_now()}-{os.getpid()}", generation=generation,
+                path=folder / f"g{generation:010d}-{_now()}-{time.time_ns() % 10**9:09d}-{os.getpid()}",
+                generation=generation,
                 taken_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), bytes=copy.stat().st_size,
                 seconds=round(time.perf_counter() - started, 3),
                 rows={c: int(meta.get(f"rows:{c}", 0)) for c in VECTOR_FILES}, checksum=file_checksum(copy))
@@ -220,6 +222,20 @@ def take(root: Path, keep: int = DEFAULT_KEEP, only_if_changed: bool = False) ->
         shutil.rmtree(temporary, ignore_errors=True)
     _prune(root, keep)
     return snapshot
+
+
+def _remove_abandoned(folder: Path) -> None:
+    """Remove half-written snapshots (``.tmp-{pid}-…``) whose writer is gone (killed)."""
+    for path in folder.glob(".tmp-*"):
+        pid = path.name.split("-")[1]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except PermissionError:  # alive, another user's
+            continue
 
 
 def _current_generation(root: Path) -> int | None:
