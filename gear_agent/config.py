@@ -411,21 +411,21 @@ class ElasticsearchSettings(Section):
             return data
         short = [name for name in data if f"es_{name}" in cls.model_fields]
         if short:
-            import warnings
+            from gear_agent._deprecated import NEXT_REMOVAL, warn_deprecated
 
-            warnings.warn(f"ElasticsearchSettings({', '.join(short)}=...) is now "
-                          f"ElasticsearchSettings({', '.join('es_' + n for n in short)}=...)",
-                          DeprecationWarning, stacklevel=4)
+            warn_deprecated(f"ElasticsearchSettings({', '.join(short)}=...) is now "
+                            f"ElasticsearchSettings({', '.join('es_' + n for n in short)}=...)",
+                            removed_in=NEXT_REMOVAL, stacklevel=4)
             data = {(f"es_{k}" if k in short else k): v for k, v in data.items()}
         return data
 
     @classmethod
     def from_gear(cls, settings: ElasticsearchSettings) -> ElasticsearchSettings:
         """Deprecated: a ``GearSettings`` *is* an :class:`ElasticsearchSettings`; pass it."""
-        import warnings
+        from gear_agent._deprecated import NEXT_REMOVAL, warn_deprecated
 
-        warnings.warn("ElasticsearchSettings.from_gear(settings) is not needed: GearSettings is "
-                      "an ElasticsearchSettings; pass it as it is", DeprecationWarning, stacklevel=2)
+        warn_deprecated("ElasticsearchSettings.from_gear(settings) is not needed: GearSettings is "
+                        "an ElasticsearchSettings; pass it as it is", removed_in=NEXT_REMOVAL)
         return settings
 
 
