@@ -1,0 +1,34 @@
+"""A web page's article in sections: trafilatura (Apache-2.0 since 1.8) finds the main text
+and leaves out navigation, banners, sidebars and footers; its Markdown rendering keeps
+headings, lists and tables in reading order and goes through the Markdown reader's
+sectioning."""
+
+from __future__ import annotations
+
+from gear_agent.ingest.documents.markdown import markdown_document
+from gear_agent.ingest.documents.sections import Document, DocumentReadError, missing_library
+
+
+def read_html(data: bytes, name: str) -> Document:
+    """The article of an HTML page, in sections under its headings; the title is the
+    page's own (``<title>`` or its metadata, as trafilatura reads it), else its first
+    ``<h1>``.
+
+    Raises:
+        DocumentReadError: trafilatura is not installed, or the page has no main text.
+    """
+    try:
+        import trafilatura
+    except ImportError:
+        raise missing_library(".html", "trafilatura") from None
+    markdown = trafilatura.extract(
+        data, output_format="markdown", include_formatting=True, include_tables=True,
+        include_links=False, include_images=False, include_comments=False, deduplicate=False,
+    )
+    if not markdown or not markdown.strip():
+        raise DocumentReadError(f"{name}: no main text found in the page (only navigation or "
+                                "boilerplate, or a page built by JavaScript): nothing indexed")
+    document = markdown_document(markdown)
+    metadata = trafilatura.extract_metadata(data)
+    title = (metadata.title if metadata is not None and metadata.title else "") or document.title
+    return Document(" ".join(title.split()), document.sections, document.notes)

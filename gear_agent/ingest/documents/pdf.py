@@ -1,0 +1,102 @@
+"""A PDF in sections, one per page: pdfminer.six (MIT) groups the characters into text
+boxes by their position (its layout analysis), so a page in columns reads column by
+column whatever order the producer wrote it in; the page number is kept with each
+section, and the title is the document's own (its Info dictionary)."""
+
+from __future__ import annotations
+
+import io
+import re
+from typing import Any
+
+from gear_agent.ingest.documents.sections import (
+    Document,
+    DocumentReadError,
+    Section,
+    missing_library,
+)
+
+_HYPHENATED = re.compile(r"(\w)-\n(?=[a-z])")
+_PLACEHOLDER_TITLES = {"untitled", "anonymous", "unknown", "title"}
+
+
+def _box_text(text: str) -> str:
+    """A text box's lines as one paragraph: a word hyphenated at a line end is joined."""
+    return " ".join(_HYPHENATED.sub(r"\1", text.strip()).split())
+
+
+def _title(document: Any) -> str:
+    from pdfminer.utils import decode_text
+
+    for info in document.info:
+        value = info.get("Title")
+        if hasattr(value, "resolve"):
+            value = value.resolve()
+        if isinstance(value, bytes):
+            value = decode_text(value)
+        if isinstance(value, str):
+            title = " ".join(value.split())
+            if title and title.lower() not in _PLACEHOLDER_TITLES:
+                return title
+    return ""
+
+
+def _ranges(pages: list[int]) -> str:
+    """``[1, 2, 3, 7]`` as ``1-3, 7``."""
+    parts: list[str] = []
+    for page in pages:
+        if parts and parts[-1].split("-")[-1] == str(page - 1):
+            parts[-1] = f"{parts[-1].split('-')[0]}-{page}"
+        else:
+            parts.append(str(page))
+    return ", ".join(parts)
+
+
+def read_pdf(data: bytes, name: str, password: str = "") -> Document:
+    """The text of each page of a PDF in reading order, one section a page.
+
+    Pages without a text layer (scanned images) are left out and named in the document's
+    notes; a PDF with no text at all is refused.
+
+    Raises:
+        DocumentReadError: pdfminer.six is not installed; the PDF needs a password; it has
+            no text layer (scanned: run OCR first); or it is damaged.
+    """
+    try:
+        from pdfminer.converter import PDFPageAggregator
+        from pdfminer.layout import LAParams, LTTextContainer
+        from pdfminer.pdfdocument import PDFDocument, PDFEncryptionError, PDFPasswordIncorrect
+        from pdfminer.pdfinterp import PDFPageInterpreter, PDFResourceManager
+        from pdfminer.pdfpage import PDFPage
+        from pdfminer.pdfparser import PDFParser
+        from pdfminer.psparser import PSException
+    except ImportError:
+        raise missing_library(".pdf", "pdfminer.six") from None
+    try:
+        document = PDFDocument(PDFParser(io.BytesIO(data)), password=password)
+        manager = PDFResourceManager()
+        device = PDFPageAggregator(manager, laparams=LAParams())
+        interpreter = PDFPageInterpreter(manager, device)
+        sections, empty = [], []
+        for number, page in enumerate(PDFPage.create_pages(document), start=1):
+            interpreter.process_page(page)
+            boxes = [_box_text(item.get_text()) for item in device.get_result()
+                     if isinstance(item, LTTextContainer)]
+            text = "\n\n".join(box for box in boxes if box)
+            if text:
+                sections.append(Section(text, page=number))
+            else:
+                empty.append(number)
+    except PDFPasswordIncorrect:
+        raise DocumentReadError(f"{name} is password-protected: save a copy without the password "
+                                "(or decrypt it, e.g. `qpdf --decrypt`) and index that") from None
+    except PDFEncryptionError as exc:
+        raise DocumentReadError(f"{name} is encrypted in a way that cannot be read ({exc})") from None
+    except (PSException, ValueError, KeyError, TypeError) as exc:  # pdfminer's errors on a damaged file
+        raise DocumentReadError(f"{name} is not a readable PDF ({type(exc).__name__}: {exc})"[:300]) from None
+    if not sections:
+        raise DocumentReadError(
+            f"{name} has no text layer (a scanned PDF?): run OCR on it first (e.g. `ocrmypdf`); nothing indexed"
+        )
+    notes = [f"{name}: page(s) {_ranges(empty)} have no text layer (scanned?) and were left out"] if empty else []
+    return Document(_title(document), sections, notes)
