@@ -21,8 +21,10 @@ _PLACEHOLDER_TITLES = {"untitled", "anonymous", "unknown", "title"}
 
 
 def _box_text(text: str) -> str:
-    """A text box's lines as one paragraph: a word hyphenated at a line end is joined."""
-    return " ".join(_HYPHENATED.sub(r"\1", text.strip()).split())
+    """A text box's lines as one paragraph; a line ending in a hyphen joins the next one's
+    first word with the hyphen kept (``peer-`` + ``reviewed``: ``peer-reviewed``), since a
+    hyphen at a line end may be the word's own."""
+    return " ".join(_HYPHENATED.sub(r"\1-", text.strip()).split())
 
 
 def _title(document: Any) -> str:
