@@ -38,6 +38,7 @@ import difflib
 import importlib.metadata as md
 import io
 import json
+import logging
 import re
 import statistics
 import sys
@@ -360,6 +361,7 @@ def main() -> None:
     parser.add_argument("--html-pages", type=int, default=12, help="real web pages (Rust book, std docs)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per measure (the median is shown)")
     args = parser.parse_args()
+    logging.getLogger("pdfminer").setLevel(logging.ERROR)  # "CropBox missing" once a page
     core = core_closure()
     header = ["reader", "documents", "ms/page", "recall", "precision", "chars", "install", "licence"]
 
