@@ -49,7 +49,7 @@ def test_a_two_column_pdf_reads_column_by_column_one_section_a_page() -> None:
     # written line by line across the columns; read as the left column, then the right
     assert _in_order(doc.sections[0].text, made.LEFT + made.RIGHT)
     assert _in_order(doc.sections[1].text, made.PAGE_TWO_LEFT + made.PAGE_TWO_RIGHT)
-    assert doc.sections[1].metadata() == {"page": 2}
+    assert doc.sections[1].metadata() == {"page": 2, "section": "Visiting"}  # from the outline
 
 
 def test_a_pdf_is_indexed_with_its_page_numbers_and_title() -> None:
@@ -59,10 +59,19 @@ def test_a_pdf_is_indexed_with_its_page_numbers_and_title() -> None:
     assert {p.title for p in passages} == {made.PDF_TITLE}
     assert {p.metadata["page"] for p in passages} == {1, 2}
     storm = next(p for p in passages if "storm in 1962" in p.text)
-    assert storm.metadata == {"page": 1}
-    assert cite_location(storm.source, storm.metadata) == "two-columns.pdf, p. 1"
+    assert storm.metadata == {"page": 1, "section": "History"}
+    assert cite_location(storm.source, storm.metadata) == "two-columns.pdf, p. 1, § History"
     # chunks never cross a page: no passage holds words of both pages
     assert not any("Kestrel" in p.text and "Visitors climb" in p.text for p in passages)
+
+
+def test_a_pdf_without_an_outline_keeps_page_numbers_only() -> None:
+    pytest.importorskip("pdfminer")
+    pytest.importorskip("reportlab")
+    from gear_agent.ingest.documents.pdf import read_pdf
+
+    doc = read_pdf(made.two_column_pdf([(made.LEFT, made.RIGHT)], "Plain"), "plain.pdf")
+    assert [s.metadata() for s in doc.sections] == [{"page": 1}]
 
 
 def test_a_scanned_pdf_is_refused_in_one_line_and_nothing_is_read(tmp_path: Path) -> None:

@@ -38,7 +38,7 @@ def test_gear_search_names_the_file_and_page_or_section(folder: Path, tmp_path: 
     found = CliRunner().invoke(app, ["search", "storm damaged the dome copper", "--retriever", "bm25",
                                      "--k", "1", "--index", index])
     assert found.exit_code == 0, found.output
-    assert "1. The Kestrel Observatory  two-columns.pdf, p. 1 · BM25" in found.output
+    assert "1. The Kestrel Observatory  two-columns.pdf, p. 1, § History · BM25" in found.output
     night = CliRunner().invoke(app, ["search", "night sessions Fridays", "--retriever", "bm25",
                                      "--k", "1", "--json", "--index", index])
     record = json.loads(night.output)["passages"][0]

@@ -1,7 +1,8 @@
 """A PDF in sections, one per page: pdfminer.six (MIT) groups the characters into text
 boxes by their position (its layout analysis), so a page in columns reads column by
 column whatever order the producer wrote it in; the page number is kept with each
-section, and the title is the document's own (its Info dictionary)."""
+section, with the heading path of the PDF's outline (bookmarks) where it has one, and the
+title is the document's own (its Info dictionary)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,53 @@ def _title(document: Any) -> str:
     return ""
 
 
+def _outline_page(document: Any, dest: Any, action: Any, numbers: dict[Any, int]) -> int | None:
+    """The page number an outline entry points to (a destination array, a named
+    destination, or a go-to action's), or None."""
+    from pdfminer.pdftypes import resolve1
+    from pdfminer.psparser import PSLiteral
+
+    if dest is None and action is not None:
+        action = resolve1(action)
+        dest = action.get("D") if isinstance(action, dict) else None
+    dest = resolve1(dest)
+    if isinstance(dest, (bytes, str, PSLiteral)):
+        dest = resolve1(document.get_dest(dest.name if isinstance(dest, PSLiteral) else dest))
+    if isinstance(dest, dict):
+        dest = resolve1(dest.get("D"))
+    if isinstance(dest, list) and dest:
+        return numbers.get(getattr(dest[0], "objid", None))
+    return None
+
+
+def _outline_paths(document: Any, numbers: dict[Any, int]) -> dict[int, tuple[str, ...]]:
+    """Each page's heading path from the PDF's outline (its bookmarks): the path of the
+    first entry that starts on the page, else of the last one started before it. Empty
+    when the PDF has no outline, or one that cannot be read (it only labels pages)."""
+    from pdfminer.pdfdocument import PDFNoOutlines
+    from pdfminer.psparser import PSException
+
+    starts: dict[int, tuple[str, ...]] = {}
+    path: list[str] = []
+    try:
+        for level, title, dest, action, _ in document.get_outlines():
+            words = " ".join(str(title or "").split())
+            del path[max(0, level - 1):]
+            path.append(words)
+            page = _outline_page(document, dest, action, numbers)
+            if page is not None and words:
+                starts.setdefault(page, tuple(path))
+    except (PDFNoOutlines, PSException, KeyError, TypeError, ValueError, AttributeError):
+        return {}  # a damaged outline: pages keep their numbers only
+    paths: dict[int, tuple[str, ...]] = {}
+    current: tuple[str, ...] = ()
+    for page in sorted(numbers.values()):
+        current = starts.get(page, current)
+        if current:
+            paths[page] = current
+    return paths
+
+
 def _ranges(pages: list[int]) -> str:
     """``[1, 2, 3, 7]`` as ``1-3, 7``."""
     parts: list[str] = []
@@ -79,16 +127,21 @@ def read_pdf(data: bytes, name: str, password: str = "") -> Document:
         manager = PDFResourceManager()
         device = PDFPageAggregator(manager, laparams=LAParams())
         interpreter = PDFPageInterpreter(manager, device)
-        sections, empty = [], []
+        texts: list[tuple[int, str]] = []
+        numbers: dict[Any, int] = {}  # page object id -> page number, for the outline
+        empty = []
         for number, page in enumerate(PDFPage.create_pages(document), start=1):
+            numbers[page.pageid] = number
             interpreter.process_page(page)
             boxes = [_box_text(item.get_text()) for item in device.get_result()
                      if isinstance(item, LTTextContainer)]
             text = "\n\n".join(box for box in boxes if box)
             if text:
-                sections.append(Section(text, page=number))
+                texts.append((number, text))
             else:
                 empty.append(number)
+        paths = _outline_paths(document, numbers)
+        sections = [Section(text, paths.get(number, ()), page=number) for number, text in texts]
     except PDFPasswordIncorrect:
         raise DocumentReadError(f"{name} is password-protected: save a copy without the password "
                                 "(or decrypt it, e.g. `qpdf --decrypt`) and index that") from None
