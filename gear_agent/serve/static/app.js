@@ -305,8 +305,13 @@ async function loadDocuments() {
   const box = $("doc-list");
   const source = $("list-source").value.trim();
   try {
-    const data = await api(`/ui/api/documents${source ? "?source=" + encodeURIComponent(source) : ""}`);
     const marked = markPassage; markPassage = null;
+    const query = source ? "&source=" + encodeURIComponent(source) : "";
+    let data = await api(`/ui/api/documents?offset=0${query}`);
+    // a cited passage past the first page of the listing: page on to the one holding it
+    while (marked && !data.passages.some((p) => p.id === marked) && data.offset + data.passages.length < data.total) {
+      data = await api(`/ui/api/documents?offset=${data.offset + data.passages.length}${query}`);
+    }
     const body = el("tbody", {}, ...data.passages.map((p) => el("tr", p.id === marked ? {class: "marked", id: "marked-passage"} : {},
       el("td", {}, el("strong", {text: p.title}), el("br"), el("span", {class: "id", text: p.id})),
       el("td", {text: p.source}),
@@ -315,7 +320,8 @@ async function loadDocuments() {
       el("td", {}, el("button", {class: "secondary", "aria-label": `Delete ${p.title}`, text: "Delete…",
         onclick: () => { $("delete-ids").value = p.id; $("delete-source").value = ""; reviewDeletion(); }})))));
     box.replaceChildren(el("p", {class: "muted", text: `${data.total.toLocaleString()} passage(s)` +
-      (data.total > data.passages.length ? `, the first ${data.passages.length} shown` : "")}),
+      (data.total > data.passages.length ? (data.offset ? `, ${data.offset + 1}–${data.offset + data.passages.length} shown`
+        : `, the first ${data.passages.length} shown`) : "")}),
       el("table", {}, el("thead", {}, el("tr", {}, el("th", {text: "title / id"}), el("th", {text: "source"}),
         el("th", {class: "wide", text: "metadata"}), el("th", {class: "wide", text: "text"}), el("th", {text: ""}))), body));
     if (marked && $("marked-passage")) $("marked-passage").scrollIntoView({block: "center"});
@@ -323,7 +329,7 @@ async function loadDocuments() {
     box.replaceChildren(el("p", {class: "error", role: "alert", text: error.message}));
   }
 }
-$("list-refresh").addEventListener("click", loadDocuments);
+$("list-refresh").addEventListener("click", () => loadDocuments());
 
 $("add-form").addEventListener("submit", async (event) => {
   event.preventDefault();
