@@ -105,6 +105,12 @@ class CitedPassage:
     passage: PassageRecord
     quote: str | None = None
 
+    @property
+    def location(self) -> str:
+        """Where the cited passage is: its source and page or section
+        (``annual-report.pdf, p. 14``; :attr:`PassageRecord.location`)."""
+        return self.passage.location
+
 
 class Gear:
     """Graph-enhanced retrieval over one index: ``index``, ``retrieve``, ``ask``.

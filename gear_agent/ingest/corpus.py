@@ -1,16 +1,19 @@
-"""Reading a corpus into passages: HippoRAG JSON, JSON Lines, or a folder of text files."""
+"""Reading a corpus into passages: HippoRAG JSON, JSON Lines, documents (PDF, HTML, DOCX,
+Markdown), text files, or a folder of them."""
 
 from __future__ import annotations
 
 import json
 import os
 import stat
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from gear_agent.errors import GearError
+from gear_agent.errors import GearError, GearWarning
 from gear_agent.ids import passage_id
+from gear_agent.ingest.documents import DOCUMENT_SUFFIXES, DocumentReadError, read_document
 from gear_agent.text.chunking import chunk_text
 from gear_agent.text.json_input import JSONInputError, load_json
 from gear_agent.types import Passage
@@ -246,18 +249,65 @@ def read_text_file(
             yield passage
 
 
+# ---- documents (PDF, HTML, DOCX, Markdown): gear_agent.ingest.documents ------------------
+# The one call site of the document readers: a file becomes its sections (text, page or
+# heading path) and the document's own title; each section is chunked on its own, so no
+# chunk crosses a page or a section, and carries the section's metadata.
+
+
+def read_document_file(
+    path: Path, source: str, max_words: int = 200, overlap_words: int = 30, *, skip_unreadable: bool = False,
+) -> Iterator[Passage]:
+    """One PDF, HTML, DOCX or Markdown file (:data:`DOCUMENT_SUFFIXES`), chunked section by
+    section; the title is the document's own, else the file's stem; each passage's
+    metadata holds its ``page`` (PDF) or ``section`` (heading path).
+
+    Pages left out (no text layer) are reported with a :class:`GearWarning`; with
+    ``skip_unreadable`` (a folder), a file that cannot be read is too, and gives nothing.
+
+    Raises:
+        CorpusFormatError: the file cannot be read (password, no text layer, damaged, a
+            missing reader library), one line.
+    """
+    try:
+        document = read_document(read_limited(path), path.suffix, str(path))
+    except DocumentReadError as exc:
+        if not skip_unreadable:
+            raise CorpusFormatError(str(exc)) from None
+        warnings.warn(f"left out: {exc}", GearWarning, stacklevel=2)
+        return
+    for note in document.notes:
+        warnings.warn(note, GearWarning, stacklevel=2)
+    title = document.title or path.stem.replace("_", " ")
+    for section in document.sections:
+        for chunk in chunk_text(section.text, max_words, overlap_words):
+            passage = _passage(title, chunk, source, str(path), section.metadata())
+            if passage:
+                yield passage
+
+
+# ---- end of documents ------------------------------------------------------------------------
+
+
 def read_text_folder(
     folder: Path, max_words: int = 200, overlap_words: int = 30, source: str | None = None,
 ) -> Iterator[Passage]:
-    """Every ``.txt``/``.md`` file under ``folder``; each passage's source is the path
-    relative to the folder (under ``source`` when given: ``source/relative``)."""
-    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in TEXT_SUFFIXES and p.is_file())
+    """Every ``.txt`` file and document (``.md``, ``.pdf``, ``.html``, ``.docx``: see
+    :func:`read_document_file`; one that cannot be read is left out with a warning) under
+    ``folder``; each passage's source is the path relative to the folder (under ``source``
+    when given: ``source/relative``)."""
+    documents = DOCUMENT_SUFFIXES
+    files = sorted(p for p in folder.rglob("*")
+                   if p.suffix.lower() in (*TEXT_SUFFIXES, *documents) and p.is_file())
     if not files:
-        raise CorpusFormatError(f"{folder} holds no .txt or .md files")
+        raise CorpusFormatError(f"{folder} holds no .txt, {', '.join(documents)} files")
     for path in files:
         relative = path.relative_to(folder).as_posix()
         name = relative if source in (None, "", ".") else f"{source.rstrip('/')}/{relative}"
-        yield from read_text_file(path, name, max_words, overlap_words)
+        if path.suffix.lower() in documents:
+            yield from read_document_file(path, name, max_words, overlap_words, skip_unreadable=True)
+        else:
+            yield from read_text_file(path, name, max_words, overlap_words)
 
 
 def read_corpus(
@@ -286,11 +336,14 @@ def read_corpus(
         passages = read_jsonl_corpus(path, name, max_words, overlap_words, record_max_words)
     elif path.suffix.lower() == ".json":
         passages = read_json_corpus(path, name, max_words, overlap_words, record_max_words)
+    elif path.suffix.lower() in DOCUMENT_SUFFIXES:
+        passages = read_document_file(path, name, max_words, overlap_words)
     elif path.suffix.lower() in TEXT_SUFFIXES:
         passages = read_text_file(path, name, max_words, overlap_words)
     else:
         raise CorpusFormatError(
-            f"{path}: unsupported corpus format; use .json (HippoRAG), .jsonl, or a folder of .txt/.md"
+            f"{path}: unsupported corpus format; use .json (HippoRAG), .jsonl, a document "
+            f"({', '.join(DOCUMENT_SUFFIXES)}), .txt, or a folder of them"
         )
     unique: dict[str, Passage] = {}
     for passage in passages:

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gear_agent.ingest.location import cite_location
 from gear_agent.retrieval.base import RankedPassage
 from gear_agent.store.base import Store
 from gear_agent.types import Triple
@@ -30,7 +31,8 @@ class PassageRecord:
         chain: The triples, in order, whose path reached the passage (empty when a plain
             passage search found it).
         source: Where the passage came from (file path or corpus name).
-        metadata: The passage's other fields (``year``, ``url``, ...).
+        metadata: The passage's other fields (``year``, ``url``, ...; ``page`` and
+            ``section`` for a passage of a document).
     """
 
     id: str
@@ -41,9 +43,21 @@ class PassageRecord:
     source: str = ""
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
+    @property
+    def location(self) -> str:
+        """Where the passage is, as a citation names it: ``annual-report.pdf, p. 14``,
+        ``guide.md, § Tickets`` (:func:`gear_agent.ingest.location.cite_location`).
+
+        Example:
+            >>> PassageRecord("p-1", "R", "x", 0.5, source="docs/r.pdf", metadata={"page": 3}).location
+            'r.pdf, p. 3'
+        """
+        return cite_location(self.source, self.metadata)
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form: ``chain`` as ``[subject, predicate, object]`` lists and
-        ``chain_ids`` as the triples' ids (the shape of the agent's ``passages``).
+        """JSON-ready form: ``chain`` as ``[subject, predicate, object]`` lists,
+        ``chain_ids`` as the triples' ids (the shape of the agent's ``passages``) and
+        ``location`` as :attr:`location` says it.
 
         Example:
             >>> PassageRecord("p-1", "Bled", "A town.", 0.5).to_dict()["chain"]
@@ -58,6 +72,7 @@ class PassageRecord:
             "chain_ids": [t.id for t in self.chain],
             "source": self.source,
             "metadata": dict(self.metadata),
+            "location": self.location,
         }
 
 

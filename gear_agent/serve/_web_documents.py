@@ -3,7 +3,7 @@ passages with their source and metadata, say what a deletion would remove before
 done, delete, and report the index's health and size.
 
 Adding reads the document with the CLI's readers (``.json`` HippoRAG corpus, ``.jsonl``,
-``.txt``/``.md`` chunked), stores and embeds only new passages and, when asked and a chat
+``.txt`` chunked, PDF, HTML, DOCX and Markdown by sections), stores and embeds only new passages and, when asked and a chat
 model is configured, extracts their triples; progress is reported through a callback as
 ``(stage, done, total)``, like ``gear index``. Writes run one at a time (a lock), beside
 the agent runs reading the same store.
@@ -29,6 +29,8 @@ from gear_agent.types import Passage
 
 Progress = Callable[[str, int, int], None]
 
+UPLOAD_SUFFIXES = (".pdf", ".html", ".htm", ".docx", ".md", ".markdown", ".txt", ".json", ".jsonl", ".ndjson")
+"""The file types an upload may have (the page's file chooser offers the same)."""
 MAX_LIST = 200
 """Passages listed per page."""
 PREVIEW_CHARS = 240
@@ -67,9 +69,11 @@ class Documents:
             raise DocumentError(f"cannot extract triples: {exc}") from None
 
     # ---- reading documents -------------------------------------------------------------
-    def read(self, name: str, text: str, *, title: str | None = None, source: str | None = None) -> list[Passage]:
+    def read(self, name: str, text: str | bytes, *, title: str | None = None,
+             source: str | None = None) -> list[Passage]:
         """The passages of one document: a file's ``name`` and ``text`` (its suffix picks the
-        reader), or pasted text with a ``title`` (then ``name`` is only the source).
+        reader: :data:`UPLOAD_SUFFIXES`; a PDF's or DOCX's bytes), or pasted text with a
+        ``title`` (then ``name`` is only the source).
 
         Raises:
             DocumentError: empty text, an unsupported file type, or a file of the wrong shape.
@@ -81,12 +85,20 @@ class Documents:
         with tempfile.TemporaryDirectory(prefix="gear-upload-") as folder:
             try:
                 if title is not None:
+                    if isinstance(text, bytes):
+                        raise DocumentError("pasted text comes as text: send a file's bytes with its name")
                     path = Path(folder) / "pasted.md"
                     path.write_text(f"# {title.strip() or 'Untitled'}\n{text}", encoding="utf-8")
                     passages = list(read_text_file(path, source or safe, s.chunk_words, s.chunk_overlap_words))
                 else:
                     path = Path(folder) / safe
-                    path.write_text(text, encoding="utf-8")
+                    if Path(safe).suffix.lower() not in UPLOAD_SUFFIXES:
+                        raise DocumentError(f"{safe}: not a file type the page reads; upload one of "
+                                            f"{', '.join(UPLOAD_SUFFIXES)}")
+                    if isinstance(text, bytes):
+                        path.write_bytes(text)
+                    else:
+                        path.write_text(text, encoding="utf-8")
                     passages = read_corpus(path, s.chunk_words, s.chunk_overlap_words, s.record_max_words)
             except GearError as exc:
                 raise DocumentError(str(exc).replace(str(path), safe).replace(folder + "/", "")) from None

@@ -25,12 +25,13 @@ browser and sent as text), at most ``GEAR_SERVE_MAX_BODY_BYTES``.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, FastAPI, Query
 from fastapi.concurrency import run_in_threadpool
@@ -46,7 +47,7 @@ from gear_agent.retrieval.filtering import checked_where
 from gear_agent.retrieval.registry import RETRIEVERS, check_name
 from gear_agent.serve import _web_explore as web_explore
 from gear_agent.serve._web_ask import AGENT, ask_events, search_result
-from gear_agent.serve._web_documents import Documents
+from gear_agent.serve._web_documents import DocumentError, Documents
 from gear_agent.store import Store
 
 logger = logging.getLogger(__name__)
@@ -67,11 +68,13 @@ class AskBody(BaseModel):
 
 
 class AddBody(BaseModel):
-    """A document: a file's name and text, or pasted text with a title."""
+    """A document: a file's name and text (a PDF's or DOCX's bytes as base64), or pasted
+    text with a title."""
 
     model_config = ConfigDict(extra="forbid")
     name: str = ""
     text: str
+    encoding: Literal["text", "base64"] = "text"
     title: str | None = None
     source: str | None = None
     extract: bool = False
@@ -170,7 +173,13 @@ class WebPage:
 
     # ---- documents ------------------------------------------------------------------------
     def add(self, body: AddBody) -> StreamingResponse:
-        passages = self.documents.read(body.name, body.text, title=body.title, source=body.source)
+        content: str | bytes = body.text
+        if body.encoding == "base64":
+            try:
+                content = base64.b64decode(body.text, validate=True)
+            except ValueError:
+                raise DocumentError(f"{body.name or 'the file'}: the upload is not valid base64") from None
+        passages = self.documents.read(body.name, content, title=body.title, source=body.source)
         if body.extract:
             self.documents.chat_client()  # no chat model: a 400 now, before anything is written
 

@@ -98,13 +98,27 @@ function svgBox(svg, className) {
   return box;
 }
 
+// ---- citations: where a passage is ("report.pdf, p. 14"), a link to it in its document ----
+// The link opens Documents filtered to the passage's source (its passages in reading order)
+// with the passage marked and scrolled to.
+let markPassage = null;
+function inDocument(text, source, id) {
+  return el("a", {class: "where", href: "#documents", title: `${source}: show this passage among its document's`,
+    text, onclick: (event) => {
+      event.preventDefault();
+      $("list-source").value = source; markPassage = id;
+      showTab($("tab-documents"));
+    }});
+}
+
 function passageCard(p, runId) {
   const card = el("article", {class: "card" + (p.cited.length ? " cited" : ""), id: `${runId}-p${p.rank}`});
   const marks = p.cited.map((n) => `[${n}]`).join("");
   const score = typeof p.score === "number" ? p.score.toFixed(4) : "";
   card.append(
     el("h3", {}, `${p.rank}. ${p.title} `, marks ? el("span", {class: "cite", text: marks}) : null),
-    el("div", {class: "meta", text: `score ${score} · ${p.source || "no source"} · `}, el("span", {class: "id", text: p.id})),
+    el("div", {class: "meta", text: `score ${score} · `}, p.source ? inDocument(p.location || p.source, p.source, p.id)
+      : "no source", " · ", el("span", {class: "id", text: p.id})),
     textWithMarks(p.text, p.quote_spans));
   if (p.chain.length) {
     card.append(el("div", {class: "meta", text: p.chain.map((t) => `(${t.join("; ")})`).join(" → ")}));
@@ -128,7 +142,8 @@ function showResult(result, answerBox, runId) {
   if (result.citations.length) {
     const list = el("ol", {class: "cites"});
     for (const c of result.citations) {
-      list.append(el("li", {}, el("strong", {text: c.title}), c.quote ? ` — “${c.quote}”` : ""));
+      list.append(el("li", {}, c.source ? inDocument(c.location, c.source, c.passage_id) : null,
+        c.source ? " — " : "", el("strong", {text: c.title}), c.quote ? ` — “${c.quote}”` : ""));
     }
     answerBox.append(list);
   }
@@ -290,8 +305,14 @@ async function loadDocuments() {
   const box = $("doc-list");
   const source = $("list-source").value.trim();
   try {
-    const data = await api(`/ui/api/documents${source ? "?source=" + encodeURIComponent(source) : ""}`);
-    const body = el("tbody", {}, ...data.passages.map((p) => el("tr", {},
+    const marked = markPassage; markPassage = null;
+    const query = source ? "&source=" + encodeURIComponent(source) : "";
+    let data = await api(`/ui/api/documents?offset=0${query}`);
+    // a cited passage past the first page of the listing: page on to the one holding it
+    while (marked && !data.passages.some((p) => p.id === marked) && data.offset + data.passages.length < data.total) {
+      data = await api(`/ui/api/documents?offset=${data.offset + data.passages.length}${query}`);
+    }
+    const body = el("tbody", {}, ...data.passages.map((p) => el("tr", p.id === marked ? {class: "marked", id: "marked-passage"} : {},
       el("td", {}, el("strong", {text: p.title}), el("br"), el("span", {class: "id", text: p.id})),
       el("td", {text: p.source}),
       el("td", {class: "wide", text: Object.keys(p.metadata).length ? JSON.stringify(p.metadata) : ""}),
@@ -299,14 +320,16 @@ async function loadDocuments() {
       el("td", {}, el("button", {class: "secondary", "aria-label": `Delete ${p.title}`, text: "Delete…",
         onclick: () => { $("delete-ids").value = p.id; $("delete-source").value = ""; reviewDeletion(); }})))));
     box.replaceChildren(el("p", {class: "muted", text: `${data.total.toLocaleString()} passage(s)` +
-      (data.total > data.passages.length ? `, the first ${data.passages.length} shown` : "")}),
+      (data.total > data.passages.length ? (data.offset ? `, ${data.offset + 1}–${data.offset + data.passages.length} shown`
+        : `, the first ${data.passages.length} shown`) : "")}),
       el("table", {}, el("thead", {}, el("tr", {}, el("th", {text: "title / id"}), el("th", {text: "source"}),
         el("th", {class: "wide", text: "metadata"}), el("th", {class: "wide", text: "text"}), el("th", {text: ""}))), body));
+    if (marked && $("marked-passage")) $("marked-passage").scrollIntoView({block: "center"});
   } catch (error) {
     box.replaceChildren(el("p", {class: "error", role: "alert", text: error.message}));
   }
 }
-$("list-refresh").addEventListener("click", loadDocuments);
+$("list-refresh").addEventListener("click", () => loadDocuments());
 
 $("add-form").addEventListener("submit", async (event) => {
   event.preventDefault();
@@ -314,7 +337,12 @@ $("add-form").addEventListener("submit", async (event) => {
   const body = {extract: $("doc-extract").checked};
   const source = $("doc-source").value.trim();
   if (source) body.source = source;
-  if (file) { body.name = file.name; body.text = await file.text(); }
+  if (file && /\.(pdf|docx)$/i.test(file.name)) {  // binary documents travel as base64
+    const bytes = new Uint8Array(await file.arrayBuffer());
+    let binary = "";
+    for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+    body.name = file.name; body.text = btoa(binary); body.encoding = "base64";
+  } else if (file) { body.name = file.name; body.text = await file.text(); }
   else { body.title = $("doc-title").value.trim(); body.text = $("doc-text").value; body.name = body.title || "pasted"; }
   $("add-button").disabled = true; bar.hidden = false; bar.value = 0; status.className = "";
   status.textContent = "reading…";
