@@ -4,4 +4,4 @@ The public modules are listed in ``__all__``; each is imported on its own (impor
 subpackage imports none of them, so no layer pulls in the ones above it).
 """
 
-__all__ = ["corpus", "items", "openie"]
+__all__ = ["corpus", "documents", "items", "location", "openie"]
