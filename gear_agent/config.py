@@ -146,6 +146,11 @@ class LLMSettings(Section):
         None, description="On-disk response cache; a repeated evaluation then costs nothing."
     )
     llm_concurrency: int = Field(4, ge=1, le=64, description="Concurrent LLM calls (extraction, eval).")
+    extract_max_tokens: int | None = Field(
+        None, ge=1, description="Budget of one extraction run in tokens (prompt + completion, as "
+        "billed): the run stops cleanly once it is spent, what was extracted is kept and the rest "
+        "resumes on the next run. None: no budget.",
+    )
 
     @property
     def run_models(self) -> tuple[str, ...]:

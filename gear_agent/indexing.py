@@ -10,11 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gear_agent.extraction import ExtractionSummary, extract_triples
+from gear_agent.extraction import ExtractionBudget, ExtractionSummary, extract_triples
 from gear_agent.ingest.openie import OpenIEImport, read_openie
 from gear_agent.llm.client import LLMClient
 from gear_agent.prompts import Prompt
 from gear_agent.store.base import Store
+from gear_agent.text.token_chunking import Chunker
 from gear_agent.types import AddResult, Passage, Triple
 
 T = TypeVar("T")
@@ -31,13 +32,31 @@ written / final size 2.5 at 2,048, 1.7 at 16,384)."""
 
 @dataclass
 class IndexReport:
-    """What one indexing run did (counts are of this run, not of the whole index)."""
+    """What one indexing run did (counts are of this run, not of the whole index).
+
+    The sync table of a run (see :func:`sync_passages`): ``passages_added`` passages were
+    embedded, of which ``passages_replaced`` took the place of an old version in their
+    source (the rest are new: :attr:`passages_new`); ``passages_removed`` old passages went
+    with no new version (a shorter file, a file gone under ``--prune``);
+    ``passages_existing`` (:attr:`passages_unchanged`) were kept untouched, not embedded or
+    extracted again. ``triples_removed`` went with the replaced and removed passages,
+    ``triples_unchanged`` stay with the unchanged ones, ``triples_added`` are new.
+    ``passages_cut`` passages are longer than the encoder reads (JSON records kept whole
+    up to ``record_max_words``): their end is not embedded.
+    """
 
     passages_read: int = 0
     passages_added: int = 0
     passages_existing: int = 0
+    passages_replaced: int = 0
+    passages_removed: int = 0
+    passages_cut: int = 0
     triples_added: int = 0
     triples_existing: int = 0
+    triples_removed: int = 0
+    triples_unchanged: int = 0
+    sources_synced: int = 0
+    sources_pruned: list[str] = field(default_factory=list)
     malformed_triples: int = 0
     duplicate_triples: int = 0
     openie_docs: int = 0
@@ -50,8 +69,27 @@ class IndexReport:
     warnings: list[str] = field(default_factory=list)
 
 
+    @property
+    def passages_unchanged(self) -> int:
+        """Passages read that were stored already (kept, not embedded again)."""
+        return self.passages_existing
+
+    @property
+    def passages_new(self) -> int:
+        """Passages embedded that replace no old version."""
+        return self.passages_added - self.passages_replaced
+
+
 def _noop(stage: str, done: int, total: int) -> None:
     return None
+
+
+def cut_warning(count: int, chunker: Chunker) -> str:
+    """The line saying that ``count`` passages are longer than the encoder reads."""
+    return (f"{count} passages are longer than {chunker.counter.name} reads "
+            f"({chunker.counter.max_tokens} tokens, title included), so their end is not embedded: "
+            "JSON records are kept whole up to record_max_words (GEAR_RECORD_MAX_WORDS); "
+            "lower it to split them")
 
 
 def _add_in_batches(
@@ -80,6 +118,210 @@ def add_passages(
     report.passages_existing += existing
     store.maintain()  # derived caches (the embedded store's ANN) once per run, not per batch
     report.seconds["passages"] = time.perf_counter() - started
+
+
+@dataclass(frozen=True)
+class SourceSync:
+    """What syncing one source changes.
+
+    Attributes:
+        source: The source (canonical for files).
+        new: Its passages read now that are not stored: embedded.
+        stale: Ids of its stored passages (under this name or a legacy relative form of it)
+            not read now: deleted with their triples.
+        unchanged: Its passages read now that are stored already: kept untouched.
+    """
+
+    source: str
+    new: list[Passage]
+    stale: list[str]
+    unchanged: int
+
+    @property
+    def replaced(self) -> int:
+        """New passages that take the place of a stale one (an edited chunk)."""
+        return min(len(self.new), len(self.stale))
+
+
+@dataclass(frozen=True)
+class SyncPlan:
+    """What :func:`sync_passages` will do, worked out before anything is written.
+
+    Attributes:
+        sources: One entry per source these passages own.
+        loose: Passages of no synced source (plain strings) not stored yet: only added.
+        pruned: Sources no longer in a pruned folder, with the ids of their passages.
+        loose_existing: Passages of no synced source that are stored already.
+    """
+
+    sources: list[SourceSync]
+    loose: list[Passage]
+    pruned: dict[str, list[str]]
+    loose_existing: int = 0
+
+    def counts(self) -> dict[str, int]:
+        """``added`` (new), ``replaced``, ``removed``, ``unchanged`` passages and ``pruned``
+        sources, as the run would report them (loose passages counted as new)."""
+        replaced = sum(s.replaced for s in self.sources)
+        return {
+            "added": sum(len(s.new) for s in self.sources) - replaced + len(self.loose),
+            "replaced": replaced,
+            "removed": sum(len(s.stale) for s in self.sources) - replaced
+            + sum(len(ids) for ids in self.pruned.values()),
+            "unchanged": sum(s.unchanged for s in self.sources) + self.loose_existing,
+            "pruned": len(self.pruned),
+        }
+
+
+LEGACY_SUFFIXES = (".json", ".jsonl", ".ndjson", ".txt", ".md")
+"""File names a stored relative source must end with to be read as a path recorded before
+sources were canonical (``docs/a.txt``), not as a name a caller gave (``wiki``)."""
+
+
+class SourceNames:
+    """The stored sources a canonical source goes by: its own name, the files under it (a
+    folder), and the relative forms ``gear index`` recorded before sources were canonical
+    (matched as a trailing part of the path, :func:`~gear_agent.ingest.corpus.legacy_matches`).
+    The stored sources are listed once per object."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._legacy: list[str] | None = None
+
+    def legacy(self) -> list[str]:
+        """Stored relative sources that look like paths of corpus files."""
+        if self._legacy is None:
+            self._legacy = [s for s in self.store.stored_sources()
+                            if not s.startswith("/") and "://" not in s
+                            and s.lower().endswith(LEGACY_SUFFIXES)]
+        return self._legacy
+
+    def of_file(self, source: str) -> list[str]:
+        """Names of this one source: itself and legacy forms of exactly it."""
+        legacy = [s for s in self.legacy() if source.startswith("/") and source.endswith("/" + s.lstrip("./"))]
+        return list(dict.fromkeys([source, *legacy]))
+
+    def under(self, source: str) -> list[str]:
+        """Names of ``source`` and of every file under it, legacy forms included."""
+        from gear_agent.ingest.corpus import legacy_matches
+
+        found = self.store.stored_sources(under=source)
+        if source.startswith("/"):
+            found += [s for s in self.legacy() if legacy_matches(s, source)]
+        return list(dict.fromkeys(found))
+
+
+def plan_sync(
+    store: Store, passages: Sequence[Passage], sources: Sequence[str], *, prune: Sequence[str] = (),
+) -> SyncPlan:
+    """Compare what ``sources`` hold now (``passages``) with what the index stores for them.
+
+    Passage ids are content hashes (title and text), so an unchanged chunk has the id it
+    had: it is kept; a chunk whose text changed is a new id (embedded) and its old id is
+    stale (deleted). Passages of a source not in ``sources`` are only added. ``prune`` names
+    folders (canonical): their stored sources that are not in ``sources`` are pruned. A
+    passage read now is never deleted, whatever source stored it first.
+    """
+    read_ids = {p.id for p in passages}
+    stored: set[str] = set()
+    ids = list(read_ids)
+    for start in range(0, len(ids), 4096):
+        stored.update(p.id for p in store.get_passages(ids[start : start + 4096]))
+    by_source: dict[str, list[Passage]] = {}
+    for passage in passages:
+        by_source.setdefault(passage.source, []).append(passage)
+    names = SourceNames(store)
+    owned = list(dict.fromkeys(sources))
+    synced, claimed = [], set()
+    for source in owned:
+        held = by_source.get(source, [])
+        source_names = names.of_file(source)
+        claimed.update(source_names)
+        old = [i for name in source_names for i in store.passage_ids_of_source(name)]
+        stale = list(dict.fromkeys(i for i in old if i not in read_ids))
+        new = [p for p in held if p.id not in stored]
+        synced.append(SourceSync(source, new, stale, len(held) - len(new)))
+    owned_set = set(owned)
+    others = [p for p in passages if p.source not in owned_set]
+    loose = [p for p in others if p.id not in stored]
+    pruned: dict[str, list[str]] = {}
+    for folder in prune:
+        for name in names.under(folder):
+            if name in owned_set or name in claimed or name in pruned:
+                continue
+            gone = [i for i in store.passage_ids_of_source(name) if i not in read_ids]
+            if gone:
+                pruned[name] = gone
+    return SyncPlan(synced, loose, pruned, len(others) - len(loose))
+
+
+def sync_passages(
+    store: Store, passages: Sequence[Passage], sources: Sequence[str], report: IndexReport,
+    progress: Progress = _noop, *, prune: Sequence[str] = (), plan: SyncPlan | None = None,
+) -> SyncPlan:
+    """Bring the index in line with what ``sources`` hold now (sync by source).
+
+    Each source's stale passages are deleted (with their triples, graph edges and every
+    structure derived from them) and its new passages added in ONE commit (a group of
+    sources per commit, :meth:`Store.replace_passages`), so a reader, or an index reopened
+    after a crash, sees a source's old version or its new one, never both and never
+    neither. Unchanged passages are kept untouched: not embedded, not extracted again (new
+    ones are left unextracted for the extraction that follows). Sources gone from a
+    ``prune`` folder are deleted last. Counts go to ``report`` (see :class:`IndexReport`).
+
+    Example:
+        >>> read = read_items(Path("docs"))  # doctest: +SKIP
+        >>> sync_passages(store, read.passages, read.sources, IndexReport()).counts()  # doctest: +SKIP
+        {'added': 0, 'replaced': 1, 'removed': 0, 'unchanged': 41, 'pruned': 0}
+    """
+    started = time.perf_counter()
+    plan = plan or plan_sync(store, passages, sources, prune=prune)
+    report.passages_read += len(passages)
+    total = sum(len(s.new) for s in plan.sources) + len(plan.loose)
+    done = 0
+    progress("passages", 0, total)
+
+    def commit(group: list[SourceSync]) -> None:
+        nonlocal done
+        stale = [i for s in group for i in s.stale]
+        new = [p for s in group for p in s.new]
+        report.triples_removed += sum(len(store.triples_of_passage(i)) for i in stale)
+        result = store.replace_passages(stale, new)
+        report.passages_added += len(result.added)
+        report.passages_existing += len(result.existing)
+        replaced = sum(s.replaced for s in group)
+        report.passages_replaced += replaced
+        report.passages_removed += len(stale) - replaced
+        done += len(new)
+        progress("passages", done, total)
+
+    group: list[SourceSync] = []
+    for change in plan.sources:
+        report.sources_synced += 1
+        report.passages_existing += change.unchanged
+        group.append(change)
+        if sum(len(s.new) for s in group) >= PASSAGE_BATCH or sum(len(s.stale) for s in group) >= PASSAGE_BATCH:
+            commit(group)
+            group = []
+    if group:
+        commit(group)
+    for start in range(0, len(plan.loose), PASSAGE_BATCH):
+        result = store.add_passages(plan.loose[start : start + PASSAGE_BATCH])
+        report.passages_added += len(result.added)
+        report.passages_existing += len(result.existing)
+        done += len(result.added) + len(result.existing)
+        progress("passages", done, total)
+    report.passages_existing += plan.loose_existing
+    for source, ids in plan.pruned.items():  # one commit per source gone
+        report.triples_removed += sum(len(store.triples_of_passage(i)) for i in ids)
+        report.passages_removed += len(store.delete_passages(ids))
+        report.sources_pruned.append(source)
+    unchanged_ids = {p.id for p in passages} - {p.id for s in plan.sources for p in s.new} \
+        - {p.id for p in plan.loose}
+    report.triples_unchanged += sum(len(store.triples_of_passage(i)) for i in unchanged_ids)
+    store.maintain()  # derived caches (the embedded store's ANN) once per run, not per batch
+    report.seconds["passages"] = time.perf_counter() - started
+    return plan
 
 
 def add_triples(
@@ -139,9 +381,11 @@ def extract_with_llm(
     concurrency: int = 4,
     prompt: Prompt | None = None,
     ground: bool = True,
+    budget: ExtractionBudget | None = None,
 ) -> ExtractionSummary:
     """Extract triples with the LLM for every passage not extracted yet (resumable: finished
-    passages are committed as they come, failed ones stay for the next run).
+    passages are committed as they come, failed ones, and those a spent ``budget`` left
+    unsent, stay for the next run).
 
     The summary (passages, triples, failures, tokens) is put in ``report.extraction``; read
     its ``warnings()``. Works from a thread with a running event loop too (a notebook).
@@ -149,7 +393,7 @@ def extract_with_llm(
     started = time.perf_counter()
     summary = run_coroutine(
         extract_triples(
-            store, llm, concurrency=concurrency, prompt=prompt, ground=ground,
+            store, llm, concurrency=concurrency, prompt=prompt, ground=ground, budget=budget,
             progress=lambda done, total: progress("extraction", done, total),
         )
     )
@@ -193,11 +437,12 @@ class DeleteResult:
         triples: How many triples went (or would go) with them.
         triples_by_passage: That count per passage id.
         unknown_ids: Ids asked for that are not stored.
-        source: The ``source`` asked for, as matched (normalised when only that matched).
+        source: The ``source`` asked for, as given.
         source_matched: Whether any stored passage has that source (None: none asked).
         similar_sources: When ``source`` matched nothing: stored sources with the same file
             name (what was probably meant).
         dry_run: True when nothing was deleted.
+        sources: The stored sources ``source`` matched (a file's one name, a folder's files).
     """
 
     passages: list[Passage]
@@ -208,6 +453,7 @@ class DeleteResult:
     source_matched: bool | None = None
     similar_sources: list[str] = field(default_factory=list)
     dry_run: bool = False
+    sources: list[str] = field(default_factory=list)
 
     @property
     def ids(self) -> list[str]:
@@ -230,31 +476,47 @@ class DeleteResult:
         return lines
 
 
+def source_names(store: Store, source: str) -> list[str]:
+    """The stored sources ``source`` names, however it is typed: the name as given (a
+    caller's own id, a URL), and for a path its :func:`~gear_agent.ingest.corpus.canonical_source`
+    from this working folder; each with every file under it when it is a folder, and the
+    relative forms older indexes stored (:class:`SourceNames`).
+
+    Example:
+        >>> source_names(store, "./docs")  # doctest: +SKIP
+        ['/home/me/docs/a.txt', '/home/me/docs/sub/b.md']
+    """
+    from gear_agent.ingest.corpus import canonical_source, is_path_like
+
+    names = SourceNames(store)
+    found = names.under(source)
+    if is_path_like(source):
+        found += names.under(canonical_source(source))
+    return list(dict.fromkeys(found))
+
+
 def delete_passages(
     store: Store, ids: Sequence[str] = (), *, source: str | None = None, dry_run: bool = False
 ) -> DeleteResult:
-    """Delete passages by id and/or every passage of a ``source`` (exact: a file, or the
-    files under a folder; a path is also tried normalised as ``gear index`` stored it),
-    with their triples and graph edges; with ``dry_run``, only say what would go.
+    """Delete passages by id and/or every passage of a ``source`` (a file however named,
+    or every file under a folder: :func:`source_names`), with their triples and graph
+    edges; with ``dry_run``, only say what would go.
 
     Example:
         >>> delete_passages(store, source="reports/2024/q1.json", dry_run=True).ids  # doctest: +SKIP
         ['p-...', 'p-...']
     """
-    from gear_agent.ingest.corpus import source_name
-
     wanted = list(dict.fromkeys(ids))
-    matched, similar = None, []
+    matched, similar, matched_sources = None, [], []
     if source is not None:
-        matched = False
-        for candidate in dict.fromkeys([source, source_name(source)]):
-            found = store.passage_ids_of_source(candidate)
-            if found:
-                source, matched = candidate, True
-                seen = set(wanted)
-                wanted.extend(i for i in found if i not in seen)
-                break
-        else:
+        matched_sources = source_names(store, source)
+        seen = set(wanted)
+        for name in matched_sources:
+            found = [i for i in store.passage_ids_of_source(name) if i not in seen]
+            seen.update(found)
+            wanted.extend(found)
+        matched = bool(matched_sources)
+        if not matched:
             similar = store.sources_like(source)
     passages = store.get_passages(wanted)
     stored = {p.id for p in passages}
@@ -264,4 +526,5 @@ def delete_passages(
         gone = set(store.delete_passages([p.id for p in passages]))
         passages = [p for p in passages if p.id in gone]
     counts = {p.id: counts[p.id] for p in passages}
-    return DeleteResult(passages, sum(counts.values()), counts, unknown, source, matched, similar, dry_run)
+    return DeleteResult(passages, sum(counts.values()), counts, unknown, source, matched, similar, dry_run,
+                        matched_sources)

@@ -562,6 +562,18 @@ class ElasticsearchStore(Store):
         hits = self._walk(self.indices.passages, q.term("source", source), q.BY_ID, snapshot=True)
         return [hit["_id"] for hit in hits]
 
+    def stored_sources(self, under: str | None = None) -> list[str]:
+        """Distinct sources, read from the ``source`` field of every passage (of those under
+        ``under``: a term or prefix query) page by page."""
+        if under is None:
+            query: dict[str, Any] = {"match_all": {}}
+        else:
+            folder = under.rstrip("/")
+            query = {"bool": {"should": [q.term("source", under), q.term("source", folder),
+                                         {"prefix": {"source": folder + "/"}}], "minimum_should_match": 1}}
+        hits = self._walk(self.indices.passages, query, q.BY_ID, {"includes": ["source"]}, snapshot=True)
+        return sorted({(hit.get("_source") or {}).get("source", "") for hit in hits})
+
     # ---- commits -----------------------------------------------------------
     def generation(self) -> int:
         """The indexing operations (creates, updates, deletes) the two indices' primaries
