@@ -258,6 +258,7 @@ def plan_sync(
 def sync_passages(
     store: Store, passages: Sequence[Passage], sources: Sequence[str], report: IndexReport,
     progress: Progress = _noop, *, prune: Sequence[str] = (), plan: SyncPlan | None = None,
+    batch: int = PASSAGE_BATCH,
 ) -> SyncPlan:
     """Bring the index in line with what ``sources`` hold now (sync by source).
 
@@ -268,6 +269,8 @@ def sync_passages(
     neither. Unchanged passages are kept untouched: not embedded, not extracted again (new
     ones are left unextracted for the extraction that follows). Sources gone from a
     ``prune`` folder are deleted last. Counts go to ``report`` (see :class:`IndexReport`).
+    A commit closes once its sources hold ``batch`` new or stale passages (a source is
+    never split across commits).
 
     Example:
         >>> read = read_items(Path("docs"))  # doctest: +SKIP
@@ -300,7 +303,7 @@ def sync_passages(
         report.sources_synced += 1
         report.passages_existing += change.unchanged
         group.append(change)
-        if sum(len(s.new) for s in group) >= PASSAGE_BATCH or sum(len(s.stale) for s in group) >= PASSAGE_BATCH:
+        if sum(len(s.new) for s in group) >= batch or sum(len(s.stale) for s in group) >= batch:
             commit(group)
             group = []
     if group:
