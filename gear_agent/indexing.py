@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
 import threading
 import time
 from collections.abc import Callable, Coroutine, Sequence
@@ -408,27 +410,56 @@ def extract_with_llm(
     return summary
 
 
+_LOOP: asyncio.AbstractEventLoop | None = None
+_LOOP_LOCK = threading.Lock()
+
+
+def _shared_loop() -> asyncio.AbstractEventLoop:
+    """The process's one event loop for sync callers, running in a daemon thread: every
+    extraction run uses it, so the connections an HTTP client keeps open (langchain-openai
+    shares one async client per process) stay on the loop they were made on. A new loop per
+    run (``asyncio.run``) left them on a closed loop, and the next run's first call failed
+    with "Event loop is closed"."""
+    global _LOOP
+    with _LOOP_LOCK:
+        if _LOOP is None or _LOOP.is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="gear-async", daemon=True).start()
+            _LOOP = loop
+        return _LOOP
+
+
 def run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run ``coroutine`` to completion from sync code, also where a loop already runs in this
-    thread (then in a worker thread with its own loop)."""
+    """Run ``coroutine`` to completion from sync code (also where a loop already runs in this
+    thread, a notebook) on the process's shared loop, with this thread's context variables
+    (the CLI's progress callbacks). An interrupt (Ctrl-C) cancels it and waits for its
+    cleanup (extraction writes what finished) before it is raised here."""
+    loop = _shared_loop()
+    context = contextvars.copy_context()
+    outcome: concurrent.futures.Future[T] = concurrent.futures.Future()
+    tasks: list[asyncio.Task[T]] = []
+
+    def finished(task: asyncio.Task[T]) -> None:
+        if task.cancelled():
+            outcome.set_exception(asyncio.CancelledError())
+        elif task.exception() is not None:
+            outcome.set_exception(task.exception())  # type: ignore[arg-type]
+        else:
+            outcome.set_result(task.result())
+
+    def start() -> None:
+        task = context.run(loop.create_task, coroutine)  # the task runs in ``context``
+        tasks.append(task)
+        task.add_done_callback(finished)
+
+    loop.call_soon_threadsafe(start)
     try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    outcome: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            outcome["value"] = asyncio.run(coroutine)
-        except BaseException as exc:  # handed to the caller's thread below
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=work, name="gear-extraction")
-    worker.start()
-    worker.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
+        return outcome.result()
+    except BaseException:
+        if not outcome.done():
+            loop.call_soon_threadsafe(lambda: tasks[0].cancel())
+            concurrent.futures.wait([outcome])
+        raise
 
 
 @dataclass(frozen=True)

@@ -311,16 +311,15 @@ async def extract_triples(
     sent = 0
     try:
         for passage in passages:
-            if budget is not None and budget.spent(run.input_tokens, run.output_tokens):
-                break
             await slots.acquire()
-            sent += 1
-            pending.add(asyncio.create_task(_extract_one(passage, llm, template, node, slots, switch)))
             for task in [t for t in pending if t.done()]:
                 pending.discard(task)
                 take(task)
             if budget is not None and budget.spent(run.input_tokens, run.output_tokens):
+                slots.release()
                 break
+            sent += 1
+            pending.add(asyncio.create_task(_extract_one(passage, llm, template, node, slots, switch)))
         while pending:
             finished, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             for task in finished:
