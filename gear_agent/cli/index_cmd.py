@@ -106,7 +106,7 @@ def _dry_run(settings, read, prune: bool, extraction: bool) -> None:
         counts = plan.counts()
         results.print(f"dry run: {len(passages)} passages read from {len(read.sources)} sources: "
                       f"{counts['added']} new, {counts['replaced']} replaced, {counts['removed']} removed, "
-                      f"{counts['unchanged']} unchanged", highlight=False)
+                      f"{counts['unchanged']} unchanged", highlight=False, soft_wrap=True)
         for source, ids in plan.pruned.items():
             results.print(f"would prune {source}  ({len(ids)} passages)", highlight=False, markup=False,
                           soft_wrap=True)
