@@ -213,6 +213,7 @@ class Gear:
         progress: Progress | None = None,
         sync: bool = True,
         prune: bool = False,
+        max_cost: float | None = None,
     ) -> IndexReport:
         """Bring the index in line with ``items`` and extract their triples; only new or
         changed passages are embedded.
@@ -232,6 +233,8 @@ class Gear:
             progress: Called as ``progress(stage, done, total)``.
             sync: Replace each source's old passages (True); False only adds.
             prune: Also delete the passages of files no longer under a folder given.
+            max_cost: Stop extracting once the run has cost this many dollars (the
+                ``extract_max_tokens`` setting caps tokens); the rest resumes next time.
 
         Returns:
             What the run did: passages added, replaced, removed and unchanged, triples added,
@@ -251,6 +254,7 @@ class Gear:
         if chunker.counter.name != "words":
             report.passages_cut = count_cut(read.passages, chunker)
         llm = self._extraction_llm(extract, openie is not None, report)
+        budget = ExtractionBudget.of(settings, max_cost) if llm is not None else None
         if sync:
             sync_passages(self.store, read.passages, read.sources, report, progress,
                           prune=read.folders if prune else ())
@@ -265,7 +269,7 @@ class Gear:
             summary = extract_with_llm(
                 self.store, llm, report, progress, concurrency=settings.llm_concurrency,
                 prompt=load_prompt("extraction", settings.prompts_dir),
-                ground=settings.ground_triples, budget=ExtractionBudget.of(settings),
+                ground=settings.ground_triples, budget=budget,
             )
             report.warnings.extend(summary.warnings())
         if report.passages_cut:

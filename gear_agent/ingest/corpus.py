@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from gear_agent.errors import GearError
@@ -278,7 +279,7 @@ class Section(NamedTuple):
     """
 
     text: str
-    metadata: dict[str, Any] = {}
+    metadata: Mapping[str, Any] = MappingProxyType({})
 
 
 def word_chunker(max_words: int = 200, overlap_words: int = 30) -> Chunker:
@@ -319,7 +320,7 @@ def count_cut(passages: Iterable[Passage], chunker: Chunker) -> int:
 
 
 def passages_of_sections(
-    title: str, sections: Iterable[Section | tuple[str, dict[str, Any]]], source: str, where: str,
+    title: str, sections: Iterable[Section | tuple[str, Mapping[str, Any]]], source: str, where: str,
     chunker: Chunker,
 ) -> Iterator[Passage]:
     """The passages of a document read as sections: each section chunked on its own (no

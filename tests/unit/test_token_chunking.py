@@ -7,7 +7,13 @@ from __future__ import annotations
 import pytest
 
 from gear_agent.config import GearSettings
-from gear_agent.ingest.corpus import Section, count_cut, make_chunker, passages_of_sections, word_chunker
+from gear_agent.ingest.corpus import (
+    Section,
+    count_cut,
+    make_chunker,
+    passages_of_sections,
+    word_chunker,
+)
 from gear_agent.text.token_chunking import Chunker, WordCounter
 
 
