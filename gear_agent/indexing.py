@@ -200,7 +200,7 @@ class SourceNames:
 
     def of_file(self, source: str) -> list[str]:
         """Names of this one source: itself and legacy forms of exactly it."""
-        legacy = [s for s in self.legacy() if source.startswith("/") and source.endswith("/" + s.lstrip("./"))]
+        legacy = [s for s in self.legacy() if source.startswith("/") and source.endswith("/" + s)]
         return list(dict.fromkeys([source, *legacy]))
 
     def under(self, source: str) -> list[str]:
