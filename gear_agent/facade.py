@@ -26,15 +26,12 @@ from gear_agent.errors import GearWarning
 from gear_agent.extraction import ExtractionBudget
 from gear_agent.filters import WhereInput, parse_where
 from gear_agent.indexing import (
-    DeleteResult,
     IndexReport,
     Progress,
     add_passages,
     cut_warning,
-    delete_passages,
     extract_with_llm,
     import_openie,
-    sync_passages,
 )
 from gear_agent.ingest.corpus import count_cut, make_chunker
 from gear_agent.ingest.items import Item, passages_from_items, read_items
@@ -48,6 +45,7 @@ from gear_agent.retrieval.filtering import checked_where
 from gear_agent.retrieval.records import PassageRecord, passage_records, records_from_dicts
 from gear_agent.retrieval.registry import DEFAULT_RETRIEVER, check_name, make_retriever
 from gear_agent.retrieval.search import QueryEncoder
+from gear_agent.sources import DeleteResult, delete_passages, sync_passages
 from gear_agent.store import open_store
 from gear_agent.store.embedded_db import DB_FILE
 from gear_agent.store.manifest import read_manifest
@@ -323,7 +321,7 @@ class Gear:
             dry_run: Only say what would be deleted.
 
         Returns:
-            A :class:`~gear_agent.indexing.DeleteResult`: ``passages`` (the passages deleted,
+            A :class:`~gear_agent.sources.DeleteResult`: ``passages`` (the passages deleted,
             or that would be: id, title, text, source), ``ids``, ``triples`` (how many went
             with them), ``unknown_ids``; ``len()`` is the number of passages.
 

@@ -44,11 +44,12 @@ def index(
     from gear_agent.cli.progress import ProgressBoard
     from gear_agent.embedding import encoder_tokenizer, make_embedder
     from gear_agent.extraction import ExtractionBudget
-    from gear_agent.indexing import IndexReport, cut_warning, import_openie, sync_passages
+    from gear_agent.indexing import IndexReport, cut_warning, import_openie
     from gear_agent.ingest.corpus import count_cut, make_chunker
     from gear_agent.ingest.items import read_items
     from gear_agent.ingest.openie import read_openie
     from gear_agent.llm import LLMClient
+    from gear_agent.sources import sync_passages
     from gear_agent.store import open_store
 
     settings = load_settings(index_dir, embedding_model=model)
@@ -94,7 +95,7 @@ def _dry_run(settings, read, prune: bool, extraction: bool) -> None:
     written or sent)."""
     from gear_agent.cli.checks import open_store_without_model
     from gear_agent.extraction import estimate_cost
-    from gear_agent.indexing import plan_sync
+    from gear_agent.sources import plan_sync
     from gear_agent.store.backends import backend
 
     passages = read.passages
@@ -264,7 +265,7 @@ def delete(
     from both); 0 when something was (or would be) deleted.
     """
     from gear_agent.cli.checks import open_store_without_model
-    from gear_agent.indexing import delete_passages
+    from gear_agent.sources import delete_passages
     from gear_agent.store.base import StoreError
 
     if not ids and not source:

@@ -21,9 +21,10 @@ from typing import Any
 
 from gear_agent.config import GearSettings
 from gear_agent.errors import GearError
-from gear_agent.indexing import IndexReport, delete_passages, extract_with_llm, sync_passages
+from gear_agent.indexing import IndexReport, extract_with_llm
 from gear_agent.ingest.corpus import read_corpus, read_text_file
 from gear_agent.llm.errors import LLMConfigError
+from gear_agent.sources import delete_passages, sync_passages
 from gear_agent.store import Store
 from gear_agent.types import Passage
 
@@ -100,7 +101,7 @@ class Documents:
     # ---- writing --------------------------------------------------------------------------
     def add(self, passages: Sequence[Passage], *, extract: bool, progress: Progress) -> dict[str, Any]:
         """Store and embed the new ``passages``, replacing what their source held before (a
-        re-uploaded file replaces its old version: :func:`~gear_agent.indexing.sync_passages`);
+        re-uploaded file replaces its old version: :func:`~gear_agent.sources.sync_passages`);
         with ``extract``, extract their triples with the chat model. Returns what the run did.
 
         Raises:
