@@ -228,25 +228,22 @@ def _shared_loop() -> asyncio.AbstractEventLoop:
 def run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run ``coroutine`` to completion from sync code (also where a loop already runs in this
     thread, a notebook) on the process's shared loop, with this thread's context variables
-    (the CLI's progress callbacks). An interrupt (Ctrl-C) cancels it and waits for its
-    cleanup (extraction writes what finished) before it is raised here."""
+    (the CLI's progress callbacks). Whatever it raises (``KeyboardInterrupt`` included,
+    which must not stop the shared loop) is raised here; an interrupt here (Ctrl-C) cancels
+    it and waits for its cleanup (extraction writes what finished) before it is raised."""
     loop = _shared_loop()
     context = contextvars.copy_context()
     outcome: concurrent.futures.Future[T] = concurrent.futures.Future()
-    tasks: list[asyncio.Task[T]] = []
+    tasks: list[asyncio.Task[None]] = []
 
-    def finished(task: asyncio.Task[T]) -> None:
-        if task.cancelled():
-            outcome.set_exception(asyncio.CancelledError())
-        elif task.exception() is not None:
-            outcome.set_exception(task.exception())  # type: ignore[arg-type]
-        else:
-            outcome.set_result(task.result())
+    async def runner() -> None:
+        try:
+            outcome.set_result(await coroutine)
+        except BaseException as exc:  # handed to the caller's thread, never to the loop
+            outcome.set_exception(exc)
 
     def start() -> None:
-        task = context.run(loop.create_task, coroutine)  # the task runs in ``context``
-        tasks.append(task)
-        task.add_done_callback(finished)
+        tasks.append(context.run(loop.create_task, runner()))  # the task runs in ``context``
 
     loop.call_soon_threadsafe(start)
     try:

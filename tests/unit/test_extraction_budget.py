@@ -40,3 +40,20 @@ def test_budgets_come_from_the_settings_and_a_price_is_needed_for_dollars() -> N
     assert priced.spent(1_000_000, 1_000_000) and not priced.spent(10, 10)
     with pytest.raises(SettingsError, match="needs a price"):
         ExtractionBudget.of(GearSettings(llm_model="my-local-model"), max_usd=0.5)
+
+
+def test_sync_callers_share_one_loop_and_get_every_outcome() -> None:
+    """Two runs share one event loop (a client's pooled connections stay on it); an
+    exception, ``KeyboardInterrupt`` included, comes back to the caller and the loop lives on."""
+    from gear_agent.indexing import run_coroutine
+
+    async def loop_id() -> int:
+        return id(asyncio.get_running_loop())
+
+    async def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    first = run_coroutine(loop_id())
+    with pytest.raises(KeyboardInterrupt):
+        run_coroutine(interrupted())
+    assert run_coroutine(loop_id()) == first
