@@ -93,9 +93,8 @@ class SourceNames:
     def legacy(self) -> list[str]:
         """Stored relative sources that look like paths of corpus files."""
         if self._legacy is None:
-            self._legacy = [s for s in self.store.stored_sources()
-                            if not s.startswith("/") and "://" not in s
-                            and s.lower().endswith(LEGACY_SUFFIXES)]
+            self._legacy = [s for s in self.store.stored_sources(relative=True)
+                            if "://" not in s and s.lower().endswith(LEGACY_SUFFIXES)]
         return self._legacy
 
     def of_file(self, source: str) -> list[str]:

@@ -111,11 +111,14 @@ class Store(ABC):
     def passage_ids_of_source(self, source: str) -> list[str]:
         """Ids of the passages :meth:`delete_source` would delete, in stored order."""
 
-    def stored_sources(self, under: str | None = None) -> list[str]:
+    def stored_sources(self, under: str | None = None, *, relative: bool = False) -> list[str]:
         """Distinct stored sources, sorted; with ``under``, only ``under`` itself and the
-        sources below the folder it names (``under/...``). This default reads every passage;
-        backends answer from an index."""
+        sources below the folder it names (``under/...``); with ``relative``, only those not
+        starting with ``/`` (paths stored before sources were canonical, callers' own names).
+        This default reads every passage; backends answer from an index."""
         found = {p.source for p in self.iter_passages()}
+        if relative:
+            found = {s for s in found if not s.startswith("/")}
         if under is not None:
             folder = under.rstrip("/")
             found = {s for s in found if s in (under, folder) or s.startswith(folder + "/")}

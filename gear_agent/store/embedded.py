@@ -356,7 +356,11 @@ class EmbeddedStore(Store):
     def passage_ids_of_source(self, source: str) -> list[str]:
         return self.passages.ids_of_source(source)
 
-    def stored_sources(self, under: str | None = None) -> list[str]:
+    def stored_sources(self, under: str | None = None, *, relative: bool = False) -> list[str]:
+        if relative:
+            found = self.db.rows("SELECT DISTINCT source FROM passages WHERE source NOT LIKE '/%' ORDER BY source")
+            return [s for (s,) in found if under is None or s in (under, under.rstrip("/"))
+                    or s.startswith(under.rstrip("/") + "/")]
         if under is None:
             return [s for (s,) in self.db.rows("SELECT DISTINCT source FROM passages ORDER BY source")]
         folder = under.rstrip("/")

@@ -263,6 +263,9 @@ def test_stored_sources_lists_a_folder_and_its_files(store: Store) -> None:
     assert store.stored_sources(under="/d/docs/") == ["/d/docs", "/d/docs/a.txt", "/d/docs/sub/b.md"]
     assert store.stored_sources(under="/d/docs/a.txt") == ["/d/docs/a.txt"]
     assert store.stored_sources(under="/d/doc") == []
+    store.add_passages([_passage("Five", "Five text.", "docs/e.txt"), _passage("Six", "Six.", "wiki")])
+    assert store.stored_sources(relative=True) == ["docs/e.txt", "wiki"]
+    assert store.stored_sources(under="docs", relative=True) == ["docs/e.txt"]
 
 
 def test_replace_passages_deletes_the_old_and_adds_the_new(filled: Store) -> None:
