@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from gear_agent.indexing import PASSAGE_BATCH, IndexReport, Progress
 from gear_agent.store.base import Store
@@ -41,6 +42,17 @@ class SourceSync:
         return min(len(self.new), len(self.stale))
 
 
+class SyncCounts(NamedTuple):
+    """Passages a sync adds as ``new``, ``replaced`` (an edited chunk's new version),
+    ``removed`` (no new version) and keeps ``unchanged``; sources ``pruned``."""
+
+    new: int
+    replaced: int
+    removed: int
+    unchanged: int
+    pruned: int
+
+
 @dataclass(frozen=True)
 class SyncPlan:
     """What :func:`sync_passages` will do, worked out before anything is written.
@@ -57,18 +69,17 @@ class SyncPlan:
     pruned: dict[str, list[str]]
     loose_existing: int = 0
 
-    def counts(self) -> dict[str, int]:
-        """``added`` (new), ``replaced``, ``removed``, ``unchanged`` passages and ``pruned``
-        sources, as the run would report them (loose passages counted as new)."""
+    def counts(self) -> SyncCounts:
+        """The counts the run would report (loose passages counted as new)."""
         replaced = sum(s.replaced for s in self.sources)
-        return {
-            "added": sum(len(s.new) for s in self.sources) - replaced + len(self.loose),
-            "replaced": replaced,
-            "removed": sum(len(s.stale) for s in self.sources) - replaced
+        return SyncCounts(
+            new=sum(len(s.new) for s in self.sources) - replaced + len(self.loose),
+            replaced=replaced,
+            removed=sum(len(s.stale) for s in self.sources) - replaced
             + sum(len(ids) for ids in self.pruned.values()),
-            "unchanged": sum(s.unchanged for s in self.sources) + self.loose_existing,
-            "pruned": len(self.pruned),
-        }
+            unchanged=sum(s.unchanged for s in self.sources) + self.loose_existing,
+            pruned=len(self.pruned),
+        )
 
 
 def _noop(stage: str, done: int, total: int) -> None:
@@ -188,7 +199,7 @@ def sync_passages(
     Example:
         >>> read = read_items(Path("docs"))  # doctest: +SKIP
         >>> sync_passages(store, read.passages, read.sources, IndexReport()).counts()  # doctest: +SKIP
-        {'added': 0, 'replaced': 1, 'removed': 0, 'unchanged': 41, 'pruned': 0}
+        SyncCounts(new=0, replaced=1, removed=0, unchanged=41, pruned=0)
     """
     started = time.perf_counter()
     plan = plan or plan_sync(store, passages, sources, prune=prune)

@@ -106,8 +106,8 @@ def _dry_run(settings, read, prune: bool, extraction: bool) -> None:
         plan = plan_sync(store, passages, read.sources, prune=read.folders if prune else ())
         counts = plan.counts()
         results.print(f"dry run: {len(passages)} passages read from {len(read.sources)} sources: "
-                      f"{counts['added']} new, {counts['replaced']} replaced, {counts['removed']} removed, "
-                      f"{counts['unchanged']} unchanged", highlight=False, soft_wrap=True)
+                      f"{counts.new} new, {counts.replaced} replaced, {counts.removed} removed, "
+                      f"{counts.unchanged} unchanged", highlight=False, soft_wrap=True)
         for source, ids in plan.pruned.items():
             results.print(f"would prune {source}  ({len(ids)} passages)", highlight=False, markup=False,
                           soft_wrap=True)
