@@ -60,6 +60,9 @@ def index(
     if prune and not corpus.is_dir():
         raise typer.BadParameter("--prune needs a folder: it deletes the files no longer in it",
                                  param_hint="--prune")
+    if max_cost is not None and not extract:
+        raise typer.BadParameter("--max-cost is the budget of an extraction: add --extract",
+                                 param_hint="--max-cost")
     budget = ExtractionBudget.of(settings, max_cost) if extract else None
     cut = count_cut(read.passages, chunker) if chunker.counter.name != "words" else 0
     if dry_run:

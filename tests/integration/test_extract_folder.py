@@ -77,3 +77,8 @@ def test_max_cost_stops_a_priced_model(server: FaultServer, docs: Path, tmp_path
     assert result.exit_code == 0, result.output
     assert "budget $5e-05" in result.output and "were not sent" in result.output
     assert 0 < len(server.completions) < 6
+
+
+def test_max_cost_without_extract_is_refused(docs: Path, tmp_path: Path) -> None:
+    result = run_cli("index", str(docs), "--max-cost", "1", "--index", str(tmp_path / "ix"), env=ENV)
+    assert result.exit_code == 2 and "add --extract" in result.output
