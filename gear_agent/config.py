@@ -68,9 +68,12 @@ class IngestSettings(Section):
     """How texts are split into passages (folder and record input)."""
 
     chunk_words: int = Field(
-        200, ge=20, description="Words per passage when long texts are split (folder ingest)."
+        200, ge=20, description="Words per passage when long texts are split (folder ingest) and the "
+        "embedder has no tokenizer; with one, a chunk is what the encoder reads (its max sequence "
+        "length in its own tokens, title included).",
     )
-    chunk_overlap_words: int = Field(30, ge=0, description="Words shared by consecutive chunks.")
+    chunk_overlap_words: int = Field(30, ge=0, description="Words shared by the windows of a long "
+                                     "paragraph (with a tokenizer: the same share of its tokens).")
     record_max_words: int = Field(
         1000,
         ge=20,
@@ -146,6 +149,11 @@ class LLMSettings(Section):
         None, description="On-disk response cache; a repeated evaluation then costs nothing."
     )
     llm_concurrency: int = Field(4, ge=1, le=64, description="Concurrent LLM calls (extraction, eval).")
+    extract_max_tokens: int | None = Field(
+        None, ge=1, description="Budget of one extraction run in tokens (prompt + completion, as "
+        "billed): the run stops cleanly once it is spent, what was extracted is kept and the rest "
+        "resumes on the next run. None: no budget.",
+    )
 
     @property
     def run_models(self) -> tuple[str, ...]:

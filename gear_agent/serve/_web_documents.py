@@ -21,9 +21,10 @@ from typing import Any
 
 from gear_agent.config import GearSettings
 from gear_agent.errors import GearError
-from gear_agent.indexing import IndexReport, add_passages, delete_passages, extract_with_llm
+from gear_agent.indexing import IndexReport, extract_with_llm
 from gear_agent.ingest.corpus import read_corpus, read_text_file
 from gear_agent.llm.errors import LLMConfigError
+from gear_agent.sources import delete_passages, sync_passages
 from gear_agent.store import Store
 from gear_agent.types import Passage
 
@@ -99,7 +100,8 @@ class Documents:
                         path.write_bytes(text)
                     else:
                         path.write_text(text, encoding="utf-8")
-                    passages = read_corpus(path, s.chunk_words, s.chunk_overlap_words, s.record_max_words)
+                    passages = read_corpus(path, s.chunk_words, s.chunk_overlap_words, s.record_max_words,
+                                           source=safe)
             except GearError as exc:
                 raise DocumentError(str(exc).replace(str(path), safe).replace(folder + "/", "")) from None
         if source is not None and title is None:
@@ -110,16 +112,18 @@ class Documents:
 
     # ---- writing --------------------------------------------------------------------------
     def add(self, passages: Sequence[Passage], *, extract: bool, progress: Progress) -> dict[str, Any]:
-        """Store and embed the new ``passages``; with ``extract``, extract their triples
-        with the chat model. Returns what the run did.
+        """Store and embed the new ``passages``, replacing what their source held before (a
+        re-uploaded file replaces its old version: :func:`~gear_agent.sources.sync_passages`);
+        with ``extract``, extract their triples with the chat model. Returns what the run did.
 
         Raises:
             LLMConfigError: ``extract`` and no chat model is configured (before any write).
         """
         llm = self.chat_client() if extract else None
         report = IndexReport()
-        with self._lock:
-            add_passages(self.store, list(passages), report, progress)
+        passages = list(passages)
+        with self._lock:  # the document's source owns its passages: uploading it again replaces it
+            sync_passages(self.store, passages, list(dict.fromkeys(p.source for p in passages)), report, progress)
             if llm is not None:
                 from gear_agent.prompts import load_prompt
 

@@ -353,6 +353,8 @@ $("add-form").addEventListener("submit", async (event) => {
         status.textContent = `${data.stage}: ${data.done} of ${data.total}`;
       } else if (name === "done") {
         status.textContent = `added ${data.passages_added} passage(s) (${data.passages_existing} already stored)` +
+          (data.passages_replaced || data.passages_removed
+            ? `, replacing ${data.passages_replaced} and removing ${data.passages_removed} of the old version` : "") +
           (data.triples_added ? `, ${data.triples_added} triple(s)` : "") +
           (data.warnings.length ? ` — ${data.warnings.join("; ")}` : "");
       }
