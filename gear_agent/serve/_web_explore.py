@@ -62,7 +62,19 @@ class _Entities:
 
 def find_entities(store: Store, query: str, limit: int = MAX_MATCHES) -> list[dict[str, Any]]:
     """Entities whose name contains ``query`` (case-insensitive): exact match first, then
-    names starting with it, then by how many triples name them.
+    names starting with it, then by how many triples name them (the first page of
+    :func:`find_entities_page`).
+
+    Raises:
+        ExploreError: ``query`` is empty.
+    """
+    return find_entities_page(store, query, 0, limit)["entities"]
+
+
+def find_entities_page(store: Store, query: str, offset: int = 0,
+                       limit: int = MAX_MATCHES) -> dict[str, Any]:
+    """A page of at most ``limit`` (≤ :data:`MAX_MATCHES`) entities whose name contains
+    ``query``, from ``offset`` in the order of :func:`find_entities`, with how many match.
 
     Raises:
         ExploreError: ``query`` is empty.
@@ -73,7 +85,9 @@ def find_entities(store: Store, query: str, limit: int = MAX_MATCHES) -> list[di
     entities = _Entities.read(store)
     hits = [key for key in entities.triples if wanted in key]
     hits.sort(key=lambda k: (k != wanted, not k.startswith(wanted), -len(entities.triples[k]), k))
-    return [{"name": entities.name(k), "triples": len(entities.triples[k])} for k in hits[:limit]]
+    page = hits[offset:offset + max(0, min(limit, MAX_MATCHES))]
+    return {"entities": [{"name": entities.name(k), "triples": len(entities.triples[k])} for k in page],
+            "total": len(hits), "offset": offset, "limit": MAX_MATCHES}
 
 
 def neighbourhood(store: Store, entity: str, hops: int = 1) -> dict[str, Any]:
