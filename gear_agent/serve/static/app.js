@@ -286,27 +286,36 @@ async function loadHealth() {
   }
 }
 
-async function loadDocuments() {
+let readOnly = false;
+async function loadDocuments(offset = 0) {
   const box = $("doc-list");
   const source = $("list-source").value.trim();
   try {
-    const data = await api(`/ui/api/documents${source ? "?source=" + encodeURIComponent(source) : ""}`);
+    const query = new URLSearchParams({offset: String(offset)});
+    if (source) query.set("source", source);
+    const data = await api(`/ui/api/documents?${query}`);
     const body = el("tbody", {}, ...data.passages.map((p) => el("tr", {},
       el("td", {}, el("strong", {text: p.title}), el("br"), el("span", {class: "id", text: p.id})),
       el("td", {text: p.source}),
       el("td", {class: "wide", text: Object.keys(p.metadata).length ? JSON.stringify(p.metadata) : ""}),
       el("td", {class: "wide", text: p.text}),
-      el("td", {}, el("button", {class: "secondary", "aria-label": `Delete ${p.title}`, text: "Delete…",
+      el("td", {}, readOnly ? null : el("button", {class: "secondary", "aria-label": `Delete ${p.title}`, text: "Delete…",
         onclick: () => { $("delete-ids").value = p.id; $("delete-source").value = ""; reviewDeletion(); }})))));
+    const shown = data.passages.length, end = data.offset + shown;
+    const pages = el("span", {class: "row"},
+      data.offset > 0 ? el("button", {type: "button", class: "secondary", text: "Previous",
+        onclick: () => loadDocuments(Math.max(0, data.offset - data.limit))}) : null,
+      end < data.total ? el("button", {type: "button", class: "secondary", text: "Next",
+        onclick: () => loadDocuments(end)}) : null);
     box.replaceChildren(el("p", {class: "muted", text: `${data.total.toLocaleString()} passage(s)` +
-      (data.total > data.passages.length ? `, the first ${data.passages.length} shown` : "")}),
+      (data.total > shown ? `, ${(data.offset + 1).toLocaleString()}–${end.toLocaleString()} shown` : "")}, pages),
       el("table", {}, el("thead", {}, el("tr", {}, el("th", {text: "title / id"}), el("th", {text: "source"}),
         el("th", {class: "wide", text: "metadata"}), el("th", {class: "wide", text: "text"}), el("th", {text: ""}))), body));
   } catch (error) {
     box.replaceChildren(el("p", {class: "error", role: "alert", text: error.message}));
   }
 }
-$("list-refresh").addEventListener("click", loadDocuments);
+$("list-refresh").addEventListener("click", () => loadDocuments(0));
 
 $("add-form").addEventListener("submit", async (event) => {
   event.preventDefault();
@@ -387,7 +396,10 @@ $("delete-form").addEventListener("submit", (event) => { event.preventDefault();
       el("option", {value: name, text: name === "gear" ? "gear (the agent: answer with citations)" : name})));
     $("k").value = config.default_k;
     $("question").maxLength = config.max_question_chars;
-    $("model").textContent = `${config.backend} index · ${config.llm_model}`;
+    $("model").textContent = `${config.backend} index · ${config.llm_model || "no chat model"}`;
+    if (config.no_agent) $("ask").prepend(el("p", {id: "ask-note", class: "muted", role: "note", text: config.no_agent}));
+    readOnly = Boolean(config.read_only);
+    if (readOnly) { $("add-form").hidden = true; $("delete-form").hidden = true; }
   } catch (error) {
     $("thread").append(el("p", {class: "error", role: "alert", text: `the server did not answer: ${error.message}`}));
   }
