@@ -46,7 +46,7 @@ RESOLVE = "--host-resolver-rules=MAP evil.example 127.0.0.1, MAP other.example 1
 NO_PNA = ("--disable-features=BlockInsecurePrivateNetworkRequests,PrivateNetworkAccessSendPreflights,"
           "PrivateNetworkAccessRespectPreflightResults,LocalNetworkAccessChecks")
 
-ATTACK = """<!doctype html><title>prize</title><pre id="out">running</pre><script>
+ATTACK = r"""<!doctype html><title>prize</title><pre id="out">running</pre><script>
 (async () => {
   const results = [];
   for (const [path, init] of %s) {
