@@ -64,8 +64,10 @@ def _passages_out(passages: Sequence[dict[str, Any]], citations: Sequence[dict[s
             "rank": rank, "id": passage.get("id"), "title": passage.get("title", ""), "text": text,
             "score": passage.get("score"), "source": passage.get("source", ""),
             "metadata": passage.get("metadata") or {}, "chain": passage.get("chain") or [],
+            "chain_kind": passage.get("chain_kind") or "path",
             "cited": [n for n, _ in marks], "quote_spans": spans,
-            "svg": chain_svg(passage.get("chain") or [], str(passage.get("id")), str(passage.get("title", ""))),
+            "svg": chain_svg(passage.get("chain") or [], str(passage.get("id")), str(passage.get("title", "")),
+                             kind=passage.get("chain_kind") or "path"),
         })
     return out
 

@@ -133,6 +133,7 @@ class WebPage:
         self.agent, self.store, self.settings = agent, store, settings
         self.read_only, self.no_agent = read_only, no_agent
         self.documents = Documents(store, settings, llm)
+        self.entities = web_explore.EntityGraph(store)
         self._retriever_of = retriever_of
         self._retrievers: dict[str, Retriever] = {}
         self._lock = threading.Lock()
@@ -255,11 +256,11 @@ def add_web_routes(app: FastAPI, page: WebPage) -> None:
     @router.get("/ui/api/entities")
     def entities(q: str = Query("", max_length=200), offset: int = Query(0, ge=0, le=1_000_000),
                  limit: int = Query(web_explore.MAX_MATCHES, ge=1, le=web_explore.MAX_MATCHES)) -> dict[str, Any]:
-        return web_explore.find_entities_page(page.store, q, offset, limit)
+        return page.entities.find(q, offset, limit)
 
     @router.get("/ui/api/entity")
     def entity(name: str = Query(..., max_length=500), hops: int = 1) -> dict[str, Any]:
-        return web_explore.neighbourhood(page.store, name, hops)
+        return page.entities.neighbourhood(name, hops)
 
     @router.get("/ui/api/passage/{passage_id}")
     def passage(passage_id: str) -> dict[str, Any]:

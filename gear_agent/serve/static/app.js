@@ -107,7 +107,9 @@ function passageCard(p, runId) {
     el("div", {class: "meta", text: `score ${score} · ${p.source || "no source"} · `}, el("span", {class: "id", text: p.id})),
     textWithMarks(p.text, p.quote_spans));
   if (p.chain.length) {
-    card.append(el("div", {class: "meta", text: p.chain.map((t) => `(${t.join("; ")})`).join(" → ")}));
+    const seeds = p.chain_kind === "seeds";
+    card.append(el("div", {class: "meta chain-text", text: (seeds ? "seed triples whose PPR mass reached it: " : "the chain that reached it: ") +
+      p.chain.map((t) => `(${t.join("; ")})`).join(seeds ? " · " : " → ")}));
     card.append(svgBox(p.svg, "chainbox"));
   }
   return card;
