@@ -115,6 +115,19 @@ def serve_page(port: int, index: Path) -> None:
                 log_level="error")
 
 
+def settle(url: str, path: str, timeout: float, seconds: float = 300) -> None:
+    """Wait until ``path`` answers (the server has worked off what a flood left queued,
+    answered or shed), at most ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + path, timeout=timeout).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(1)
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -194,17 +207,22 @@ def get_flood(index: Path | None, passages: int, clients: int, requests: int, co
         try:
             wait_until_up(url, 300)
             for path in ("/ui/api/documents", "/ui/api/entities?q=station%2012", "/ui/api/health"):
-                httpx.get(url + path, timeout=timeout)  # one of each first: lazy parts built
+                settle(url, path, timeout)  # one of each first: lazy parts built
                 rss = [rss_mb(server.pid)]
                 for round_ in range(rounds):
                     row = asyncio.run(flood(url, path, clients, requests, timeout))
+                    settle(url, path, timeout)
                     time.sleep(2)
                     rss.append(rss_mb(server.pid))
                     rows.append((f"{path} (round {round_ + 1})", {**row, "RSS before MB": rss[-2],
                                                                   "RSS after MB": rss[-1]}))
         finally:
             server.terminate()
-            server.wait(10)
+            try:
+                server.wait(30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait(10)
     print(f"code: {code}; {clients} clients x {requests} GETs per route and round, {rounds} rounds")
     keys = list(rows[0][1])
     print("| route | " + " | ".join(keys) + " |")
