@@ -365,7 +365,7 @@ class ServeSettings(Section):
         None, description="GEAR_SERVE_WRITE_KEY: when set, routes that write to the index need "
         "Authorization: Bearer <key>; reads stay as GEAR_API_KEY says.")
     serve_max_reads: int = Field(
-        8, ge=1, description="Most page reads (GET /ui/api/..., schemas) at once; more get 503.")
+        4, ge=1, description="Most page reads (GET /ui/api/..., schemas) at once; more get 503.")
 
     @property
     def allowed_origins(self) -> tuple[str, ...]:

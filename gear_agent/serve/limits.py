@@ -54,7 +54,10 @@ RUN_ENDPOINTS = ("/invoke", "/batch", "/stream", "/stream_log", "/stream_events"
 
 READ_PREFIXES = ("/ui/api/", "/gear/")
 """``GET`` paths that do work on the index or build schemas (counted as reads); ``/``,
-``/health`` and the page's static files are answered from memory or one small file."""
+``/health``, the page's static files and :data:`FROM_MEMORY` are answered from memory or
+one small file."""
+FROM_MEMORY = ("/ui/api/config",)
+"""``GET`` routes under :data:`READ_PREFIXES` that answer from memory (not counted)."""
 
 RETRY_AFTER_S = 1
 """The ``Retry-After`` (seconds) sent with a run request shed because the server was full."""
@@ -140,7 +143,7 @@ class RequestGuard:
         """A request without a body: a read of the page's API or a schema counts against
         ``serve_max_reads`` (shed with 503 beyond it); others pass as they are."""
         path = scope["path"]
-        if not path.startswith(READ_PREFIXES):
+        if not path.startswith(READ_PREFIXES) or path in FROM_MEMORY:
             await self.app(scope, receive, send)
             return
         if self.reads >= self.settings.serve_max_reads:

@@ -15,10 +15,20 @@ const el = (tag, props = {}, ...children) => {
   return node;
 };
 
+// A busy server sheds a request with 503 and Retry-After: wait that long and try again.
+async function fetchPolitely(path, init, tries = 5) {
+  for (let i = 1; ; i++) {
+    const response = await fetch(path, init);
+    const wait = Number(response.headers.get("Retry-After"));
+    if (response.status !== 503 || !wait || i >= tries) return response;
+    await new Promise((resolve) => setTimeout(resolve, wait * 1000));
+  }
+}
+
 async function api(path, body) {
   const init = body === undefined ? {} : {
     method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)};
-  const response = await fetch(path, init);
+  const response = await fetchPolitely(path, init);
   const data = await response.json().catch(() => ({}));
   if (!response.ok) throw new Error(data.message || `${response.status} ${response.statusText}`);
   return data;
