@@ -57,7 +57,8 @@ READ_PREFIXES = ("/ui/api/", "/gear/")
 ``/health``, the page's static files and :data:`FROM_MEMORY` are answered from memory or
 one small file."""
 FROM_MEMORY = ("/ui/api/config",)
-"""``GET`` routes under :data:`READ_PREFIXES` that answer from memory (not counted)."""
+"""``GET`` routes under :data:`READ_PREFIXES` that answer from memory (not counted), besides
+the playgrounds' pages and files (``.../playground/...``: static files of LangServe)."""
 
 RETRY_AFTER_S = 1
 """The ``Retry-After`` (seconds) sent with a run request shed because the server was full."""
@@ -143,7 +144,7 @@ class RequestGuard:
         """A request without a body: a read of the page's API or a schema counts against
         ``serve_max_reads`` (shed with 503 beyond it); others pass as they are."""
         path = scope["path"]
-        if not path.startswith(READ_PREFIXES) or path in FROM_MEMORY:
+        if not path.startswith(READ_PREFIXES) or path in FROM_MEMORY or "/playground/" in path:
             await self.app(scope, receive, send)
             return
         if self.reads >= self.settings.serve_max_reads:
