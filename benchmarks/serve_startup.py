@@ -42,7 +42,7 @@ def build_demo(index: Path, code: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(code)}
     subprocess.run([sys.executable, "-m", "gear_agent.cli", "index", str(DEMO / "corpus.json"),
                     "--openie", str(DEMO / "openie.json"), "--index", str(index)],
-                   env=env, check=True, stdout=subprocess.DEVNULL)
+                   env=env, cwd=code, check=True, stdout=subprocess.DEVNULL)
 
 
 def one_start(index: Path, code: Path, limit_s: float) -> dict[str, object]:
@@ -53,7 +53,7 @@ def one_start(index: Path, code: Path, limit_s: float) -> dict[str, object]:
     started = time.monotonic()
     server = subprocess.Popen([sys.executable, "-m", "gear_agent.cli", "serve", "--index", str(index),
                                "--port", str(port), "--log-level", "warning"],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              env=env, cwd=code, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     first = ready = None
     try:
         with httpx.Client(timeout=2) as http:
@@ -86,12 +86,15 @@ def one_start(index: Path, code: Path, limit_s: float) -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--index", type=Path, help="The index to serve (default: the demo, built once).")
-    parser.add_argument("--code", type=Path, default=ROOT, help="The checkout `gear serve` runs from.")
+    parser.add_argument("--code", type=Path, default=ROOT,
+                        help="The checkout `gear serve` runs from (its folder is the working directory, "
+                        "so `python -m` imports its package).")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--limit", type=float, default=300.0, help="Seconds to wait for one start.")
     args = parser.parse_args()
+    args.code = args.code.resolve()
     with tempfile.TemporaryDirectory(prefix="gear-startup-") as scratch:
-        index = args.index
+        index = args.index.resolve() if args.index else None
         if index is None:
             index = Path(scratch) / "demo"
             build_demo(index, args.code)
