@@ -29,11 +29,13 @@ two write routes are not served (:mod:`gear_agent.serve.site_guard` answers them
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from typing import Any
 
@@ -139,6 +141,13 @@ class WebPage:
         self._lock = threading.Lock()
         self._health_lock = threading.Lock()
         self._health: tuple[float, int, dict[str, Any]] | None = None
+        # The page's reads run on a few threads of their own (as many as may run at once,
+        # GEAR_SERVE_MAX_READS), so the store's per-thread connections and caches stay few.
+        self._reads = ThreadPoolExecutor(max_workers=settings.serve_max_reads, thread_name_prefix="gear-read")
+
+    async def read(self, work: Callable[..., Any], *args: Any) -> Any:
+        """``work(*args)`` on the page's read threads."""
+        return await asyncio.get_running_loop().run_in_executor(self._reads, functools.partial(work, *args))
 
     def retriever(self, name: str) -> Retriever:
         spec = check_name(name)
@@ -254,23 +263,23 @@ def add_web_routes(app: FastAPI, page: WebPage) -> None:
         router.add_api_route("/ui/api/documents/stream", page.add, methods=["POST"])
 
     @router.get("/ui/api/entities")
-    def entities(q: str = Query("", max_length=200), offset: int = Query(0, ge=0, le=1_000_000),
-                 limit: int = Query(web_explore.MAX_MATCHES, ge=1, le=web_explore.MAX_MATCHES)) -> dict[str, Any]:
-        return page.entities.find(q, offset, limit)
+    async def entities(q: str = Query("", max_length=200), offset: int = Query(0, ge=0, le=1_000_000),
+                       limit: int = Query(web_explore.MAX_MATCHES, ge=1, le=web_explore.MAX_MATCHES)) -> dict[str, Any]:
+        return await page.read(page.entities.find, q, offset, limit)
 
     @router.get("/ui/api/entity")
-    def entity(name: str = Query(..., max_length=500), hops: int = 1) -> dict[str, Any]:
-        return page.entities.neighbourhood(name, hops)
+    async def entity(name: str = Query(..., max_length=500), hops: int = 1) -> dict[str, Any]:
+        return await page.read(page.entities.neighbourhood, name, hops)
 
     @router.get("/ui/api/passage/{passage_id}")
-    def passage(passage_id: str) -> dict[str, Any]:
-        return web_explore.passage_triples(page.store, passage_id)
+    async def passage(passage_id: str) -> dict[str, Any]:
+        return await page.read(web_explore.passage_triples, page.store, passage_id)
 
     @router.get("/ui/api/documents")
-    def documents(offset: int = Query(0, ge=0, le=100_000_000),
-                  limit: int = Query(MAX_LIST, ge=1, le=MAX_LIST),
-                  source: str | None = Query(None, max_length=2_000)) -> dict[str, Any]:
-        return page.documents.listing(offset, limit, source=source)
+    async def documents(offset: int = Query(0, ge=0, le=100_000_000),
+                        limit: int = Query(MAX_LIST, ge=1, le=MAX_LIST),
+                        source: str | None = Query(None, max_length=2_000)) -> dict[str, Any]:
+        return await page.read(page.documents.listing, offset, limit, source)
 
     @router.post("/ui/api/documents/preview-delete")
     def preview(body: DeleteBody) -> dict[str, Any]:
@@ -282,8 +291,8 @@ def add_web_routes(app: FastAPI, page: WebPage) -> None:
             return page.documents.delete(body.ids, body.source)
 
     @router.get("/ui/api/health")
-    def health() -> dict[str, Any]:
-        return page.health()
+    async def health() -> dict[str, Any]:
+        return await page.read(page.health)
 
     app.include_router(router)
 
