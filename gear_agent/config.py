@@ -361,6 +361,19 @@ class ServeSettings(Section):
     api_key: SecretStr | None = Field(
         None, description="GEAR_API_KEY: when set, requests need Authorization: Bearer <key>."
     )
+    serve_allowed_hosts: str = Field(
+        "", description="Comma-separated host names the server answers to besides the bound "
+        "address, localhost, 127.0.0.1 and [::1]; other Host headers get 400.")
+    serve_cors_any_origin_writes: bool = Field(
+        False, description="Allow GEAR_SERVE_CORS_ORIGINS='*' while write routes are served "
+        "(any site could then add and delete documents); refused at start-up otherwise.")
+    serve_read_only: bool = Field(
+        False, description="Serve the page and the agent without the routes that write to the index.")
+    serve_write_key: SecretStr | None = Field(
+        None, description="GEAR_SERVE_WRITE_KEY: when set, routes that write to the index need "
+        "Authorization: Bearer <key>; reads stay as GEAR_API_KEY says.")
+    serve_max_reads: int = Field(
+        4, ge=1, description="Most page reads (GET /ui/api/..., schemas) at once; more get 503.")
 
     @property
     def allowed_origins(self) -> tuple[str, ...]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gear_agent.ingest.location import cite_location
-from gear_agent.retrieval.base import RankedPassage
+from gear_agent.retrieval.base import ChainKind, RankedPassage
 from gear_agent.store.base import Store
 from gear_agent.types import Triple
 
@@ -28,8 +28,10 @@ class PassageRecord:
         text: Passage text.
         score: Score in the ranked list it came from (higher is better; fused lists
             carry RRF scores, so compare scores within one list only).
-        chain: The triples, in order, whose path reached the passage (empty when a plain
-            passage search found it).
+        chain: The triples whose path reached the passage, in order (empty when a plain
+            passage search found it); for ``chain_kind="seeds"``, the PPR seed triples
+            whose mass reached it.
+        chain_kind: ``path`` or ``seeds`` (:data:`~gear_agent.retrieval.base.ChainKind`).
         source: Where the passage came from (file path or corpus name).
         metadata: The passage's other fields (``year``, ``url``, ...; ``page`` and
             ``section`` for a passage of a document).
@@ -42,6 +44,7 @@ class PassageRecord:
     chain: tuple[Triple, ...] = ()
     source: str = ""
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    chain_kind: ChainKind = "path"
 
     @property
     def location(self) -> str:
@@ -70,6 +73,7 @@ class PassageRecord:
             "score": self.score,
             "chain": [list(t.as_tuple()) for t in self.chain],
             "chain_ids": [t.id for t in self.chain],
+            "chain_kind": self.chain_kind,
             "source": self.source,
             "metadata": dict(self.metadata),
             "location": self.location,
@@ -102,6 +106,7 @@ def passage_records(store: Store, ranked: Sequence[RankedPassage]) -> list[Passa
                 chain=tuple(triples[t] for t in r.chain if t in triples),
                 source=passage.source,
                 metadata=dict(passage.metadata),
+                chain_kind=r.chain_kind,
             )
         )
     return records
@@ -125,6 +130,7 @@ def records_from_dicts(store: Store, passages: Sequence[Mapping[str, Any]]) -> l
             chain=tuple(triples[t] for t in r.chain if t in triples),
             source=str(p.get("source", "")),
             metadata=dict(p.get("metadata") or {}),
+            chain_kind=r.chain_kind,
         )
         for r, p in zip(ranked, passages)
     ]

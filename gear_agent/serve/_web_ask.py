@@ -66,8 +66,10 @@ def _passages_out(passages: Sequence[dict[str, Any]], citations: Sequence[dict[s
             "score": passage.get("score"), "source": passage.get("source", ""),
             "metadata": passage.get("metadata") or {}, "chain": passage.get("chain") or [],
             "location": cite_location(passage.get("source", ""), passage.get("metadata") or {}),
+            "chain_kind": passage.get("chain_kind") or "path",
             "cited": [n for n, _ in marks], "quote_spans": spans,
-            "svg": chain_svg(passage.get("chain") or [], str(passage.get("id")), str(passage.get("title", ""))),
+            "svg": chain_svg(passage.get("chain") or [], str(passage.get("id")), str(passage.get("title", "")),
+                             kind=passage.get("chain_kind") or "path"),
         })
     return out
 

@@ -33,7 +33,9 @@ Progress = Callable[[str, int, int], None]
 UPLOAD_SUFFIXES = (".pdf", ".html", ".htm", ".docx", ".md", ".markdown", ".txt", ".json", ".jsonl", ".ndjson")
 """The file types an upload may have (the page's file chooser offers the same)."""
 MAX_LIST = 200
-"""Passages listed per page."""
+"""Passages listed per page (the most one request may ask for)."""
+MAX_NAME_BYTES = 200
+"""The longest upload name (UTF-8 bytes; file systems stop at 255)."""
 PREVIEW_CHARS = 240
 """Characters of a passage's text in the list."""
 _SAFE_NAME = re.compile(r"[^\w.\- ]+")
@@ -82,7 +84,7 @@ class Documents:
         if not text.strip():
             raise DocumentError("the document is empty: paste some text or choose a file with text in it")
         s = self.settings
-        safe = _SAFE_NAME.sub("_", Path(name or "pasted.txt").name).strip() or "pasted.txt"
+        safe = upload_name(name)
         with tempfile.TemporaryDirectory(prefix="gear-upload-") as folder:
             try:
                 if title is not None:
@@ -175,18 +177,19 @@ class Documents:
 
     # ---- reading the index ------------------------------------------------------------------
     def listing(self, offset: int = 0, limit: int = MAX_LIST, source: str | None = None) -> dict[str, Any]:
-        """Passages in index order from ``offset`` (``source``: only that source's)."""
-        rows, total = [], 0
-        for passage in self.store.iter_passages():
-            if source and passage.source != source:
-                continue
-            if offset <= total < offset + limit:
-                text = " ".join(passage.text.split())
-                rows.append({"id": passage.id, "title": passage.title, "source": passage.source,
-                             "metadata": dict(passage.metadata),
-                             "text": text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "…"})
-            total += 1
-        return {"passages": rows, "total": total, "offset": offset}
+        """A page of at most ``limit`` (≤ :data:`MAX_LIST`) passages in index order from
+        ``offset`` (``source``: only that source's); only the page's texts are read."""
+        store = self.store
+        ids = store.passage_ids_of_source(source) if source else store.passage_ids()
+        page = ids[offset:offset + max(0, min(limit, MAX_LIST))]
+        found = {p.id: p for p in store.get_passages(page)}
+        rows = []
+        for passage in (found[i] for i in page if i in found):
+            text = " ".join(passage.text.split())
+            rows.append({"id": passage.id, "title": passage.title, "source": passage.source,
+                         "metadata": dict(passage.metadata),
+                         "text": text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "…"})
+        return {"passages": rows, "total": len(ids), "offset": offset, "limit": MAX_LIST}
 
     def health(self) -> dict[str, Any]:
         """``gear check``'s items and the index's counts and size, on any backend (its row
@@ -206,3 +209,26 @@ class Documents:
                 {"name": i.name, "ok": i.ok, "detail": i.detail, "derived": i.derived} for i in report.items
             ],
         }
+
+
+def upload_name(name: str) -> str:
+    """The file name an upload is read under: its last path part, with characters other than
+    letters, digits, ``.``, ``-``, ``_`` and spaces made ``_``; ``pasted.txt`` when empty.
+
+    Raises:
+        DocumentError: a name no file can have here: ``.`` or ``..``, only dots, or longer
+            than :data:`MAX_NAME_BYTES` bytes.
+
+    Example:
+        >>> upload_name("../notes/a b?.md")
+        'a b_.md'
+    """
+    if "\x00" in name:
+        raise DocumentError("the file name holds a NUL character: rename the file")
+    safe = _SAFE_NAME.sub("_", Path(name.replace("\\", "/")).name).strip() if name.strip() else ""
+    if name.strip() and not safe.strip("."):
+        raise DocumentError(f"{name[:60]!r} is not a file name: choose a file with a name")
+    if len(safe.encode("utf-8")) > MAX_NAME_BYTES:
+        raise DocumentError(f"the file name is {len(safe.encode('utf-8'))} bytes long; the limit is "
+                            f"{MAX_NAME_BYTES}: rename the file")
+    return safe or "pasted.txt"

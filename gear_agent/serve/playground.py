@@ -145,11 +145,11 @@ def render_result(state: dict[str, Any]) -> str:
     lines = [f"{answer} {marks}".rstrip() if answer is not None else "(no answer)"]
     for number, citation in enumerate(citations, start=1):
         quote = f': "{citation["quote"]}"' if citation.get("quote") else ""
-        passage = by_id.get(citation.get("passage_id"), {})
-        where = cite_location(passage.get("source", ""), passage.get("metadata") or {})
+        cited = by_id.get(citation.get("passage_id"), {})
+        where = cite_location(cited.get("source", ""), cited.get("metadata") or {})
         head = " — ".join(part for part in (where, citation.get("title", "")) if part)
         lines += ["" if number == 1 else None, f"[{number}] {head}{quote}"]
-        lines += [f"    ↳ ({'; '.join(t)})" for t in by_id.get(citation.get("passage_id"), {}).get("chain", [])]
+        lines += [f"    {_arrow(cited)} ({'; '.join(t)})" for t in cited.get("chain", [])]
     lines = [line for line in lines if line is not None]
     if passages:
         lines += ["", "Ranked passages:"]
@@ -159,9 +159,15 @@ def render_result(state: dict[str, Any]) -> str:
                 text = text[:PREVIEW_CHARS].rsplit(" ", 1)[0] + " …"
             lines.append(f"{rank}. {passage.get('title', '')}  (score {float(passage.get('score', 0)):.4f})")
             lines.append(f"   {text}")
-            lines += [f"   ↳ ({'; '.join(t)})" for t in passage.get("chain", [])]
+            lines += [f"   {_arrow(passage)} ({'; '.join(t)})" for t in passage.get("chain", [])]
     tokens = state.get("tokens") or {}
     total = int(tokens.get("input", 0)) + int(tokens.get("output", 0))
     lines += ["", f"{state.get('iterations', 0)} iteration(s), stopped: {state.get('stop_reason')}"
               f" · {total:,} tokens"]
     return "\n".join(lines)
+
+
+def _arrow(passage: dict[str, Any]) -> str:
+    """``↳`` before a triple of the path that reached a passage; ``⇢ seed`` before a PPR
+    seed triple whose mass reached it (``chain_kind="seeds"``)."""
+    return "⇢ seed" if passage.get("chain_kind") == "seeds" else "↳"
