@@ -14,6 +14,20 @@ makes 6 calls): within the limit (``--limit`` clients), over it with no limit (`
 clients, ``GEAR_SERVE_MAX_CONCURRENT`` effectively off) and over it with the limit, and
 prints per server: requests, answered, shed (503 with ``Retry-After``), other errors, and
 the p50/p99 latency of the answered ones.
+
+``--get-flood`` floods the web page's GET routes (issue 36): it builds (or reuses, with
+``--index DIR``) an index of ``--passages`` synthetic passages (two triples each) embedded
+by the stand-in ``hashing-384`` embedder, starts the page's server over it (``--code DIR``
+runs the server from another checkout, e.g. main's, for a before/after), and for each of
+``/ui/api/documents``, ``/ui/api/entities?q=`` and ``/ui/api/health`` sends ``--rounds``
+floods of ``--clients`` concurrent clients x ``--requests`` requests while a probe (its own
+process) asks ``/health`` every 50 ms. Per route and round it prints answered, shed (503
+with ``Retry-After``), other errors (timeouts, refused connections, a 503 without
+``Retry-After``), the p50/p99 of the flood, the probe's ``/health`` p99 and maximum, and
+the server's RSS before and after (2 s after the flood ends).
+
+    python benchmarks/load_serve.py --get-flood --passages 40000 --index /tmp/flood
+    python benchmarks/load_serve.py --get-flood --index /tmp/flood --code /work/main
 """
 
 from __future__ import annotations
@@ -21,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import socket
 import statistics
@@ -29,6 +44,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -52,6 +68,167 @@ def serve_fake(port: int, folder: Path) -> None:
     model.delay_s = float(os.environ.get("LOAD_FAKE_DELAY_S", "0"))  # seconds per (async) call
     agent = build_agent(settings, runtime=runtime, chat_model=model)
     uvicorn.run(create_app(agent, settings), host="127.0.0.1", port=port, log_level="warning")
+
+
+def build_flood_index(folder: Path, passages: int) -> None:
+    """``passages`` synthetic passages with two triples each, stand-in embedder (once)."""
+    from gear_agent.config import GearSettings
+    from gear_agent.ids import passage_id, triple_id
+    from gear_agent.indexing import IndexReport, add_passages, add_triples
+    from gear_agent.open_index import OpenIndex
+    from gear_agent.types import Passage, Triple
+
+    settings = GearSettings(index_dir=folder, embedding_model="hashing-384")
+    runtime = OpenIndex.open(settings, create=True)
+    rows, triples = [], []
+    for i in range(passages):
+        title = f"Station {i}"
+        text = (f"Station {i} was founded by Person {i % 997} in {1800 + i % 200}. It lies near "
+                f"Town {i % 1_511} and is known for its work on topic {i % 89}.")
+        pid = passage_id(title, text)
+        rows.append(Passage(pid, title, text, "flood"))
+        for subject, predicate, obj in ((title, "founded by", f"Person {i % 997}"),
+                                        (title, "near", f"Town {i % 1_511}")):
+            triples.append(Triple(triple_id(pid, subject, predicate, obj), subject, predicate, obj, pid))
+    report = IndexReport()
+    add_passages(runtime.store, rows, report)
+    add_triples(runtime.store, triples, report)
+    runtime.store.mark_extracted([p.id for p in rows])
+    runtime.store.close()
+
+
+def serve_page(port: int, index: Path) -> None:
+    """The page's server over ``index`` with a scripted chat model (blocks)."""
+    sys.path[:0] = [str(ROOT / "tests")]
+    import uvicorn
+    from support.fakes import ScriptedChatModel
+
+    from gear_agent.agent.graph import build_agent
+    from gear_agent.config import GearSettings
+    from gear_agent.open_index import OpenIndex
+    from gear_agent.serve.app import create_app
+
+    settings = GearSettings(index_dir=index, embedding_model="hashing-384")
+    runtime = OpenIndex.open(settings)
+    agent = build_agent(settings, runtime=runtime, chat_model=ScriptedChatModel(respond=lambda _prompt: "{}"))
+    uvicorn.run(create_app(agent, settings, runtime=runtime), host="127.0.0.1", port=port,
+                log_level="error")
+
+
+def settle(url: str, path: str, timeout: float, seconds: float = 300) -> None:
+    """Wait until ``path`` answers (the server has worked off what a flood left queued,
+    answered or shed), at most ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + path, timeout=timeout).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(1)
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
+
+
+def probe_health(url: str, stop: Any, out: Any, timeout: float) -> None:
+    """``GET /health`` every 50 ms until ``stop`` (its own process, so the flood's
+    clients do not delay it); puts the latencies on ``out``."""
+    latencies = []
+    with httpx.Client(base_url=url, timeout=timeout) as http:
+        while not stop.is_set():
+            start = time.perf_counter()
+            try:
+                http.get("/health")
+            except httpx.HTTPError:
+                pass
+            latencies.append(time.perf_counter() - start)
+            stop.wait(0.05)
+    out.put(latencies)
+
+
+async def flood(url: str, path: str, clients: int, requests: int, timeout: float) -> dict[str, object]:
+    seen: list[tuple[int, float]] = []
+
+    async def one(http: httpx.AsyncClient) -> None:
+        for _ in range(requests):
+            start = time.perf_counter()
+            try:
+                response = await http.get(path)
+                status = response.status_code
+                if status == 503 and "retry-after" not in response.headers:
+                    status = -503
+            except httpx.HTTPError:
+                status = -1
+            seen.append((status, time.perf_counter() - start))
+
+    context = multiprocessing.get_context("fork")
+    stop, out = context.Event(), context.Queue()
+    prober = context.Process(target=probe_health, args=(url, stop, out, timeout))
+    prober.start()
+    limits = httpx.Limits(max_connections=clients)
+    async with httpx.AsyncClient(base_url=url, timeout=timeout, limits=limits) as http:
+        start = time.perf_counter()
+        await asyncio.gather(*(one(http) for _ in range(clients)))
+        elapsed = time.perf_counter() - start
+    stop.set()
+    probes = sorted(out.get(timeout=timeout + 10))
+    prober.join(10)
+    answered = sorted(t for status, t in seen if status == 200)
+    shed = [t for status, t in seen if status == 503]
+    everything = sorted(t for _, t in seen)
+
+    def ms(values: list[float], q: float) -> str:
+        return "-" if not values else f"{values[min(len(values) - 1, int(q * len(values)))] * 1000:.0f}"
+
+    return {"requests": len(seen), "answered": len(answered), "shed (503)": len(shed),
+            "other errors": len(seen) - len(answered) - len(shed), "seconds": f"{elapsed:.1f}",
+            "p50 ms": ms(everything, 0.5), "p99 ms": ms(everything, 0.99),
+            "/health p99 ms": ms(probes, 0.99), "/health max ms": ms(probes, 1.0)}
+
+
+def get_flood(index: Path | None, passages: int, clients: int, requests: int, code: Path,
+              timeout: float, rounds: int = 3) -> None:
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = index or Path(scratch) / "index"
+        if not (folder / "manifest.json").exists() and not any(folder.glob("*.sqlite")):
+            started = time.perf_counter()
+            build_flood_index(folder, passages)
+            print(f"built {passages:,} passages in {time.perf_counter() - started:.0f} s at {folder}")
+        port = free_port()
+        env = {**os.environ, "PYTHONPATH": str(code)}
+        server = subprocess.Popen([sys.executable, __file__, "--serve-page", str(port), str(folder)], env=env)
+        url = f"http://127.0.0.1:{port}"
+        rows = []
+        try:
+            wait_until_up(url, 300)
+            for path in ("/ui/api/documents", "/ui/api/entities?q=station%2012", "/ui/api/health"):
+                settle(url, path, timeout)  # one of each first: lazy parts built
+                rss = [rss_mb(server.pid)]
+                for round_ in range(rounds):
+                    row = asyncio.run(flood(url, path, clients, requests, timeout))
+                    settle(url, path, timeout)
+                    time.sleep(2)
+                    rss.append(rss_mb(server.pid))
+                    rows.append((f"{path} (round {round_ + 1})", {**row, "RSS before MB": rss[-2],
+                                                                  "RSS after MB": rss[-1]}))
+        finally:
+            server.terminate()
+            try:
+                server.wait(30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait(10)
+    print(f"code: {code}; {clients} clients x {requests} GETs per route and round, {rounds} rounds")
+    keys = list(rows[0][1])
+    print("| route | " + " | ".join(keys) + " |")
+    print("|---|" + "---|" * len(keys))
+    for name, row in rows:
+        print(f"| {name} | " + " | ".join(str(row[k]) for k in keys) + " |")
 
 
 def free_port() -> int:
@@ -174,7 +351,21 @@ def main() -> None:
     parser.add_argument("--shed", action="store_true", help="The load-shedding table.")
     parser.add_argument("--limit", type=int, default=8, help="GEAR_SERVE_MAX_CONCURRENT for --shed.")
     parser.add_argument("--delay", type=float, default=0.1, help="Seconds per fake LLM call (--shed).")
+    parser.add_argument("--get-flood", action="store_true", help="Flood the page's GET routes (a table).")
+    parser.add_argument("--passages", type=int, default=40_000, help="Passages of the --get-flood index.")
+    parser.add_argument("--index", type=Path, help="The --get-flood index (built there when absent).")
+    parser.add_argument("--code", type=Path, default=ROOT, help="Checkout the --get-flood server runs from.")
+    parser.add_argument("--timeout", type=float, default=60.0, help="Client timeout, seconds (--get-flood).")
+    parser.add_argument("--rounds", type=int, default=3, help="Floods per route (--get-flood).")
+    parser.add_argument("--serve-page", nargs=2, metavar=("PORT", "INDEX"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve_page:
+        serve_page(int(args.serve_page[0]), Path(args.serve_page[1]))
+        return
+    if args.get_flood:
+        get_flood(args.index, args.passages, args.clients, args.requests, args.code, args.timeout,
+                  args.rounds)
+        return
     if args.serve_fake:
         with tempfile.TemporaryDirectory() as folder:
             serve_fake(args.serve_fake, Path(folder))

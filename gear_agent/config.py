@@ -83,9 +83,12 @@ class IngestSettings(Section):
     """How texts are split into passages (folder and record input)."""
 
     chunk_words: int = Field(
-        200, ge=20, description="Words per passage when long texts are split (folder ingest)."
+        200, ge=20, description="Words per passage when long texts are split (folder ingest) and the "
+        "embedder has no tokenizer; with one, a chunk is what the encoder reads (its max sequence "
+        "length in its own tokens, title included).",
     )
-    chunk_overlap_words: int = Field(30, ge=0, description="Words shared by consecutive chunks.")
+    chunk_overlap_words: int = Field(30, ge=0, description="Words shared by the windows of a long "
+                                     "paragraph (with a tokenizer: the same share of its tokens).")
     record_max_words: int = Field(
         1000,
         ge=20,
@@ -161,6 +164,11 @@ class LLMSettings(Section):
         None, description="On-disk response cache; a repeated evaluation then costs nothing."
     )
     llm_concurrency: int = Field(4, ge=1, le=64, description="Concurrent LLM calls (extraction, eval).")
+    extract_max_tokens: int | None = Field(
+        None, ge=1, description="Budget of one extraction run in tokens (prompt + completion, as "
+        "billed): the run stops cleanly once it is spent, what was extracted is kept and the rest "
+        "resumes on the next run. None: no budget.",
+    )
 
     @property
     def run_models(self) -> tuple[str, ...]:
@@ -368,6 +376,19 @@ class ServeSettings(Section):
     api_key: SecretStr | None = Field(
         None, description="GEAR_API_KEY: when set, requests need Authorization: Bearer <key>."
     )
+    serve_allowed_hosts: str = Field(
+        "", description="Comma-separated host names the server answers to besides the bound "
+        "address, localhost, 127.0.0.1 and [::1]; other Host headers get 400.")
+    serve_cors_any_origin_writes: bool = Field(
+        False, description="Allow GEAR_SERVE_CORS_ORIGINS='*' while write routes are served "
+        "(any site could then add and delete documents); refused at start-up otherwise.")
+    serve_read_only: bool = Field(
+        False, description="Serve the page and the agent without the routes that write to the index.")
+    serve_write_key: SecretStr | None = Field(
+        None, description="GEAR_SERVE_WRITE_KEY: when set, routes that write to the index need "
+        "Authorization: Bearer <key>; reads stay as GEAR_API_KEY says.")
+    serve_max_reads: int = Field(
+        4, ge=1, description="Most page reads (GET /ui/api/..., schemas) at once; more get 503.")
 
     @property
     def allowed_origins(self) -> tuple[str, ...]:
@@ -426,21 +447,21 @@ class ElasticsearchSettings(Section):
             return data
         short = [name for name in data if f"es_{name}" in cls.model_fields]
         if short:
-            import warnings
+            from gear_agent._deprecated import NEXT_REMOVAL, warn_deprecated
 
-            warnings.warn(f"ElasticsearchSettings({', '.join(short)}=...) is now "
-                          f"ElasticsearchSettings({', '.join('es_' + n for n in short)}=...)",
-                          DeprecationWarning, stacklevel=4)
+            warn_deprecated(f"ElasticsearchSettings({', '.join(short)}=...) is now "
+                            f"ElasticsearchSettings({', '.join('es_' + n for n in short)}=...)",
+                            removed_in=NEXT_REMOVAL, stacklevel=4)
             data = {(f"es_{k}" if k in short else k): v for k, v in data.items()}
         return data
 
     @classmethod
     def from_gear(cls, settings: ElasticsearchSettings) -> ElasticsearchSettings:
         """Deprecated: a ``GearSettings`` *is* an :class:`ElasticsearchSettings`; pass it."""
-        import warnings
+        from gear_agent._deprecated import NEXT_REMOVAL, warn_deprecated
 
-        warnings.warn("ElasticsearchSettings.from_gear(settings) is not needed: GearSettings is "
-                      "an ElasticsearchSettings; pass it as it is", DeprecationWarning, stacklevel=2)
+        warn_deprecated("ElasticsearchSettings.from_gear(settings) is not needed: GearSettings is "
+                        "an ElasticsearchSettings; pass it as it is", removed_in=NEXT_REMOVAL)
         return settings
 
 

@@ -23,17 +23,18 @@ from typing import TYPE_CHECKING, Any
 from gear_agent.config import GearSettings, settings_from
 from gear_agent.embedding import Embedder, make_embedder
 from gear_agent.errors import GearWarning
+from gear_agent.extraction import ExtractionBudget
 from gear_agent.filters import WhereInput, parse_where
 from gear_agent.indexing import (
-    DeleteResult,
     IndexReport,
     Progress,
     add_passages,
-    delete_passages,
+    cut_warning,
     extract_with_llm,
     import_openie,
 )
-from gear_agent.ingest.items import Item, passages_from_items
+from gear_agent.ingest.corpus import count_cut, make_chunker
+from gear_agent.ingest.items import Item, passages_from_items, read_items
 from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMConfigError
 from gear_agent.llm.usage import UsageDict
@@ -44,9 +45,11 @@ from gear_agent.retrieval.filtering import checked_where
 from gear_agent.retrieval.records import PassageRecord, passage_records, records_from_dicts
 from gear_agent.retrieval.registry import DEFAULT_RETRIEVER, check_name, make_retriever
 from gear_agent.retrieval.search import QueryEncoder
+from gear_agent.sources import DeleteResult, delete_passages, sync_passages
 from gear_agent.store import open_store
 from gear_agent.store.embedded_db import DB_FILE
 from gear_agent.store.manifest import read_manifest
+from gear_agent.text.token_chunking import Chunker
 
 if TYPE_CHECKING:
     from langchain_core.retrievers import BaseRetriever
@@ -104,6 +107,12 @@ class CitedPassage:
     number: int
     passage: PassageRecord
     quote: str | None = None
+
+    @property
+    def location(self) -> str:
+        """Where the cited passage is: its source and page or section
+        (``annual-report.pdf, p. 14``; :attr:`PassageRecord.location`)."""
+        return self.passage.location
 
 
 class Gear:
@@ -206,30 +215,55 @@ class Gear:
         openie: str | Path | None = None,
         extract: bool | None = None,
         progress: Progress | None = None,
+        sync: bool = True,
+        prune: bool = False,
+        max_cost: float | None = None,
     ) -> IndexReport:
-        """Add passages and their triples to the index; only new passages are embedded.
+        """Bring the index in line with ``items`` and extract their triples; only new or
+        changed passages are embedded.
+
+        Each source the items name owns its passages (sync by source): a file indexed again
+        keeps its unchanged chunks untouched (not embedded or extracted again), and its
+        edited or removed chunks are replaced or deleted with their triples, in one commit.
+        Plain strings belong to no source and are only added.
 
         Args:
-            items: Strings, dicts (``title``, ``text``; any other keys kept as metadata),
-                LangChain ``Document``s, or a ``pathlib.Path`` to a corpus file or folder;
-                one item or an iterable of them.
+            items: Strings, dicts (``title``, ``text``, ``source``; any other keys kept as
+                metadata), LangChain ``Document``s, or a ``pathlib.Path`` to a corpus file or
+                folder; one item or an iterable of them.
             openie: A HippoRAG-format OpenIE file whose triples to import for these passages.
             extract: Extract triples with the chat model for every passage without any.
                 None: extract when a chat model is configured and no ``openie`` is given.
             progress: Called as ``progress(stage, done, total)``.
+            sync: Replace each source's old passages (True); False only adds.
+            prune: Also delete the passages of files no longer under a folder given.
+            max_cost: Stop extracting once the run has cost this many dollars (the
+                ``extract_max_tokens`` setting caps tokens); the rest resumes next time.
 
         Returns:
-            What the run did: passages added, triples added, the extraction summary (tokens,
-            failures: failed passages stay unextracted, so calling ``index`` again resumes),
-            and warnings to read.
+            What the run did: passages added, replaced, removed and unchanged, triples added,
+            removed and unchanged, the extraction summary (tokens, failures: failed passages
+            stay unextracted, so calling ``index`` again resumes), and warnings to read.
+
+        Example:
+            >>> gear.index(Path("docs"), prune=True).passages_replaced  # doctest: +SKIP
+            1
         """
         settings = self.settings
         progress = progress or _noop
-        passages = passages_from_items(items, settings.chunk_words, settings.chunk_overlap_words,
-                                       settings.record_max_words)
+        chunker = self._chunker()
+        read = read_items(items, settings.chunk_words, settings.chunk_overlap_words,
+                          settings.record_max_words, chunker=chunker)
         report = IndexReport()
+        if chunker.counter.name != "words":
+            report.passages_cut = count_cut(read.passages, chunker)
         llm = self._extraction_llm(extract, openie is not None, report)
-        add_passages(self.store, passages, report, progress)
+        budget = ExtractionBudget.of(settings, max_cost) if llm is not None else None
+        if sync:
+            sync_passages(self.store, read.passages, read.sources, report, progress,
+                          prune=read.folders if prune else ())
+        else:
+            add_passages(self.store, read.passages, report, progress)
         if openie is not None:
             import_openie(self.store, Path(openie), report, progress,
                           drop_ungrounded=settings.ground_openie)
@@ -239,19 +273,26 @@ class Gear:
             summary = extract_with_llm(
                 self.store, llm, report, progress, concurrency=settings.llm_concurrency,
                 prompt=load_prompt("extraction", settings.prompts_dir),
-                ground=settings.ground_triples,
+                ground=settings.ground_triples, budget=budget,
             )
             report.warnings.extend(summary.warnings())
+        if report.passages_cut:
+            report.warnings.append(cut_warning(report.passages_cut, chunker))
         for warning in report.warnings:  # in the report, and where a person sees them
             warnings.warn(warning, GearWarning, stacklevel=2)
         return report
+
+    def _chunker(self) -> Chunker:
+        s = self.settings
+        return make_chunker(self.runtime.embedder.tokenizer(), s.chunk_words, s.chunk_overlap_words)
 
     def estimate_cost(self, items: Item | Iterable[Item]) -> CostEstimate:
         """Tokens and dollars that extracting triples from ``items`` would cost; sends nothing."""
         from gear_agent.extraction import estimate_cost
 
         s = self.settings
-        passages = passages_from_items(items, s.chunk_words, s.chunk_overlap_words, s.record_max_words)
+        passages = passages_from_items(items, s.chunk_words, s.chunk_overlap_words, s.record_max_words,
+                                       chunker=self._chunker())
         return estimate_cost(passages, s)
 
     def _extraction_llm(self, extract: bool | None, has_openie: bool, report: IndexReport) -> LLMClient | None:
@@ -274,18 +315,19 @@ class Gear:
     ) -> DeleteResult:
         """Delete passages by id, and/or every passage of a ``source``, with their triples.
 
-        ``source`` matches a stored source exactly (a file), or the files under a folder;
+        ``source`` is a file however named (relative, absolute, ``./``, through a symlink:
+        one canonical path), or every file under a folder, or a name a caller gave;
         ``a/corpus.json`` never matches ``b/corpus.json``. Ids that are not stored, and a
         source that matches nothing, are reported with a :class:`GearWarning` (and in the
         result), never ignored silently.
 
         Args:
             ids: Passage ids.
-            source: A source, as ``gear index`` stored it (a path is also tried normalised).
+            source: A file or folder path, or a source name as stored.
             dry_run: Only say what would be deleted.
 
         Returns:
-            A :class:`~gear_agent.indexing.DeleteResult`: ``passages`` (the passages deleted,
+            A :class:`~gear_agent.sources.DeleteResult`: ``passages`` (the passages deleted,
             or that would be: id, title, text, source), ``ids``, ``triples`` (how many went
             with them), ``unknown_ids``; ``len()`` is the number of passages.
 

@@ -1,8 +1,13 @@
-"""Building an index: ingest a corpus, then import or extract triples, in committed batches."""
+"""Building an index: add passages, then import or extract triples, in committed batches.
+
+Keeping sources in sync (replacing a file's edited passages, pruning, deleting by source)
+is :mod:`gear_agent.sources`, built on these."""
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
 import threading
 import time
 from collections.abc import Callable, Coroutine, Sequence
@@ -10,11 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gear_agent.extraction import ExtractionSummary, extract_triples
+from gear_agent.extraction import ExtractionBudget, ExtractionSummary, extract_triples
 from gear_agent.ingest.openie import OpenIEImport, read_openie
 from gear_agent.llm.client import LLMClient
 from gear_agent.prompts import Prompt
 from gear_agent.store.base import Store
+from gear_agent.text.token_chunking import Chunker
 from gear_agent.types import AddResult, Passage, Triple
 
 T = TypeVar("T")
@@ -31,13 +37,31 @@ written / final size 2.5 at 2,048, 1.7 at 16,384)."""
 
 @dataclass
 class IndexReport:
-    """What one indexing run did (counts are of this run, not of the whole index)."""
+    """What one indexing run did (counts are of this run, not of the whole index).
+
+    The sync table of a run (see :func:`gear_agent.sources.sync_passages`): ``passages_added`` passages were
+    embedded, of which ``passages_replaced`` took the place of an old version in their
+    source (the rest are new: :attr:`passages_new`); ``passages_removed`` old passages went
+    with no new version (a shorter file, a file gone under ``--prune``);
+    ``passages_existing`` (:attr:`passages_unchanged`) were kept untouched, not embedded or
+    extracted again. ``triples_removed`` went with the replaced and removed passages,
+    ``triples_unchanged`` stay with the unchanged ones, ``triples_added`` are new.
+    ``passages_cut`` passages are longer than the encoder reads (JSON records kept whole
+    up to ``record_max_words``): their end is not embedded.
+    """
 
     passages_read: int = 0
     passages_added: int = 0
     passages_existing: int = 0
+    passages_replaced: int = 0
+    passages_removed: int = 0
+    passages_cut: int = 0
     triples_added: int = 0
     triples_existing: int = 0
+    triples_removed: int = 0
+    triples_unchanged: int = 0
+    sources_synced: int = 0
+    sources_pruned: list[str] = field(default_factory=list)
     malformed_triples: int = 0
     duplicate_triples: int = 0
     openie_docs: int = 0
@@ -50,8 +74,27 @@ class IndexReport:
     warnings: list[str] = field(default_factory=list)
 
 
+    @property
+    def passages_unchanged(self) -> int:
+        """Passages read that were stored already (kept, not embedded again)."""
+        return self.passages_existing
+
+    @property
+    def passages_new(self) -> int:
+        """Passages embedded that replace no old version."""
+        return self.passages_added - self.passages_replaced
+
+
 def _noop(stage: str, done: int, total: int) -> None:
     return None
+
+
+def cut_warning(count: int, chunker: Chunker) -> str:
+    """The line saying that ``count`` passages are longer than the encoder reads."""
+    return (f"{count} passages are longer than {chunker.counter.name} reads "
+            f"({chunker.counter.max_tokens} tokens, title included), so their end is not embedded: "
+            "JSON records are kept whole up to record_max_words (GEAR_RECORD_MAX_WORDS); "
+            "lower it to split them")
 
 
 def _add_in_batches(
@@ -139,9 +182,11 @@ def extract_with_llm(
     concurrency: int = 4,
     prompt: Prompt | None = None,
     ground: bool = True,
+    budget: ExtractionBudget | None = None,
 ) -> ExtractionSummary:
     """Extract triples with the LLM for every passage not extracted yet (resumable: finished
-    passages are committed as they come, failed ones stay for the next run).
+    passages are committed as they come, failed ones, and those a spent ``budget`` left
+    unsent, stay for the next run).
 
     The summary (passages, triples, failures, tokens) is put in ``report.extraction``; read
     its ``warnings()``. Works from a thread with a running event loop too (a notebook).
@@ -149,7 +194,7 @@ def extract_with_llm(
     started = time.perf_counter()
     summary = run_coroutine(
         extract_triples(
-            store, llm, concurrency=concurrency, prompt=prompt, ground=ground,
+            store, llm, concurrency=concurrency, prompt=prompt, ground=ground, budget=budget,
             progress=lambda done, total: progress("extraction", done, total),
         )
     )
@@ -161,107 +206,50 @@ def extract_with_llm(
     return summary
 
 
+_LOOP: asyncio.AbstractEventLoop | None = None
+_LOOP_LOCK = threading.Lock()
+
+
+def _shared_loop() -> asyncio.AbstractEventLoop:
+    """The process's one event loop for sync callers, running in a daemon thread: every
+    extraction run uses it, so the connections an HTTP client keeps open (langchain-openai
+    shares one async client per process) stay on the loop they were made on. A new loop per
+    run (``asyncio.run``) left them on a closed loop, and the next run's first call failed
+    with "Event loop is closed"."""
+    global _LOOP
+    with _LOOP_LOCK:
+        if _LOOP is None or _LOOP.is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="gear-async", daemon=True).start()
+            _LOOP = loop
+        return _LOOP
+
+
 def run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run ``coroutine`` to completion from sync code, also where a loop already runs in this
-    thread (then in a worker thread with its own loop)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    outcome: dict[str, Any] = {}
+    """Run ``coroutine`` to completion from sync code (also where a loop already runs in this
+    thread, a notebook) on the process's shared loop, with this thread's context variables
+    (the CLI's progress callbacks). Whatever it raises (``KeyboardInterrupt`` included,
+    which must not stop the shared loop) is raised here; an interrupt here (Ctrl-C) cancels
+    it and waits for its cleanup (extraction writes what finished) before it is raised."""
+    loop = _shared_loop()
+    context = contextvars.copy_context()
+    outcome: concurrent.futures.Future[T] = concurrent.futures.Future()
+    tasks: list[asyncio.Task[None]] = []
 
-    def work() -> None:
+    async def runner() -> None:
         try:
-            outcome["value"] = asyncio.run(coroutine)
-        except BaseException as exc:  # handed to the caller's thread below
-            outcome["error"] = exc
+            outcome.set_result(await coroutine)
+        except BaseException as exc:  # handed to the caller's thread, never to the loop
+            outcome.set_exception(exc)
 
-    worker = threading.Thread(target=work, name="gear-extraction")
-    worker.start()
-    worker.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
+    def start() -> None:
+        tasks.append(context.run(loop.create_task, runner()))  # the task runs in ``context``
 
-
-@dataclass(frozen=True)
-class DeleteResult:
-    """What a delete removed, or with ``dry_run`` would remove.
-
-    Attributes:
-        passages: The passages (with their text and source) deleted, or that would be.
-        triples: How many triples went (or would go) with them.
-        triples_by_passage: That count per passage id.
-        unknown_ids: Ids asked for that are not stored.
-        source: The ``source`` asked for, as matched (normalised when only that matched).
-        source_matched: Whether any stored passage has that source (None: none asked).
-        similar_sources: When ``source`` matched nothing: stored sources with the same file
-            name (what was probably meant).
-        dry_run: True when nothing was deleted.
-    """
-
-    passages: list[Passage]
-    triples: int = 0
-    triples_by_passage: dict[str, int] = field(default_factory=dict)
-    unknown_ids: list[str] = field(default_factory=list)
-    source: str | None = None
-    source_matched: bool | None = None
-    similar_sources: list[str] = field(default_factory=list)
-    dry_run: bool = False
-
-    @property
-    def ids(self) -> list[str]:
-        """Ids of :attr:`passages`."""
-        return [p.id for p in self.passages]
-
-    def __len__(self) -> int:
-        return len(self.passages)
-
-    def messages(self) -> list[str]:
-        """One line per thing the caller should know: nothing matched, unknown ids."""
-        lines = []
-        if self.unknown_ids:
-            shown = ", ".join(self.unknown_ids[:5]) + (" ..." if len(self.unknown_ids) > 5 else "")
-            lines.append(f"{len(self.unknown_ids)} id(s) are not stored: {shown}")
-        if self.source_matched is False:
-            hint = (f"; stored sources with that name: {', '.join(self.similar_sources)}"
-                    if self.similar_sources else "")
-            lines.append(f"no passage has source {self.source!r}{hint}")
-        return lines
-
-
-def delete_passages(
-    store: Store, ids: Sequence[str] = (), *, source: str | None = None, dry_run: bool = False
-) -> DeleteResult:
-    """Delete passages by id and/or every passage of a ``source`` (exact: a file, or the
-    files under a folder; a path is also tried normalised as ``gear index`` stored it),
-    with their triples and graph edges; with ``dry_run``, only say what would go.
-
-    Example:
-        >>> delete_passages(store, source="reports/2024/q1.json", dry_run=True).ids  # doctest: +SKIP
-        ['p-...', 'p-...']
-    """
-    from gear_agent.ingest.corpus import source_name
-
-    wanted = list(dict.fromkeys(ids))
-    matched, similar = None, []
-    if source is not None:
-        matched = False
-        for candidate in dict.fromkeys([source, source_name(source)]):
-            found = store.passage_ids_of_source(candidate)
-            if found:
-                source, matched = candidate, True
-                seen = set(wanted)
-                wanted.extend(i for i in found if i not in seen)
-                break
-        else:
-            similar = store.sources_like(source)
-    passages = store.get_passages(wanted)
-    stored = {p.id for p in passages}
-    unknown = [i for i in dict.fromkeys(ids) if i not in stored]
-    counts = {p.id: len(store.triples_of_passage(p.id)) for p in passages}
-    if passages and not dry_run:
-        gone = set(store.delete_passages([p.id for p in passages]))
-        passages = [p for p in passages if p.id in gone]
-    counts = {p.id: counts[p.id] for p in passages}
-    return DeleteResult(passages, sum(counts.values()), counts, unknown, source, matched, similar, dry_run)
+    loop.call_soon_threadsafe(start)
+    try:
+        return outcome.result()
+    except BaseException:
+        if not outcome.done():
+            loop.call_soon_threadsafe(lambda: tasks[0].cancel())
+            concurrent.futures.wait([outcome])
+        raise

@@ -14,11 +14,11 @@ Example:
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gear_agent._deprecated import NEXT_REMOVAL, warn_deprecated
 from gear_agent.config import AgentSettings
 from gear_agent.open_index import OpenIndex
 from gear_agent.retrieval.llm_free import check_llm_free, make_llm_free
@@ -83,10 +83,10 @@ def parts_and_settings(
         if settings is None:
             raise TypeError(f"{what} needs settings: the loop's AgentSettings (a GearSettings is one)")
         return given, settings
-    warnings.warn(
-        f"{what}(runtime, ...) with an OpenIndex is deprecated: pass index_parts(runtime) "
+    warn_deprecated(
+        f"{what}(runtime, ...) with an OpenIndex: pass index_parts(runtime) "
         "and the settings (e.g. runtime.settings)",
-        DeprecationWarning, stacklevel=3,
+        removed_in=NEXT_REMOVAL, stacklevel=3,
     )
     index = given
     if settings is None:

@@ -26,6 +26,8 @@ from gear_agent.cli import (
 from gear_agent.cli.progress import quiet_third_party
 from gear_agent.cli.usage import CONTEXT, GearCommand, GearGroup, show_version
 
+__all__ = ["app", "main"]
+
 app = typer.Typer(
     name="gear",
     help="GEAR: graph-enhanced multi-step retrieval over your corpus.\n\n"

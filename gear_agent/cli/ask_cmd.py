@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from gear_agent.cli.common import IndexOpt, SafeConsole, console, load_settings, reports_errors
+from gear_agent.ingest.location import cite_location
 
 _PREVIEW_CHARS = 300
 
@@ -116,7 +117,8 @@ def _run(agent: Any, inputs: dict[str, Any], *, stream: bool) -> _Run:
 
 def ask_report(question: str, result: dict[str, Any]) -> dict[str, Any]:
     """The agent's output as ``gear ask --json`` prints it: each citation with its number,
-    passage text and the chain of triples that reached it.
+    where the passage is (``location``: source and page or section), its text and the
+    chain of triples that reached it.
 
     Example:
         >>> result = {"answer": "Paris", "citations": [{"passage_id": "p1", "title": "Paris",
@@ -133,6 +135,7 @@ def ask_report(question: str, result: dict[str, Any]) -> dict[str, Any]:
             "number": number,
             "passage_id": citation["passage_id"],
             "title": citation.get("title", ""),
+            "location": cite_location(passage.get("source", ""), passage.get("metadata") or {}),
             "quote": citation.get("quote"),
             "text": passage.get("text", ""),
             "chain": passage.get("chain", []),
@@ -171,8 +174,8 @@ def print_report(report: dict[str, Any], *, show_passages: bool = False, streame
         out.print(f"{answer} {marks}".rstrip(), style="bold", highlight=False, markup=False)
     for citation in citations:
         out.print()
-        out.print(f"[{citation['number']}] {citation['title']}  ({citation['passage_id']})",
-                  highlight=False, markup=False)
+        out.print(f"[{citation['number']}] {_cited(citation['location'], citation['title'])}"
+                  f"  ({citation['passage_id']})", highlight=False, markup=False)
         if citation["quote"]:
             out.print(f'    "{citation["quote"]}"', highlight=False, markup=False)
         else:
@@ -185,7 +188,9 @@ def print_report(report: dict[str, Any], *, show_passages: bool = False, streame
         out.print()
         out.print("ranked passages:", style="bold")
         for rank, passage in enumerate(report["passages"], start=1):
-            out.print(f"{rank}. {passage['title']}  ({passage['id']})", highlight=False, markup=False)
+            location = cite_location(passage.get("source", ""), passage.get("metadata") or {})
+            out.print(f"{rank}. {_cited(location, passage['title'])}  ({passage['id']})",
+                      highlight=False, markup=False)
             for triple in passage.get("chain", []):
                 out.print(f"    ↳ ({'; '.join(triple)})", style="cyan", highlight=False, markup=False)
     tokens = report["tokens"] or {}
@@ -198,6 +203,17 @@ def print_report(report: dict[str, Any], *, show_passages: bool = False, streame
         + (f"; {dropped} item(s) dropped (--json shows them)" if dropped else ""),
         style="dim", highlight=False, markup=False,
     )
+
+
+def _cited(location: str, title: str) -> str:
+    """A citation's head: where the passage is, then its title (``annual-report.pdf, p. 14
+    — Annual report 2024``); the title alone for a passage with no source.
+
+    Example:
+        >>> _cited("report.pdf, p. 14", "Annual report"), _cited("", "Paris")
+        ('report.pdf, p. 14 — Annual report', 'Paris')
+    """
+    return " — ".join(part for part in (location, title) if part)
 
 
 def _preview(text: str) -> str:

@@ -21,33 +21,52 @@ def index(
         metavar="FILE", help="Import HippoRAG OpenIE triples from this file.")] = None,
     extract: Annotated[bool, typer.Option(
         "--extract", help="Extract triples with the LLM (GEAR_LLM_MODEL) for passages without any.")] = False,
+    prune: Annotated[bool, typer.Option(
+        "--prune", help="Also delete the passages of files no longer under the CORPUS folder.")] = False,
+    max_cost: Annotated[float | None, typer.Option(
+        "--max-cost", metavar="USD", help="With --extract: stop sending passages once the run has cost "
+        "this much (GEAR_EXTRACT_MAX_TOKENS caps tokens); the rest resumes on the next run.")] = None,
     dry_run: Annotated[bool, typer.Option(
-        "--dry-run", help="With --extract: estimate tokens and cost, send nothing.")] = False,
+        "--dry-run", help="Say what a run would add, replace, remove and (with --extract) cost; "
+                          "write and send nothing.")] = False,
     index_dir: IndexOpt = None,
     model: Annotated[str | None, typer.Option(
         metavar="NAME", help="Embedding model (GEAR_EMBEDDING_MODEL).")] = None,
 ) -> None:
-    """Ingest a corpus into the index; then import OpenIE triples or extract them with an LLM.
+    """Bring the index in line with a corpus; then import OpenIE triples or extract them with an LLM.
 
-    Only passages and triples not yet stored are embedded, so a second run is cheap, and an
-    interrupted run keeps what it committed. Progress bars show each stage with its rate
-    and time left.
+    Each file is a source that owns its passages: indexing it again keeps its unchanged
+    chunks (not embedded or extracted again) and replaces its edited ones, in one commit.
+    An interrupted run keeps what it committed. Progress bars show each stage with its
+    rate and time left.
     """
     from gear_agent.cli.checks import refuse_damaged_index, require_index
     from gear_agent.cli.progress import ProgressBoard
-    from gear_agent.embedding import make_embedder
-    from gear_agent.indexing import IndexReport, add_passages, import_openie
-    from gear_agent.ingest.corpus import read_corpus, source_name
+    from gear_agent.embedding import encoder_tokenizer, make_embedder
+    from gear_agent.extraction import ExtractionBudget
+    from gear_agent.indexing import IndexReport, cut_warning, import_openie
+    from gear_agent.ingest.corpus import count_cut, make_chunker
+    from gear_agent.ingest.items import read_items
     from gear_agent.ingest.openie import read_openie
     from gear_agent.llm import LLMClient
+    from gear_agent.sources import sync_passages
     from gear_agent.store import open_store
 
     settings = load_settings(index_dir, embedding_model=model)
     started = time.perf_counter()
-    passages = read_corpus(corpus, settings.chunk_words, settings.chunk_overlap_words,
-                           settings.record_max_words, source=source_name(corpus))
+    chunker = make_chunker(encoder_tokenizer(settings), settings.chunk_words, settings.chunk_overlap_words)
+    read = read_items(corpus, settings.chunk_words, settings.chunk_overlap_words,
+                      settings.record_max_words, chunker=chunker)
+    if prune and not corpus.is_dir():
+        raise typer.BadParameter("--prune needs a folder: it deletes the files no longer in it",
+                                 param_hint="--prune")
+    if max_cost is not None and not extract:
+        raise typer.BadParameter("--max-cost is the budget of an extraction: add --extract",
+                                 param_hint="--max-cost")
+    budget = ExtractionBudget.of(settings, max_cost) if extract else None
+    cut = count_cut(read.passages, chunker) if chunker.counter.name != "words" else 0
     if dry_run:
-        _dry_run(settings, passages)
+        _dry_run(settings, read, prune, extract or openie is None)
         return
     # Every input is checked before any embedding or writing: a bad OpenIE file or a
     # missing LLM configuration fails at once and leaves the index as it was.
@@ -57,38 +76,72 @@ def index(
     refuse_damaged_index(settings)  # never add to an index that fails SQLite's own check
     embedder = make_embedder(settings)
     store = open_store(settings, embedder)
-    report = IndexReport()
+    report = IndexReport(passages_cut=cut)
     with ProgressBoard() as board, board.embedding(), store.bulk_load():
-        add_passages(store, passages, report, board.stage)
+        sync_passages(store, read.passages, read.sources, report, board.stage,
+                      prune=read.folders if prune else ())
         if triples is not None:
             import_openie(store, triples, report, board.stage)
         if llm is not None:
             from gear_agent.cli.extract_run import run_extraction
 
-            run_extraction(store, settings, report, llm, board.stage)
+            run_extraction(store, settings, report, llm, board.stage, budget=budget)
     total = time.perf_counter() - started
     _print_report(report, total)
+    if cut:
+        console.print(f"[yellow]note:[/] {escape(cut_warning(cut, chunker))}", highlight=False, soft_wrap=True)
     _print_info(store, settings)
 
 
-def _dry_run(settings, passages) -> None:
+def _dry_run(settings, read, prune: bool, extraction: bool) -> None:
+    """What a run would do, from the index as it is (opened without the model; nothing is
+    written or sent)."""
+    from gear_agent.cli.checks import open_store_without_model
     from gear_agent.extraction import estimate_cost
+    from gear_agent.sources import plan_sync
+    from gear_agent.store.backends import backend
 
-    estimate = estimate_cost(passages, settings)
+    passages = read.passages
+    row = backend(settings.backend)
+    exists = row.manifest is None or row.manifest(settings) is not None
+    store = open_store_without_model(settings) if exists else None
+    if store is not None:
+        plan = plan_sync(store, passages, read.sources, prune=read.folders if prune else ())
+        counts = plan.counts()
+        results.print(f"dry run: {len(passages)} passages read from {len(read.sources)} sources: "
+                      f"{counts.new} new, {counts.replaced} replaced, {counts.removed} removed, "
+                      f"{counts.unchanged} unchanged", highlight=False, soft_wrap=True)
+        for source, ids in plan.pruned.items():
+            results.print(f"would prune {source}  ({len(ids)} passages)", highlight=False, markup=False,
+                          soft_wrap=True)
+        to_send = [p for s in plan.sources for p in s.new] + plan.loose
+    else:
+        results.print(f"dry run: {len(passages)} passages read; no index yet, all would be added",
+                      highlight=False)
+        to_send = passages
+    if extraction:
+        _print_estimate(settings, estimate_cost(to_send, settings), "would")
+
+
+def _print_estimate(settings, estimate, verb: str) -> None:
     cost = f"${estimate.usd:.4f}" if estimate.usd is not None else "unknown for this model"
     results.print(
-        f"dry run: {len(passages)} passages read; extraction would send about "
-        f"{estimate.prompt_tokens:,} prompt tokens and receive about "
-        f"{estimate.expected_output_tokens:,} output tokens with {settings.llm_model} ({cost}); "
-        "passages already extracted in the index are not sent again"
+        f"extraction {verb} send {estimate.passages:,} passages: about {estimate.prompt_tokens:,} "
+        f"prompt tokens and about {estimate.expected_output_tokens:,} output tokens with "
+        f"{settings.llm_model} ({cost}); passages already extracted are not sent again",
+        highlight=False, soft_wrap=True,
     )
 
 
 def _print_report(report, total: float) -> None:
     table = Table(title="this run", show_header=False)
     table.add_row("passages read", f"{report.passages_read:,}")
-    table.add_row("passages added (embedded)", f"{report.passages_added:,}")
-    table.add_row("passages already stored", f"{report.passages_existing:,}")
+    table.add_row("passages new (embedded)", f"{report.passages_new:,}")
+    table.add_row("passages replaced (edited: embedded)", f"{report.passages_replaced:,}")
+    table.add_row("passages removed", f"{report.passages_removed:,}")
+    table.add_row("passages unchanged (kept)", f"{report.passages_unchanged:,}")
+    if report.sources_pruned:
+        table.add_row("sources pruned (gone from the folder)", f"{len(report.sources_pruned):,}")
     if report.openie_docs:
         table.add_row("OpenIE docs", f"{report.openie_docs:,} ({report.openie_docs_unmatched:,} unmatched)")
         table.add_row("malformed triples skipped", f"{report.malformed_triples:,}")
@@ -97,6 +150,8 @@ def _print_report(report, total: float) -> None:
         table.add_row("triples not found in their passage", f"{report.ungrounded_triples:,}, {fate}")
     table.add_row("triples added (embedded)", f"{report.triples_added:,}")
     table.add_row("triples already stored", f"{report.triples_existing:,}")
+    table.add_row("triples removed (with their passages)", f"{report.triples_removed:,}")
+    table.add_row("triples unchanged (kept)", f"{report.triples_unchanged:,}")
     for stage, seconds in report.seconds.items():
         table.add_row(f"time: {stage}", f"{seconds:.1f} s")
     table.add_row("time: total", f"{total:.1f} s")
@@ -201,15 +256,19 @@ def _print_hints(settings, manifest) -> None:
 def delete(
     ids: Annotated[list[str] | None, typer.Argument(metavar="[ID]...", help="Passage ids to delete.")] = None,
     source: Annotated[str | None, typer.Option(
-        metavar="SOURCE", help="Delete every passage of this source: the corpus path as `gear index` was "
-                               "given it (a file, or every file under a folder); matched exactly, never "
-                               "by file name alone.")] = None,
+        metavar="SOURCE", help="Delete every passage of this source: a file however named (relative, "
+                               "absolute, through a symlink), every file under a folder, or a source "
+                               "name as stored; never matched by file name alone.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be deleted; delete nothing.")] = False,
     index_dir: IndexOpt = None,
 ) -> None:
-    """Delete passages (by id or by source) with their triples and graph edges (loads no model)."""
+    """Delete passages (by id or by source) with their triples and graph edges (loads no model).
+
+    Exits 1 when nothing matched, with or without --dry-run (a script sees the same answer
+    from both); 0 when something was (or would be) deleted.
+    """
     from gear_agent.cli.checks import open_store_without_model
-    from gear_agent.indexing import delete_passages
+    from gear_agent.sources import delete_passages
     from gear_agent.store.base import StoreError
 
     if not ids and not source:
@@ -225,6 +284,8 @@ def delete(
                           highlight=False, soft_wrap=True, markup=False)
         results.print(f"dry run: {len(result)} passages and {result.triples:,} triples would be deleted; "
                       "nothing was deleted", highlight=False)
+        if not result.passages:
+            raise typer.Exit(1)  # as the real delete would: nothing matched
         return
     if not result.passages:
         results.print("deleted 0 passages: nothing deleted", highlight=False)

@@ -115,11 +115,13 @@ def search(
     out = SafeConsole()
     for rank, record in enumerate(records, start=1):
         score = describe_score(spec.score, record.score, settings.rrf_k)
-        out.print(f"[bold]{rank}. {escape(record.title)}[/]  [dim]{score} · {record.id}[/]",
+        where = f"{escape(record.location)} · " if record.location else ""
+        out.print(f"[bold]{rank}. {escape(record.title)}[/]  [dim]{where}{score} · {record.id}[/]",
                   highlight=False)
         out.print(f"   {record.text[:300]}{'…' if len(record.text) > 300 else ''}", highlight=False, markup=False)
+        arrow = "⇢ seed" if record.chain_kind == "seeds" else "↳"  # PPR seeds whose mass reached it
         for triple in record.chain:
-            out.print(f"   ↳ ({triple.subject}; {triple.predicate}; {triple.object})",
+            out.print(f"   {arrow} ({triple.subject}; {triple.predicate}; {triple.object})",
                       style="cyan", highlight=False, markup=False)
     if not ranked:
         out.print("no passages found")

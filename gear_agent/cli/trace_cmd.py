@@ -97,6 +97,8 @@ def chain_tree(record: dict[str, Any]) -> Tree | None:
     unchained = []
     for rank, passage in enumerate(passages, start=1):
         chain = [_triple_text(t) for t in passage.get("chain") or []]
+        if chain and passage.get("chain_kind") == "seeds":  # not a path: one branch of seeds
+            chain = ["seeds whose PPR mass reached it: " + " · ".join(chain)]
         if not chain:
             unchained.append((rank, passage))
             continue

@@ -4,15 +4,18 @@ endpoint, or any LangChain embeddings integration named ``provider:model``."""
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gear_agent.embedding.base import Embedder, normalise_rows
 
 if TYPE_CHECKING:
     from gear_agent.config import GearSettings
+    from gear_agent.text.token_chunking import TokenCounter
 
 __all__ = [
-    "Embedder", "embedder_name", "make_embedder", "make_sequence_encoder", "normalise_rows"
+    "Embedder", "embedder_name", "encoder_tokenizer", "make_embedder", "make_sequence_encoder",
+    "normalise_rows",
 ]
 
 
@@ -34,6 +37,26 @@ def embedder_name(settings: GearSettings) -> str:
     if stand_in:
         return f"hashing-{int(stand_in.group(1))}"
     return canonical_model_name(settings.embedding_model)
+
+
+def encoder_tokenizer(settings: GearSettings) -> TokenCounter | None:
+    """The tokenizer of the encoder :func:`make_embedder` would load, read from the local
+    model folder without loading the model (chunking runs before the model loads); None for
+    an endpoint, a LangChain provider, a stand-in ``hashing-*`` embedder or a model without
+    a local folder (then chunks are counted in words)."""
+    from gear_agent.embedding.hashing import NAME_PATTERN
+    from gear_agent.embedding.langchain import embedding_provider
+    from gear_agent.embedding.sentence_transformer import EmbeddingModelError, resolve_model_path
+    from gear_agent.embedding.tokenizer import load_encoder_tokenizer
+
+    model = settings.embedding_model
+    if settings.embedding_base_url or NAME_PATTERN.match(model) or embedding_provider(model)[0]:
+        return None
+    try:
+        path = Path(resolve_model_path(model))
+    except EmbeddingModelError:
+        return None  # loading the model says so, with the fix
+    return load_encoder_tokenizer(path, embedder_name(settings)) if path.is_dir() else None
 
 
 def make_embedder(settings: GearSettings) -> Embedder:

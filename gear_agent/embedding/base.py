@@ -17,6 +17,7 @@ from contextvars import ContextVar
 import numpy as np
 
 from gear_agent.errors import GearError
+from gear_agent.text.token_chunking import TokenCounter
 
 EmbedProgress = Callable[[int, int], None]
 """Called as ``progress(done, total)``: ``done`` of the ``total`` texts of one
@@ -84,6 +85,12 @@ class Embedder(ABC):
     def embed_one(self, text: str) -> np.ndarray:
         """Embed a single text; returns a vector of shape ``(dimension,)``."""
         return self.embed([text])[0]
+
+    def tokenizer(self) -> TokenCounter | None:
+        """The encoder's own tokenizer and how many tokens it reads, for chunking
+        (:mod:`gear_agent.text.token_chunking`); None where the model has none to offer
+        (then chunks are counted in words)."""
+        return None
 
 
 class NamedEmbedder(Embedder):

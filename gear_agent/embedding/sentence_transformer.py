@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from gear_agent.embedding.base import Embedder, current_embedding_progress, normalise_rows
+from gear_agent.embedding.tokenizer import EncoderTokenizer, load_encoder_tokenizer
 from gear_agent.errors import GearError
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -141,6 +142,13 @@ class SentenceTransformerEmbedder(Embedder):
     @property
     def dimension(self) -> int:
         return self._dimension
+
+    def tokenizer(self) -> EncoderTokenizer | None:
+        """The model folder's tokenizer (None for a model sentence-transformers fetched
+        itself by name)."""
+        if self.folder is None:
+            return None
+        return load_encoder_tokenizer(self.folder, self.name)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts`` in batches of ``batch_size``; each batch is reported to the

@@ -319,7 +319,7 @@ def ppr_expand(
     query_entity_weight: float = 0.0,
     walk: Walk | None = None,
 ) -> list[RankedPassage]:
-    """Passages ranked by PPR from seed triples (HippoRAG 2), each with the seeds as its chain.
+    """Passages ranked by PPR from seed triples (HippoRAG 2), each with the seeds that reached it.
 
     Args:
         store: The index.
@@ -351,9 +351,10 @@ def ppr_expand(
             with title edges); the graph's own edges when None.
 
     Returns:
-        The top ``k`` passages by PPR probability; every one carries the ids of the seed
-        triples that survived as its chain. With no surviving seed, the dense top ``k``
-        with empty chains.
+        The top ``k`` passages by PPR probability; each carries, as a ``seeds`` chain
+        (:func:`seeds_reaching`), the seed triples naming a phrase it contains (their
+        restart mass flowed straight into it), or no chain when none does. With no
+        surviving seed, the dense top ``k`` with empty chains.
 
     Example:
         >>> ppr_expand(store, graph, "Who founded Rome?", encode("Who founded Rome?"),
@@ -400,11 +401,32 @@ def ppr_expand(
     is_passage = graph.passage_mask()[vertices]
     vertices, probability = vertices[is_passage], probability[is_passage]
     order = np.lexsort((vertices, -probability))[:k]
-    chain = tuple(t.id for t in triples)
+    chains = seeds_reaching(graph, triples, [int(vertices[i]) for i in order])
     return [
-        RankedPassage(graph.vertex_name(int(vertices[i])), float(probability[i]), chain)
-        for i in order
+        RankedPassage(graph.vertex_name(int(vertices[i])), float(probability[i]), chain, "seeds")
+        for i, chain in zip(order, chains)
     ]
+
+
+def seeds_reaching(graph: PPRGraph, triples: Sequence[Triple], passages: Sequence[int]) -> list[tuple[str, ...]]:
+    """For each passage vertex, the ids of the seed ``triples`` (in seed order) whose
+    subject or object is a phrase the passage contains: the seeds whose restart mass
+    reaches it over one edge. A passage reached only by longer walks, or by its own dense
+    restart mass, gets none: no chain rather than one that does not reach it.
+
+    Example:
+        >>> seeds_reaching(graph, seeds, [graph.passage_vertex("p-1")])  # doctest: +SKIP
+        [('t-founded-by',)]
+    """
+    containment = graph.containment()
+    vertices = [(t.id, {graph.phrase_vertex(t.subject), graph.phrase_vertex(t.object)} - {None})
+                for t in triples]
+    out = []
+    for vertex in passages:
+        row = containment.indices[containment.indptr[vertex]:containment.indptr[vertex + 1]]
+        phrases = set(row.tolist())
+        out.append(tuple(tid for tid, ends in vertices if ends & phrases))
+    return out
 
 
 def dense_list_size(passages: int, dense_passages: int) -> int:

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from gear_agent.errors import GearWarning
+from gear_agent.extraction.budget import ExtractionBudget
 from gear_agent.extraction.summary import ExtractionSummary, PassageFailure
 from gear_agent.ids import triple_id
 from gear_agent.llm.client import LLMClient, LLMReply
@@ -125,8 +126,10 @@ class _Run:
         if ids:
             self.store.mark_extracted(ids)
 
-    def summary(self, skipped: int) -> ExtractionSummary:
+    def summary(self, skipped: int, left: int = 0, stopped_by_budget: bool = False) -> ExtractionSummary:
         return ExtractionSummary(
+            passages_left=left,
+            stopped_by_budget=stopped_by_budget,
             passages_sent=self.succeeded + self.failed,
             passages_succeeded=self.succeeded,
             passages_failed=self.failed,
@@ -247,6 +250,7 @@ async def extract_triples(
     prompt: Prompt | None = None,
     node: str = "extraction",
     ground: bool = True,
+    budget: ExtractionBudget | None = None,
 ) -> ExtractionSummary:
     """Extract and store triples for every passage not extracted yet.
 
@@ -263,6 +267,9 @@ async def extract_triples(
         node: Name the calls are accounted under.
         ground: Drop triples whose subject or object is not found in their passage
             (counted in ``ungrounded_dropped``; ``GEAR_GROUND_TRIPLES``).
+        budget: Stop sending passages once the run's billed tokens (or their price) reach
+            it; the calls in flight finish and are kept, the passages not sent stay
+            unextracted for the next run (``passages_left``, ``stopped_by_budget``).
 
     Returns:
         The run's counts; read :meth:`ExtractionSummary.warnings`.
@@ -301,13 +308,18 @@ async def extract_triples(
             progress(done, total)
 
     writing = False
+    sent = 0
     try:
         for passage in passages:
             await slots.acquire()
-            pending.add(asyncio.create_task(_extract_one(passage, llm, template, node, slots, switch)))
             for task in [t for t in pending if t.done()]:
                 pending.discard(task)
                 take(task)
+            if budget is not None and budget.spent(run.input_tokens, run.output_tokens):
+                slots.release()
+                break
+            sent += 1
+            pending.add(asyncio.create_task(_extract_one(passage, llm, template, node, slots, switch)))
         while pending:
             finished, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             for task in finished:
@@ -326,4 +338,4 @@ async def extract_triples(
                 run.take(task.result())
             run.flush()  # keep the finished work of an interrupted run
         raise
-    return run.summary(skipped)
+    return run.summary(skipped, left=len(passages) - sent, stopped_by_budget=sent < len(passages))

@@ -46,6 +46,9 @@ class ExtractionSummary:
         cached_replies: Replies served from the response cache (not billed).
         failures: Each failed passage with its error.
         empty_reply_sample: Start of the first reply that yielded no triple, for diagnosis.
+        passages_left: Passages not sent because the run's budget was spent (they stay
+            unextracted: the next run resumes with them).
+        stopped_by_budget: The run stopped at its budget.
     """
 
     passages_sent: int = 0
@@ -62,6 +65,8 @@ class ExtractionSummary:
     cached_replies: int = 0
     failures: tuple[PassageFailure, ...] = ()
     empty_reply_sample: str | None = None
+    passages_left: int = 0
+    stopped_by_budget: bool = False
 
     def warnings(self) -> list[str]:
         """Loud messages about results that look wrong, most serious first; empty if fine.
@@ -72,6 +77,12 @@ class ExtractionSummary:
             'all 40 passages yielded no triples: check the mo'
         """
         found: list[str] = []
+        if self.stopped_by_budget:
+            found.append(
+                f"the extraction budget was spent after {self.input_tokens + self.output_tokens:,} "
+                f"tokens: {self.passages_left:,} passages were not sent and stay unextracted; "
+                "index again (with a larger budget) to resume"
+            )
         if self.passages_failed:
             first = self.failures[0].error if self.failures else "unknown"
             if self.passages_failed == self.passages_sent:

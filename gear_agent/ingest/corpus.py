@@ -1,18 +1,23 @@
-"""Reading a corpus into passages: HippoRAG JSON, JSON Lines, or a folder of text files."""
+"""Reading a corpus into passages: HippoRAG JSON, JSON Lines, documents (PDF, HTML, DOCX,
+Markdown), text files, or a folder of them."""
 
 from __future__ import annotations
 
 import json
 import os
 import stat
-from collections.abc import Iterator
+import warnings
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
-from gear_agent.errors import GearError
+from gear_agent.errors import GearError, GearWarning
 from gear_agent.ids import passage_id
+from gear_agent.ingest.documents import DOCUMENT_SUFFIXES, DocumentReadError, read_document
 from gear_agent.text.chunking import chunk_text
 from gear_agent.text.json_input import JSONInputError, load_json
+from gear_agent.text.token_chunking import Chunker, TokenCounter, WordCounter
 from gear_agent.types import Passage
 
 TEXT_SUFFIXES = (".txt", ".md")
@@ -57,24 +62,65 @@ def _check_metadata(metadata: dict[str, Any], where: str) -> None:
         raise CorpusFormatError(f"{where}: a metadata value is not a JSON value ({exc})") from None
 
 
-def source_name(path: str | Path) -> str:
-    """How ``gear index`` records the source of a corpus path, and how ``gear delete
-    --source`` reads one: the path normalised (``./a//b.json`` is ``a/b.json``), relative to
-    the working folder when it lies under it, else absolute; ``/`` as separator.
+def canonical_source(path: str | Path) -> str:
+    """The one name of a file or folder source, however it was typed: its resolved real path
+    (``~`` expanded, symlinks followed, ``.``/``..`` and doubled slashes removed), absolute,
+    ``/`` as separator. ``gear index`` stores each file's passages under it, and ``gear
+    delete --source``, ``Gear.delete(source=...)`` and ``--prune`` match by it, so
+    ``docs/a.txt``, ``./docs//a.txt``, its absolute path and a symlink to it are one source
+    from any working folder. A folder's sources are its files' (see :func:`under_source`).
 
     Example:
-        >>> source_name("./reports//2024/q1.json")
-        'reports/2024/q1.json'
+        >>> import os
+        >>> canonical_source("./reports//2024/../2024/q1.json") == os.path.realpath("reports/2024/q1.json")
+        True
     """
-    text = os.path.normpath(os.path.expanduser(str(path)))
-    if os.path.isabs(text):
-        try:
-            relative = os.path.relpath(text, os.getcwd())
-        except ValueError:  # another drive
-            relative = text
-        if not relative.startswith(".."):
-            text = relative
-    return text.replace(os.sep, "/")
+    return Path(os.path.realpath(os.path.expanduser(str(path)))).as_posix()
+
+
+def is_path_like(source: str) -> bool:
+    """Whether a source a caller names is a file path (canonicalised) rather than an id of
+    their own (a URL, ``python``): it exists on disk, or has a path separator and no
+    ``scheme://``.
+
+    Example:
+        >>> is_path_like("https://example.org/a"), is_path_like("docs/a.txt")
+        (False, True)
+    """
+    if "://" in source:
+        return False
+    return os.path.exists(os.path.expanduser(source)) or "/" in source or os.sep in source
+
+
+def under_source(stored: str, source: str) -> bool:
+    """Whether a ``stored`` source is ``source`` or a file under the folder ``source``.
+
+    Example:
+        >>> under_source("/d/docs/a.txt", "/d/docs"), under_source("/d/docs2/a.txt", "/d/docs")
+        (True, False)
+    """
+    folder = source.rstrip("/")
+    return stored == source or stored == folder or stored.startswith(folder + "/")
+
+
+def legacy_matches(stored: str, source: str) -> bool:
+    """Whether a relative ``stored`` source, as ``gear index`` recorded paths before sources
+    were canonical (relative to the folder it ran in), names the canonical ``source`` or a
+    file under it: a trailing part of the path, whole components only.
+
+    Example:
+        >>> legacy_matches("docs/a.txt", "/home/u/proj/docs/a.txt"), legacy_matches("docs/a.txt", "/home/u/proj/docs")
+        (True, True)
+        >>> legacy_matches("docs/a.txt", "/home/u/mydocs/a.txt")
+        False
+    """
+    if not stored or stored.startswith("/") or "://" in stored:
+        return False
+    parts = [part for part in stored.split("/") if part not in ("", ".")]
+    if not parts or ".." in parts:
+        return False
+    folder = source.rstrip("/")
+    return any(folder.endswith("/" + "/".join(parts[:k])) for k in range(1, len(parts) + 1))
 
 
 def _record_text(record: dict, where: str) -> object:
@@ -227,10 +273,80 @@ def read_jsonl_corpus(
                                   record_max_words)
 
 
-def read_text_file(
-    path: Path, source: str, max_words: int = 200, overlap_words: int = 30
+class Section(NamedTuple):
+    """One part of a document that chunks do not cross (a page, a section under a heading).
+
+    Attributes:
+        text: Its text; blank lines separate paragraphs.
+        metadata: Kept on each of its passages (``page``, ``heading``, ...): JSON values.
+    """
+
+    text: str
+    metadata: Mapping[str, Any] = MappingProxyType({})
+
+
+def word_chunker(max_words: int = 200, overlap_words: int = 30) -> Chunker:
+    """The chunker where the embedder has no tokenizer: ``max_words`` words a chunk, title
+    included, ``overlap_words`` shared by the windows of a long paragraph.
+
+    Example:
+        >>> word_chunker(200, 30).counter.max_tokens
+        200
+    """
+    return Chunker(WordCounter(max_words), min(overlap_words, max(0, max_words // 2 - 1)))
+
+
+def make_chunker(counter: TokenCounter | None, max_words: int = 200, overlap_words: int = 30) -> Chunker:
+    """The chunker for an embedder: by its tokenizer's ``counter`` when it has one (chunks of
+    at most what the encoder reads, title included; windows of a long paragraph overlap by
+    the same share as ``overlap_words`` of ``max_words``: 38 tokens of 254 for
+    all-MiniLM-L6-v2), else :func:`word_chunker`.
+
+    Example:
+        >>> make_chunker(None, 200, 30).counter.name
+        'words'
+    """
+    if counter is None:
+        return word_chunker(max_words, overlap_words)
+    overlap = round(counter.max_tokens * overlap_words / max_words)
+    return Chunker(counter, max(0, min(overlap, counter.max_tokens // 2 - 1)))
+
+
+def count_cut(passages: Iterable[Passage], chunker: Chunker) -> int:
+    """How many ``passages`` are longer (title included) than the chunker's encoder reads.
+
+    Example:
+        >>> count_cut([Passage("p-1", "T", "one two three")], word_chunker(3, 0))
+        1
+    """
+    return sum(not chunker.fits(p.text, p.title) for p in passages)
+
+
+def passages_of_sections(
+    title: str, sections: Iterable[Section | tuple[str, Mapping[str, Any]]], source: str, where: str,
+    chunker: Chunker,
 ) -> Iterator[Passage]:
-    """One ``.txt``/``.md`` file, chunked; the title is the file's stem.
+    """The passages of a document read as sections: each section chunked on its own (no
+    chunk crosses two), the document's ``title`` on every chunk, the section's metadata kept.
+
+    Example:
+        >>> [p.metadata for p in passages_of_sections("Report", [("Intro text.", {"page": 1}),
+        ...     ("More text.", {"page": 2})], "r.pdf", "r.pdf", word_chunker())]
+        [{'page': 1}, {'page': 2}]
+    """
+    for text, metadata in sections:
+        for chunk in chunker.chunks(text, title):
+            passage = _passage(title, chunk, source, where, dict(metadata))
+            if passage:
+                yield passage
+
+
+def read_text_file(
+    path: Path, source: str, max_words: int = 200, overlap_words: int = 30, *,
+    chunker: Chunker | None = None,
+) -> Iterator[Passage]:
+    """One ``.txt``/``.md`` file, chunked (``chunker``, by default :func:`word_chunker` of
+    ``max_words``); the title is the file's stem.
 
     A Markdown file's first ``# heading`` is used as its title when it has one.
     """
@@ -240,38 +356,115 @@ def read_text_file(
         lines = text.splitlines()
         if lines and lines[0].startswith("# "):
             title, text = lines[0][2:].strip(), "\n".join(lines[1:])
-    for chunk in chunk_text(text, max_words, overlap_words):
-        passage = _passage(title, chunk, source, str(path))
-        if passage:
-            yield passage
+    yield from passages_of_sections(title, [Section(text)], source, str(path),
+                                    chunker or word_chunker(max_words, overlap_words))
+
+
+def folder_files(folder: Path) -> list[Path]:
+    """The files under ``folder`` that ``gear index`` reads, in a stable order.
+
+    Raises:
+        CorpusFormatError: none.
+    """
+    readable = (*TEXT_SUFFIXES, *DOCUMENT_SUFFIXES)
+    files = sorted(p for p in Path(folder).rglob("*") if p.suffix.lower() in readable and p.is_file())
+    if not files:
+        raise CorpusFormatError(f"{folder} holds no .txt, {', '.join(DOCUMENT_SUFFIXES)} files")
+    return files
+
+
+def _file_source(folder: Path, path: Path, source: str | None) -> str:
+    """A folder's file's source: its canonical path, or ``source/relative`` when the caller
+    names the folder's source."""
+    if source is None:
+        return canonical_source(path)
+    relative = path.relative_to(folder).as_posix()
+    return relative if source in ("", ".") else f"{source.rstrip('/')}/{relative}"
+
+
+# ---- documents (PDF, HTML, DOCX, Markdown): gear_agent.ingest.documents ------------------
+# The one call site of the document readers: a file becomes its sections (text, page or
+# heading path) and the document's own title; each section is chunked on its own, so no
+# chunk crosses a page or a section, and carries the section's metadata.
+
+
+def read_document_file(
+    path: Path, source: str, max_words: int = 200, overlap_words: int = 30, *, skip_unreadable: bool = False,
+    chunker: Chunker | None = None,
+) -> Iterator[Passage]:
+    """One PDF, HTML, DOCX or Markdown file (:data:`DOCUMENT_SUFFIXES`), chunked section by
+    section; the title is the document's own, else the file's stem; each passage's
+    metadata holds its ``page`` (PDF) or ``section`` (heading path).
+
+    Pages left out (no text layer) are reported with a :class:`GearWarning`; with
+    ``skip_unreadable`` (a folder), a file that cannot be read is too, and gives nothing.
+
+    Raises:
+        CorpusFormatError: the file cannot be read (password, no text layer, damaged, a
+            missing reader library), one line.
+    """
+    try:
+        document = read_document(read_limited(path), path.suffix, str(path))
+    except DocumentReadError as exc:
+        if not skip_unreadable:
+            raise CorpusFormatError(str(exc)) from None
+        warnings.warn(f"left out: {exc}", GearWarning, stacklevel=2)
+        return
+    for note in document.notes:
+        warnings.warn(note, GearWarning, stacklevel=2)
+    title = document.title or path.stem.replace("_", " ")
+    yield from passages_of_sections(title, [(section.text, section.metadata()) for section in document.sections],
+                                    source, str(path), chunker or word_chunker(max_words, overlap_words))
+
+
+# ---- end of documents ------------------------------------------------------------------------
 
 
 def read_text_folder(
-    folder: Path, max_words: int = 200, overlap_words: int = 30, source: str | None = None,
+    folder: Path, max_words: int = 200, overlap_words: int = 30, source: str | None = None, *,
+    chunker: Chunker | None = None,
 ) -> Iterator[Passage]:
-    """Every ``.txt``/``.md`` file under ``folder``; each passage's source is the path
-    relative to the folder (under ``source`` when given: ``source/relative``)."""
-    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in TEXT_SUFFIXES and p.is_file())
-    if not files:
-        raise CorpusFormatError(f"{folder} holds no .txt or .md files")
-    for path in files:
-        relative = path.relative_to(folder).as_posix()
-        name = relative if source in (None, "", ".") else f"{source.rstrip('/')}/{relative}"
-        yield from read_text_file(path, name, max_words, overlap_words)
+    """Every ``.txt`` file and document (``.md``, ``.pdf``, ``.html``, ``.docx``: see
+    :func:`read_document_file`; one that cannot be read is left out with a warning) under
+    ``folder``; each passage's source is the file's :func:`canonical_source` (under
+    ``source`` when given: ``source/relative``)."""
+    for path in folder_files(folder):
+        name = _file_source(folder, path, source)
+        if path.suffix.lower() in DOCUMENT_SUFFIXES:
+            yield from read_document_file(path, name, max_words, overlap_words, skip_unreadable=True,
+                                          chunker=chunker)
+        else:
+            yield from read_text_file(path, name, max_words, overlap_words, chunker=chunker)
+
+
+def corpus_sources(path: Path, source: str | None = None) -> list[str]:
+    """The sources :func:`read_corpus` gives the files of ``path`` (a folder's every file,
+    those that hold no text included), without reading them: what a sync owns.
+
+    Example:
+        >>> corpus_sources(Path("notes.json"), source="notes")
+        ['notes']
+    """
+    path = Path(path)
+    if path.is_dir():
+        return [_file_source(path, p, source) for p in folder_files(path)]
+    return [source if source is not None else canonical_source(path)]
 
 
 def read_corpus(
     path: Path, max_words: int = 200, overlap_words: int = 30,
-    record_max_words: int = RECORD_MAX_WORDS, source: str | None = None,
+    record_max_words: int = RECORD_MAX_WORDS, source: str | None = None, *,
+    chunker: Chunker | None = None,
 ) -> list[Passage]:
     """Passages from a corpus file or folder, chosen by what ``path`` is.
 
-    Text files are split into chunks of ``max_words``; JSON/JSONL records stay whole up to
+    Text files are split by ``chunker`` (the encoder's tokens; by default
+    :func:`word_chunker` of ``max_words``); JSON/JSONL records stay whole up to
     ``record_max_words`` words (so HippoRAG corpora keep their passages and OpenIE files
-    align) and are split like text files beyond it. Duplicate passages (same title and
-    text) appear once. Each passage's source is ``source`` (a folder's files: ``source/``
-    and their relative path), by default the file's name; a record's own ``source`` wins.
-    ``gear index`` passes :func:`source_name` of the path it was given.
+    align) and are split into ``max_words`` chunks beyond it. Duplicate passages (same
+    title and text) appear once. Each passage's source is ``source`` (a folder's files:
+    ``source/`` and their relative path), by default the file's :func:`canonical_source`;
+    a record's own ``source`` wins.
 
     Raises:
         CorpusFormatError: the path is missing, or not a supported format.
@@ -279,18 +472,21 @@ def read_corpus(
     path = Path(path)
     if not path.exists():
         raise CorpusFormatError(f"corpus not found: {path}")
-    name = source if source is not None else path.name
+    name = source if source is not None else canonical_source(path)
     if path.is_dir():
-        passages = read_text_folder(path, max_words, overlap_words, source)
+        passages = read_text_folder(path, max_words, overlap_words, source, chunker=chunker)
     elif path.suffix.lower() in (".jsonl", ".ndjson"):
         passages = read_jsonl_corpus(path, name, max_words, overlap_words, record_max_words)
     elif path.suffix.lower() == ".json":
         passages = read_json_corpus(path, name, max_words, overlap_words, record_max_words)
+    elif path.suffix.lower() in DOCUMENT_SUFFIXES:
+        passages = read_document_file(path, name, max_words, overlap_words, chunker=chunker)
     elif path.suffix.lower() in TEXT_SUFFIXES:
-        passages = read_text_file(path, name, max_words, overlap_words)
+        passages = read_text_file(path, name, max_words, overlap_words, chunker=chunker)
     else:
         raise CorpusFormatError(
-            f"{path}: unsupported corpus format; use .json (HippoRAG), .jsonl, or a folder of .txt/.md"
+            f"{path}: unsupported corpus format; use .json (HippoRAG), .jsonl, a document "
+            f"({', '.join(DOCUMENT_SUFFIXES)}), .txt, or a folder of them"
         )
     unique: dict[str, Passage] = {}
     for passage in passages:

@@ -6,10 +6,17 @@ import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from gear_agent.filters import Where
 from gear_agent.questions import QuestionError, RunOptionError
+
+ChainKind = Literal["path", "seeds"]
+"""What a passage's chain is. ``path``: the triples, in order, of the path that reached it
+(beam search, a triple's own passage). ``seeds``: the seed triples of a PPR walk that name
+a phrase the passage contains, so their restart mass flowed straight into it (HippoRAG 2);
+evidence that reached it, not a path, and never the seeds that did not reach it."""
+CHAIN_KINDS: tuple[ChainKind, ...] = get_args(ChainKind)
 
 
 @dataclass(frozen=True)
@@ -19,13 +26,15 @@ class RankedPassage:
     Attributes:
         id: Passage id.
         score: The ranking score of the list it is in (higher is better).
-        chain: Ids of the triples, in order, whose path reached this passage
-            (empty when a plain passage search found it).
+        chain: Ids of the triples whose path (or seed mass) reached this passage
+            (empty when a plain passage search found it, or no triple's reached it).
+        chain_kind: What ``chain`` is (:data:`ChainKind`).
     """
 
     id: str
     score: float
     chain: tuple[str, ...] = ()
+    chain_kind: ChainKind = field(default="path", repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form the agent's state holds (``base``, ``retrieved``): ``{"id", "score",
@@ -35,7 +44,10 @@ class RankedPassage:
             >>> RankedPassage("p-1", 0.5, ("t-1",)).to_dict()
             {'id': 'p-1', 'score': 0.5, 'chain': ['t-1']}
         """
-        return {"id": self.id, "score": self.score, "chain": list(self.chain)}
+        data: dict[str, Any] = {"id": self.id, "score": self.score, "chain": list(self.chain)}
+        if self.chain and self.chain_kind != "path":  # a path is what a chain was before kinds
+            data["chain_kind"] = self.chain_kind
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RankedPassage:
@@ -50,7 +62,9 @@ class RankedPassage:
         """
         chain = data.get("chain_ids") if "chain_ids" in data else data.get("chain")
         ids = tuple(t for t in chain or () if isinstance(t, str))  # never [s, p, o] lists
-        return cls(str(data["id"]), float(data.get("score") or 0.0), ids)
+        kind = data.get("chain_kind")
+        return cls(str(data["id"]), float(data.get("score") or 0.0), ids,
+                   kind if kind in CHAIN_KINDS else "path")
 
 
 @dataclass
@@ -136,10 +150,11 @@ def fuse_passages(lists: list[list[RankedPassage]], k: int, rrf_k: int = 60) -> 
     """
     from gear_agent.retrieval.fusion import rrf
 
-    chains: dict[str, tuple[str, ...]] = {}
+    chains: dict[str, RankedPassage] = {}
     for ranked in lists:
         for passage in ranked:
             if passage.chain and passage.id not in chains:
-                chains[passage.id] = passage.chain
+                chains[passage.id] = passage
     fused = rrf([[p.id for p in ranked] for ranked in lists], k=rrf_k)
-    return [RankedPassage(pid, score, chains.get(pid, ())) for pid, score in fused[:k]]
+    return [RankedPassage(pid, score, chains[pid].chain, chains[pid].chain_kind) if pid in chains
+            else RankedPassage(pid, score) for pid, score in fused[:k]]

@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gear_agent.retrieval.base import RankedPassage
+from gear_agent.ingest.location import cite_location
+from gear_agent.retrieval.base import ChainKind, RankedPassage
 from gear_agent.store.base import Store
 from gear_agent.types import Triple
 
@@ -27,10 +28,13 @@ class PassageRecord:
         text: Passage text.
         score: Score in the ranked list it came from (higher is better; fused lists
             carry RRF scores, so compare scores within one list only).
-        chain: The triples, in order, whose path reached the passage (empty when a plain
-            passage search found it).
+        chain: The triples whose path reached the passage, in order (empty when a plain
+            passage search found it); for ``chain_kind="seeds"``, the PPR seed triples
+            whose mass reached it.
+        chain_kind: ``path`` or ``seeds`` (:data:`~gear_agent.retrieval.base.ChainKind`).
         source: Where the passage came from (file path or corpus name).
-        metadata: The passage's other fields (``year``, ``url``, ...).
+        metadata: The passage's other fields (``year``, ``url``, ...; ``page`` and
+            ``section`` for a passage of a document).
     """
 
     id: str
@@ -40,10 +44,23 @@ class PassageRecord:
     chain: tuple[Triple, ...] = ()
     source: str = ""
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    chain_kind: ChainKind = "path"
+
+    @property
+    def location(self) -> str:
+        """Where the passage is, as a citation names it: ``annual-report.pdf, p. 14``,
+        ``guide.md, § Tickets`` (:func:`gear_agent.ingest.location.cite_location`).
+
+        Example:
+            >>> PassageRecord("p-1", "R", "x", 0.5, source="docs/r.pdf", metadata={"page": 3}).location
+            'r.pdf, p. 3'
+        """
+        return cite_location(self.source, self.metadata)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form: ``chain`` as ``[subject, predicate, object]`` lists and
-        ``chain_ids`` as the triples' ids (the shape of the agent's ``passages``).
+        """JSON-ready form: ``chain`` as ``[subject, predicate, object]`` lists,
+        ``chain_ids`` as the triples' ids (the shape of the agent's ``passages``) and
+        ``location`` as :attr:`location` says it.
 
         Example:
             >>> PassageRecord("p-1", "Bled", "A town.", 0.5).to_dict()["chain"]
@@ -56,8 +73,10 @@ class PassageRecord:
             "score": self.score,
             "chain": [list(t.as_tuple()) for t in self.chain],
             "chain_ids": [t.id for t in self.chain],
+            "chain_kind": self.chain_kind,
             "source": self.source,
             "metadata": dict(self.metadata),
+            "location": self.location,
         }
 
 
@@ -87,6 +106,7 @@ def passage_records(store: Store, ranked: Sequence[RankedPassage]) -> list[Passa
                 chain=tuple(triples[t] for t in r.chain if t in triples),
                 source=passage.source,
                 metadata=dict(passage.metadata),
+                chain_kind=r.chain_kind,
             )
         )
     return records
@@ -110,6 +130,7 @@ def records_from_dicts(store: Store, passages: Sequence[Mapping[str, Any]]) -> l
             chain=tuple(triples[t] for t in r.chain if t in triples),
             source=str(p.get("source", "")),
             metadata=dict(p.get("metadata") or {}),
+            chain_kind=r.chain_kind,
         )
         for r, p in zip(ranked, passages)
     ]

@@ -7,7 +7,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from gear_agent._deprecated import moved_names
+from gear_agent._deprecated import NEXT_REMOVAL, moved_names
 from gear_agent.embedding.base import Embedder
 from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
@@ -79,4 +79,5 @@ class SearchRetriever(Retriever):
 
 
 __getattr__ = moved_names(__name__, {"BaseRetriever": (__name__, "SearchRetriever")},
-                          "the old name collided with LangChain's BaseRetriever")
+                          "the old name collided with LangChain's BaseRetriever",
+                          removed_in=NEXT_REMOVAL)

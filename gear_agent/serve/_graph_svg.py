@@ -1,8 +1,8 @@
 """Small graphs drawn as SVG on the server: python-igraph computes the layout, this module
 writes the picture (no script in the browser lays anything out).
 
-Two shapes: a triple chain (:func:`chain_svg`: the entities a passage's chain walks, left to
-right, ending at the passage) and a neighbourhood (:func:`graph_svg`: entities and the
+Two shapes: a triple chain (:func:`chain_svg`: the entities a passage's chain walks, top to
+bottom with every label on a row of its own, ending at the passage) and a neighbourhood (:func:`graph_svg`: entities and the
 triples between them, force-directed with a fixed seed, so a page shows the same picture
 on every load). Every label is XML-escaped; nodes carry ``data-entity`` (entities) or
 ``data-passage`` (passages) and ``tabindex="0"``, so the page can open them by click or
@@ -129,9 +129,20 @@ def draw(nodes: Sequence[Node], edges: Sequence[Edge], *, kind: str = "neighbour
     return "".join(parts)
 
 
-def chain_svg(chain: Sequence[Sequence[str]], passage_id: str, passage_title: str) -> str:
-    """A passage's triple chain as a path: each triple an edge from its subject to its
-    object, and the last object to the passage it reached ('' for an empty chain).
+CHAIN_WIDTH = 320
+"""Width of a drawn chain: it fits a phone's screen without being scaled down."""
+ROW = 19
+"""Height of one row of a drawn chain (a node's name or an edge's predicate)."""
+
+
+def chain_svg(chain: Sequence[Sequence[str]], passage_id: str, passage_title: str,
+              kind: str = "path") -> str:
+    """A passage's triple chain drawn top to bottom, one label per row, so no two labels
+    share a line however long the chain: each triple is an edge from its subject to its
+    object with its predicate beside it (a triple starting where the last one ended
+    continues the line), and at the bottom the passage it reached. ``kind="seeds"``: the
+    PPR seed triples whose mass reached the passage, each on its own, with a dashed line
+    from all of them to it ('' for an empty chain).
 
     Example:
         >>> "Ilse Brenner" in chain_svg([["Oskar Brenner", "spouse", "Ilse Brenner"]], "p1", "Oskar")
@@ -139,17 +150,50 @@ def chain_svg(chain: Sequence[Sequence[str]], passage_id: str, passage_title: st
     """
     if not chain:
         return ""
-    nodes: dict[str, Node] = {}
-    edges: list[Edge] = []
+    rows: list[Node | Edge | None] = []  # a node, an edge, or None: a gap between two triples
+    last: str | None = None
     for subject, predicate, obj in (tuple(t)[:3] for t in chain):
-        for name in (subject, obj):
-            nodes.setdefault(_entity_key(name), Node(_entity_key(name), name))
-        edges.append(Edge(_entity_key(subject), _entity_key(obj), predicate, "chain"))
-    nodes[passage_id] = Node(passage_id, passage_title or passage_id, "passage")
-    edges.append(Edge(_entity_key(chain[-1][2]), passage_id, "", "reached"))
-    width = 170 * len(nodes) + 40
-    return draw(list(nodes.values()), edges, kind="chain", width=width, height=90,
-                title=f"triple chain to {passage_title}")
+        head, tail = _entity_key(subject), _entity_key(obj)
+        if head != last or kind == "seeds":
+            if last is not None:
+                rows.append(None)
+            rows.append(Node(head, subject))
+        rows.append(Edge(head, tail, predicate, "chain"))
+        rows.append(Node(tail, obj))
+        last = tail
+    reach = "their mass reached" if kind == "seeds" else "reached"
+    rows.append(Edge(last or "", passage_id, reach, "reached"))
+    rows.append(Node(passage_id, passage_title or passage_id, "passage"))
+    height = ROW * len(rows) + 12
+    what = "seed triples whose mass reached" if kind == "seeds" else "triple chain to"
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="graph chain {escape(kind)}" '
+             f'viewBox="0 0 {CHAIN_WIDTH} {height}" width="{CHAIN_WIDTH}" height="{height}" '
+             f'role="img" aria-label={quoteattr(f"{what} {passage_title}")}>']
+    x, text_x = 22.0, 40.0
+    for i, item in enumerate(rows):
+        y = 6 + ROW * i + ROW / 2
+        if isinstance(item, Node):
+            attr = "data-passage" if item.kind == "passage" else "data-entity"
+            shape = (f'<rect x="{x - 7:.1f}" y="{y - 7:.1f}" width="14" height="14" rx="3"/>'
+                     if item.kind == "passage" else f'<circle cx="{x:.1f}" cy="{y:.1f}" r="6"/>')
+            parts.append(f'<g class="node {item.kind}" {attr}={quoteattr(item.key)} tabindex="0" '
+                         f'role="button"><title>{escape(item.label)}</title>{shape}'
+                         f'<text x="{text_x:.1f}" y="{y + 4:.1f}">{escape(_short(item.label))}</text></g>')
+        elif isinstance(item, Edge):
+            top, bottom = y - ROW / 2 + 3, y + ROW / 2 - 3
+            if item.kind == "reached" and kind == "seeds":
+                top, bottom = 6.0, y + ROW / 2 - 3  # from every seed: a bracket down the side
+                parts.append(f'<g class="edge reached seeds"><title>{escape(item.label)}</title>'
+                             f'<line x1="6" y1="{top:.1f}" x2="6" y2="{bottom:.1f}"/>'
+                             f'<line x1="6" y1="{bottom:.1f}" x2="{x - 8:.1f}" y2="{bottom + 3:.1f}"/>'
+                             f'<text x="{text_x:.1f}" y="{y + 4:.1f}">{escape(_short(item.label))}</text></g>')
+                continue
+            parts.append(f'<g class="edge {item.kind}"><title>{escape(item.label)}</title>'
+                         f'<line x1="{x:.1f}" y1="{top:.1f}" x2="{x:.1f}" y2="{bottom:.1f}"/>'
+                         f'<path d="M{x - 4:.1f},{bottom - 5:.1f} L{x:.1f},{bottom:.1f} L{x + 4:.1f},{bottom - 5:.1f}"/>'
+                         f'<text x="{text_x:.1f}" y="{y + 4:.1f}">{escape(_short(item.label))}</text></g>')
+    parts.append("</svg>")
+    return "".join(parts)
 
 
 def graph_svg(nodes: Sequence[Node], edges: Sequence[Edge], title: str) -> str:

@@ -23,6 +23,7 @@ from typing import Any
 
 from gear_agent.agent.state import merge_memory
 from gear_agent.agent.streaming import arun_events
+from gear_agent.ingest.location import cite_location
 from gear_agent.llm.usage import merge_usage
 from gear_agent.retrieval.base import Retriever
 from gear_agent.retrieval.filtering import checked_where
@@ -64,8 +65,11 @@ def _passages_out(passages: Sequence[dict[str, Any]], citations: Sequence[dict[s
             "rank": rank, "id": passage.get("id"), "title": passage.get("title", ""), "text": text,
             "score": passage.get("score"), "source": passage.get("source", ""),
             "metadata": passage.get("metadata") or {}, "chain": passage.get("chain") or [],
+            "location": cite_location(passage.get("source", ""), passage.get("metadata") or {}),
+            "chain_kind": passage.get("chain_kind") or "path",
             "cited": [n for n, _ in marks], "quote_spans": spans,
-            "svg": chain_svg(passage.get("chain") or [], str(passage.get("id")), str(passage.get("title", ""))),
+            "svg": chain_svg(passage.get("chain") or [], str(passage.get("id")), str(passage.get("title", "")),
+                             kind=passage.get("chain_kind") or "path"),
         })
     return out
 
@@ -74,11 +78,18 @@ def result_of(state: dict[str, Any]) -> dict[str, Any]:
     """The ``result`` event of a finished run's output state."""
     citations = list(state.get("citations") or [])
     tokens = state.get("tokens") or {}
+    passages = _passages_out(state.get("passages") or [], citations)
+    by_id = {p["id"]: p for p in passages}
     return {
         "answer": state.get("answer"),
         "citations": [{"number": n, "passage_id": c.get("passage_id"), "title": c.get("title", ""),
-                       "quote": c.get("quote")} for n, c in enumerate(citations, start=1)],
-        "passages": _passages_out(state.get("passages") or [], citations),
+                       "quote": c.get("quote"),
+                       # where: source and page or section; the page links it to the passage
+                       # among its document's passages (Documents, filtered by its source)
+                       "location": by_id.get(c.get("passage_id"), {}).get("location", ""),
+                       "source": by_id.get(c.get("passage_id"), {}).get("source", "")}
+                      for n, c in enumerate(citations, start=1)],
+        "passages": passages,
         "iterations": state.get("iterations"), "stop_reason": state.get("stop_reason"),
         "queries": list(state.get("queries") or []),
         "tokens": int(tokens.get("input", 0)) + int(tokens.get("output", 0)),

@@ -3,7 +3,7 @@ passages with their source and metadata, say what a deletion would remove before
 done, delete, and report the index's health and size.
 
 Adding reads the document with the CLI's readers (``.json`` HippoRAG corpus, ``.jsonl``,
-``.txt``/``.md`` chunked), stores and embeds only new passages and, when asked and a chat
+``.txt`` chunked, PDF, HTML, DOCX and Markdown by sections), stores and embeds only new passages and, when asked and a chat
 model is configured, extracts their triples; progress is reported through a callback as
 ``(stage, done, total)``, like ``gear index``. Writes run one at a time (a lock), beside
 the agent runs reading the same store.
@@ -21,16 +21,21 @@ from typing import Any
 
 from gear_agent.config import GearSettings
 from gear_agent.errors import GearError
-from gear_agent.indexing import IndexReport, add_passages, delete_passages, extract_with_llm
+from gear_agent.indexing import IndexReport, extract_with_llm
 from gear_agent.ingest.corpus import read_corpus, read_text_file
 from gear_agent.llm.errors import LLMConfigError
+from gear_agent.sources import delete_passages, sync_passages
 from gear_agent.store import Store
 from gear_agent.types import Passage
 
 Progress = Callable[[str, int, int], None]
 
+UPLOAD_SUFFIXES = (".pdf", ".html", ".htm", ".docx", ".md", ".markdown", ".txt", ".json", ".jsonl", ".ndjson")
+"""The file types an upload may have (the page's file chooser offers the same)."""
 MAX_LIST = 200
-"""Passages listed per page."""
+"""Passages listed per page (the most one request may ask for)."""
+MAX_NAME_BYTES = 200
+"""The longest upload name (UTF-8 bytes; file systems stop at 255)."""
 PREVIEW_CHARS = 240
 """Characters of a passage's text in the list."""
 _SAFE_NAME = re.compile(r"[^\w.\- ]+")
@@ -67,9 +72,11 @@ class Documents:
             raise DocumentError(f"cannot extract triples: {exc}") from None
 
     # ---- reading documents -------------------------------------------------------------
-    def read(self, name: str, text: str, *, title: str | None = None, source: str | None = None) -> list[Passage]:
+    def read(self, name: str, text: str | bytes, *, title: str | None = None,
+             source: str | None = None) -> list[Passage]:
         """The passages of one document: a file's ``name`` and ``text`` (its suffix picks the
-        reader), or pasted text with a ``title`` (then ``name`` is only the source).
+        reader: :data:`UPLOAD_SUFFIXES`; a PDF's or DOCX's bytes), or pasted text with a
+        ``title`` (then ``name`` is only the source).
 
         Raises:
             DocumentError: empty text, an unsupported file type, or a file of the wrong shape.
@@ -77,17 +84,26 @@ class Documents:
         if not text.strip():
             raise DocumentError("the document is empty: paste some text or choose a file with text in it")
         s = self.settings
-        safe = _SAFE_NAME.sub("_", Path(name or "pasted.txt").name).strip() or "pasted.txt"
+        safe = upload_name(name)
         with tempfile.TemporaryDirectory(prefix="gear-upload-") as folder:
             try:
                 if title is not None:
+                    if isinstance(text, bytes):
+                        raise DocumentError("pasted text comes as text: send a file's bytes with its name")
                     path = Path(folder) / "pasted.md"
                     path.write_text(f"# {title.strip() or 'Untitled'}\n{text}", encoding="utf-8")
                     passages = list(read_text_file(path, source or safe, s.chunk_words, s.chunk_overlap_words))
                 else:
                     path = Path(folder) / safe
-                    path.write_text(text, encoding="utf-8")
-                    passages = read_corpus(path, s.chunk_words, s.chunk_overlap_words, s.record_max_words)
+                    if Path(safe).suffix.lower() not in UPLOAD_SUFFIXES:
+                        raise DocumentError(f"{safe}: not a file type the page reads; upload one of "
+                                            f"{', '.join(UPLOAD_SUFFIXES)}")
+                    if isinstance(text, bytes):
+                        path.write_bytes(text)
+                    else:
+                        path.write_text(text, encoding="utf-8")
+                    passages = read_corpus(path, s.chunk_words, s.chunk_overlap_words, s.record_max_words,
+                                           source=safe)
             except GearError as exc:
                 raise DocumentError(str(exc).replace(str(path), safe).replace(folder + "/", "")) from None
         if source is not None and title is None:
@@ -98,16 +114,18 @@ class Documents:
 
     # ---- writing --------------------------------------------------------------------------
     def add(self, passages: Sequence[Passage], *, extract: bool, progress: Progress) -> dict[str, Any]:
-        """Store and embed the new ``passages``; with ``extract``, extract their triples
-        with the chat model. Returns what the run did.
+        """Store and embed the new ``passages``, replacing what their source held before (a
+        re-uploaded file replaces its old version: :func:`~gear_agent.sources.sync_passages`);
+        with ``extract``, extract their triples with the chat model. Returns what the run did.
 
         Raises:
             LLMConfigError: ``extract`` and no chat model is configured (before any write).
         """
         llm = self.chat_client() if extract else None
         report = IndexReport()
-        with self._lock:
-            add_passages(self.store, list(passages), report, progress)
+        passages = list(passages)
+        with self._lock:  # the document's source owns its passages: uploading it again replaces it
+            sync_passages(self.store, passages, list(dict.fromkeys(p.source for p in passages)), report, progress)
             if llm is not None:
                 from gear_agent.prompts import load_prompt
 
@@ -159,18 +177,19 @@ class Documents:
 
     # ---- reading the index ------------------------------------------------------------------
     def listing(self, offset: int = 0, limit: int = MAX_LIST, source: str | None = None) -> dict[str, Any]:
-        """Passages in index order from ``offset`` (``source``: only that source's)."""
-        rows, total = [], 0
-        for passage in self.store.iter_passages():
-            if source and passage.source != source:
-                continue
-            if offset <= total < offset + limit:
-                text = " ".join(passage.text.split())
-                rows.append({"id": passage.id, "title": passage.title, "source": passage.source,
-                             "metadata": dict(passage.metadata),
-                             "text": text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "…"})
-            total += 1
-        return {"passages": rows, "total": total, "offset": offset}
+        """A page of at most ``limit`` (≤ :data:`MAX_LIST`) passages in index order from
+        ``offset`` (``source``: only that source's); only the page's texts are read."""
+        store = self.store
+        ids = store.passage_ids_of_source(source) if source else store.passage_ids()
+        page = ids[offset:offset + max(0, min(limit, MAX_LIST))]
+        found = {p.id: p for p in store.get_passages(page)}
+        rows = []
+        for passage in (found[i] for i in page if i in found):
+            text = " ".join(passage.text.split())
+            rows.append({"id": passage.id, "title": passage.title, "source": passage.source,
+                         "metadata": dict(passage.metadata),
+                         "text": text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "…"})
+        return {"passages": rows, "total": len(ids), "offset": offset, "limit": MAX_LIST}
 
     def health(self) -> dict[str, Any]:
         """``gear check``'s items and the index's counts and size, on any backend (its row
@@ -190,3 +209,26 @@ class Documents:
                 {"name": i.name, "ok": i.ok, "detail": i.detail, "derived": i.derived} for i in report.items
             ],
         }
+
+
+def upload_name(name: str) -> str:
+    """The file name an upload is read under: its last path part, with characters other than
+    letters, digits, ``.``, ``-``, ``_`` and spaces made ``_``; ``pasted.txt`` when empty.
+
+    Raises:
+        DocumentError: a name no file can have here: ``.`` or ``..``, only dots, or longer
+            than :data:`MAX_NAME_BYTES` bytes.
+
+    Example:
+        >>> upload_name("../notes/a b?.md")
+        'a b_.md'
+    """
+    if "\x00" in name:
+        raise DocumentError("the file name holds a NUL character: rename the file")
+    safe = _SAFE_NAME.sub("_", Path(name.replace("\\", "/")).name).strip() if name.strip() else ""
+    if name.strip() and not safe.strip("."):
+        raise DocumentError(f"{name[:60]!r} is not a file name: choose a file with a name")
+    if len(safe.encode("utf-8")) > MAX_NAME_BYTES:
+        raise DocumentError(f"the file name is {len(safe.encode('utf-8'))} bytes long; the limit is "
+                            f"{MAX_NAME_BYTES}: rename the file")
+    return safe or "pasted.txt"

@@ -4,11 +4,14 @@ as SVG), the passages behind each triple, and a passage's own triples.
 Entities are the subjects and objects of the index's triples, matched after lower-casing
 and collapsing whitespace (the store's neighbour rule). Each request reads the triples
 through the :class:`~gear_agent.store.base.Store` interface (``iter_triples``), so what
-the page shows is the index as committed now, on either backend; nothing is cached.
+the page shows is the index as committed now, on either backend. :class:`EntityGraph`
+keeps what it read under the store's generation and reads again when a write has moved
+it (one read at a time; the requests that arrive meanwhile wait for it and share it).
 """
 
 from __future__ import annotations
 
+import threading
 from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any
@@ -60,9 +63,49 @@ class _Entities:
         return self.spelling[key].most_common(1)[0][0] if key in self.spelling else key
 
 
+class EntityGraph:
+    """The entities of one store's triples, read once per store generation.
+
+    Args:
+        store: The index the page serves.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._lock = threading.Lock()
+        self._kept: tuple[int, _Entities] | None = None
+
+    def entities(self) -> _Entities:
+        with self._lock:
+            generation = self.store.generation()
+            if self._kept is None or self._kept[0] != generation:
+                self._kept = (generation, _Entities.read(self.store))
+            return self._kept[1]
+
+    def find(self, query: str, offset: int = 0, limit: int = MAX_MATCHES) -> dict[str, Any]:
+        """:func:`find_entities_page` over the kept entities."""
+        return find_entities_page(self.store, query, offset, limit, entities=self.entities())
+
+    def neighbourhood(self, entity: str, hops: int = 1) -> dict[str, Any]:
+        """:func:`neighbourhood` over the kept entities."""
+        return neighbourhood(self.store, entity, hops, entities=self.entities())
+
+
 def find_entities(store: Store, query: str, limit: int = MAX_MATCHES) -> list[dict[str, Any]]:
     """Entities whose name contains ``query`` (case-insensitive): exact match first, then
-    names starting with it, then by how many triples name them.
+    names starting with it, then by how many triples name them (the first page of
+    :func:`find_entities_page`).
+
+    Raises:
+        ExploreError: ``query`` is empty.
+    """
+    return find_entities_page(store, query, 0, limit)["entities"]
+
+
+def find_entities_page(store: Store, query: str, offset: int = 0, limit: int = MAX_MATCHES,
+                       *, entities: _Entities | None = None) -> dict[str, Any]:
+    """A page of at most ``limit`` (≤ :data:`MAX_MATCHES`) entities whose name contains
+    ``query``, from ``offset`` in the order of :func:`find_entities`, with how many match.
 
     Raises:
         ExploreError: ``query`` is empty.
@@ -70,13 +113,16 @@ def find_entities(store: Store, query: str, limit: int = MAX_MATCHES) -> list[di
     wanted = key_of(query)
     if not wanted:
         raise ExploreError("type part of an entity's name to search for it")
-    entities = _Entities.read(store)
+    entities = entities or _Entities.read(store)
     hits = [key for key in entities.triples if wanted in key]
     hits.sort(key=lambda k: (k != wanted, not k.startswith(wanted), -len(entities.triples[k]), k))
-    return [{"name": entities.name(k), "triples": len(entities.triples[k])} for k in hits[:limit]]
+    page = hits[offset:offset + max(0, min(limit, MAX_MATCHES))]
+    return {"entities": [{"name": entities.name(k), "triples": len(entities.triples[k])} for k in page],
+            "total": len(hits), "offset": offset, "limit": MAX_MATCHES}
 
 
-def neighbourhood(store: Store, entity: str, hops: int = 1) -> dict[str, Any]:
+def neighbourhood(store: Store, entity: str, hops: int = 1, *,
+                  entities: _Entities | None = None) -> dict[str, Any]:
     """The triples within ``hops`` of ``entity``: drawn as SVG, and listed with the passage
     behind each (id and title).
 
@@ -85,7 +131,7 @@ def neighbourhood(store: Store, entity: str, hops: int = 1) -> dict[str, Any]:
     """
     if hops not in (1, 2):
         raise ExploreError(f"hops must be 1 or 2, got {hops}")
-    entities = _Entities.read(store)
+    entities = entities or _Entities.read(store)
     start = key_of(entity)
     if start not in entities.triples:
         raise ExploreError(f"no triple names the entity {entity!r} in this index")

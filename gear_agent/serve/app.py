@@ -40,6 +40,7 @@ from gear_agent.llm.errors import LLMCallError, LLMError
 from gear_agent.open_index import OpenIndex
 from gear_agent.serve.limits import RequestGuard
 from gear_agent.serve.schemas import GearRequest, GearResponse, request_model
+from gear_agent.serve.site_guard import SiteGuard, allowed_hosts, check_cors
 
 if TYPE_CHECKING:
     from langchain_core.callbacks import BaseCallbackHandler
@@ -50,6 +51,10 @@ logger = logging.getLogger(__name__)
 
 PATH = "/gear"
 """Where the agent's LangServe routes live."""
+
+NO_CHAT_MODEL = ("No chat model is configured, so Ask only ranks passages: set OPENAI_API_KEY, "
+                 "OPENAI_BASE_URL or GEAR_LLM_MODEL=provider:model and restart gear serve.")
+"""What the server says (in the Ask view, and on ``/gear/...``) when it runs without a chat model."""
 
 
 def gear_runnable(
@@ -127,20 +132,24 @@ async def _aplain_updates(chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
 
 
 def create_app(
-    agent: Runnable,
+    agent: Runnable | None,
     settings: GearSettings,
     *,
     callbacks: list[BaseCallbackHandler] | None = None,
     playground: bool = True,
     runtime: OpenIndex | None = None,
     llm: LLMClient | None = None,
+    host: str | None = None,
+    read_only: bool | None = None,
 ) -> FastAPI:
     """The FastAPI app serving ``agent`` under ``/gear`` and ``GET /health``, and, given
     the ``runtime`` the agent was built on, the web page at ``/`` (Ask, Explore, Documents;
     :mod:`gear_agent.serve.web`).
 
     Args:
-        agent: The compiled GEAR graph (``build_agent``).
+        agent: The compiled GEAR graph (``build_agent``); None when no chat model is
+            configured: the page still searches, explores and manages documents, and the
+            agent's routes answer 503 with :data:`NO_CHAT_MODEL`.
         settings: The settings the agent was built with.
         callbacks: Handlers attached to every run; a ``JsonlTracer`` when
             ``settings.trace_dir`` is set and None is given.
@@ -149,6 +158,13 @@ def create_app(
         runtime: The index the agent runs on; the web page is served when given.
         llm: The chat client the page's document extraction uses; built from the
             settings on first use when None.
+        host: The address the server is bound to (allowed as a ``Host`` besides loopback
+            and ``serve_allowed_hosts``: :mod:`gear_agent.serve.site_guard`).
+        read_only: Serve no route that writes to the index; ``settings.serve_read_only``
+            when None.
+
+    Raises:
+        GearError: ``GEAR_SERVE_CORS_ORIGINS='*'`` beside write routes without the opt-in.
 
     Returns:
         The app; run it with ``uvicorn.run(app, host=..., port=...)``.
@@ -157,6 +173,8 @@ def create_app(
         >>> app = create_app(build_agent(settings), settings)  # doctest: +SKIP
         >>> uvicorn.run(app, host="127.0.0.1", port=8000)  # doctest: +SKIP
     """
+    read_only = settings.serve_read_only if read_only is None else read_only
+    check_cors(settings, writes=runtime is not None and not read_only)
     if callbacks is None and settings.trace_dir is not None:
         from gear_agent.tracing.jsonl_tracer import JsonlTracer
 
@@ -167,6 +185,63 @@ def create_app(
         description="Graph-enhanced multi-step retrieval: ask a question, get passages, "
         "the gist memory and an answer.",
     )
+    if agent is not None:
+        _add_agent_routes(app, agent, settings, callbacks, playground=playground)
+    else:
+        @app.api_route(PATH + "/{rest:path}", methods=["GET", "POST"], include_in_schema=False)
+        async def no_agent(rest: str) -> JSONResponse:
+            return JSONResponse(status_code=503, content={"message": NO_CHAT_MODEL})
+
+    if runtime is not None:
+        from gear_agent.retrieval.registry import make_retriever
+        from gear_agent.serve.web import WebPage, add_web_routes
+
+        def chat_client() -> LLMClient:
+            return llm if llm is not None else LLMClient.from_settings(settings)
+
+        def retriever_of(name: str) -> Retriever:
+            return make_retriever(name, runtime)
+
+        page = WebPage(agent, runtime.store, runtime.settings, chat_client, retriever_of,
+                       read_only=read_only, no_agent=None if agent is not None else NO_CHAT_MODEL)
+        add_web_routes(app, page)
+
+    status = {
+        "status": "ok",
+        "backend": settings.backend,
+        "llm_model": settings.llm_model if agent is not None else None,
+        "max_question_chars": settings.max_question_chars,
+    }
+
+    @app.get("/health")
+    async def health() -> dict[str, Any]:
+        """Liveness, from memory (never behind other work): the service is up, with the
+        model it serves (no paths of this machine)."""
+        return status
+
+    if settings.snapshot_every:  # GEAR_SNAPSHOT_EVERY (gear_agent/store/snapshot_timer.py)
+        from gear_agent.store.snapshot_timer import SnapshotTimer, with_timer
+
+        app.state.snapshots = SnapshotTimer(settings)
+        app.state.snapshots.start()  # now: `gear serve` wraps the app in WarmingApp, which runs no lifespan
+        app.router.lifespan_context = with_timer(app.router.lifespan_context, app.state.snapshots)
+
+    _add_error_handlers(app)
+    app.add_middleware(RequestGuard, settings=settings)
+    if settings.allowed_origins:  # off unless configured: so preflights are answered
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(CORSMiddleware, allow_origins=list(settings.allowed_origins),
+                           allow_methods=["GET", "POST"],
+                           allow_headers=["Authorization", "Content-Type"])
+    app.add_middleware(SiteGuard, settings=settings, hosts=allowed_hosts(settings, host),
+                       read_only=read_only)  # outermost: Host and Origin before anything
+    return app
+
+
+def _add_agent_routes(app: FastAPI, agent: Runnable, settings: GearSettings,
+                      callbacks: list[BaseCallbackHandler] | None, *, playground: bool) -> None:
+    """The agent's LangServe routes under ``/gear`` (and the readable ``/gear/ask``)."""
     runnable = gear_runnable(agent, settings, callbacks)
     model = request_model(settings.max_question_chars)
     endpoints = ["invoke", "batch", "stream", "stream_log", "stream_events",
@@ -188,44 +263,6 @@ def create_app(
                    input_type=model, output_type=str,
                    enabled_endpoints=["invoke", "stream", "stream_log", "input_schema",
                                       "output_schema", "config_schema", "playground"])
-
-    if runtime is not None:
-        from gear_agent.retrieval.registry import make_retriever
-        from gear_agent.serve.web import WebPage, add_web_routes
-
-        def chat_client() -> LLMClient:
-            return llm if llm is not None else LLMClient.from_settings(settings)
-
-        def retriever_of(name: str) -> Retriever:
-            return make_retriever(name, runtime)
-
-        add_web_routes(app, WebPage(agent, runtime.store, runtime.settings, chat_client, retriever_of))
-
-    @app.get("/health")
-    def health() -> dict[str, Any]:
-        """Liveness: the service is up, with the model it serves (no paths of this machine)."""
-        return {
-            "status": "ok",
-            "backend": settings.backend,
-            "llm_model": settings.llm_model,
-            "max_question_chars": settings.max_question_chars,
-        }
-
-    if settings.snapshot_every:  # GEAR_SNAPSHOT_EVERY (gear_agent/store/snapshot_timer.py)
-        from gear_agent.store.snapshot_timer import SnapshotTimer, with_timer
-
-        app.state.snapshots = SnapshotTimer(settings)
-        app.router.lifespan_context = with_timer(app.router.lifespan_context, app.state.snapshots)
-
-    _add_error_handlers(app)
-    app.add_middleware(RequestGuard, settings=settings)
-    if settings.allowed_origins:  # off unless configured: outermost, so preflights are answered
-        from fastapi.middleware.cors import CORSMiddleware
-
-        app.add_middleware(CORSMiddleware, allow_origins=list(settings.allowed_origins),
-                           allow_methods=["GET", "POST"],
-                           allow_headers=["Authorization", "Content-Type"])
-    return app
 
 
 def run_server(
@@ -283,7 +320,10 @@ def _add_error_handlers(app: FastAPI) -> None:
     async def internal(_request: Request, exc: Exception) -> JSONResponse:
         # Anything unexpected: logged with its traceback here, never sent to the client.
         logger.exception("request failed: %s", type(exc).__name__, exc_info=exc)
-        return JSONResponse(status_code=500, content={"message": "internal server error"})
+        # Starlette sends this outside every middleware and then drops the connection:
+        # say so, and add the header the others get from the site guard.
+        return JSONResponse(status_code=500, content={"message": "internal server error"},
+                            headers={"Connection": "close", "X-Content-Type-Options": "nosniff"})
 
     @app.exception_handler(TimeoutError)
     async def timed_out(_request: Request, exc: TimeoutError) -> JSONResponse:

@@ -17,6 +17,7 @@ from langchain_core.runnables import Runnable, RunnableGenerator, RunnableLambda
 from langgraph.types import Overwrite
 
 from gear_agent.config import GearSettings
+from gear_agent.ingest.location import cite_location
 from gear_agent.llm.usage import merge_usage
 from gear_agent.serve.schemas import GearRequest, request_model
 
@@ -113,18 +114,20 @@ async def _atext_of(chunks: AsyncIterator[Any]) -> AsyncIterator[str]:
 
 
 def render_result(state: dict[str, Any]) -> str:
-    """The agent's output as text: answer with ``[n]`` markers, its sources (quote, chain),
+    """The agent's output as text: answer with ``[n]`` markers, its sources (where the
+    passage is: source and page or section, quote, chain),
     the ranked passages (chains), and a line on iterations and tokens.
 
     Example:
         >>> print(render_result({"answer": "Paris", "citations": [{"passage_id": "p1",
         ...     "title": "Paris", "quote": "capital of France"}], "passages": [{"id": "p1",
         ...     "title": "Paris", "text": "Paris is the capital of France.", "score": 0.5,
+        ...     "source": "atlas.pdf", "metadata": {"page": 3},
         ...     "chain": [["Paris", "capital of", "France"]]}], "iterations": 1,
         ...     "stop_reason": "answerable", "tokens": {"input": 90, "output": 10}}))
         Paris [1]
         <BLANKLINE>
-        [1] Paris: "capital of France"
+        [1] atlas.pdf, p. 3 — Paris: "capital of France"
             ↳ (Paris; capital of; France)
         <BLANKLINE>
         Ranked passages:
@@ -142,8 +145,11 @@ def render_result(state: dict[str, Any]) -> str:
     lines = [f"{answer} {marks}".rstrip() if answer is not None else "(no answer)"]
     for number, citation in enumerate(citations, start=1):
         quote = f': "{citation["quote"]}"' if citation.get("quote") else ""
-        lines += ["" if number == 1 else None, f"[{number}] {citation.get('title', '')}{quote}"]
-        lines += [f"    ↳ ({'; '.join(t)})" for t in by_id.get(citation.get("passage_id"), {}).get("chain", [])]
+        cited = by_id.get(citation.get("passage_id"), {})
+        where = cite_location(cited.get("source", ""), cited.get("metadata") or {})
+        head = " — ".join(part for part in (where, citation.get("title", "")) if part)
+        lines += ["" if number == 1 else None, f"[{number}] {head}{quote}"]
+        lines += [f"    {_arrow(cited)} ({'; '.join(t)})" for t in cited.get("chain", [])]
     lines = [line for line in lines if line is not None]
     if passages:
         lines += ["", "Ranked passages:"]
@@ -153,9 +159,15 @@ def render_result(state: dict[str, Any]) -> str:
                 text = text[:PREVIEW_CHARS].rsplit(" ", 1)[0] + " …"
             lines.append(f"{rank}. {passage.get('title', '')}  (score {float(passage.get('score', 0)):.4f})")
             lines.append(f"   {text}")
-            lines += [f"   ↳ ({'; '.join(t)})" for t in passage.get("chain", [])]
+            lines += [f"   {_arrow(passage)} ({'; '.join(t)})" for t in passage.get("chain", [])]
     tokens = state.get("tokens") or {}
     total = int(tokens.get("input", 0)) + int(tokens.get("output", 0))
     lines += ["", f"{state.get('iterations', 0)} iteration(s), stopped: {state.get('stop_reason')}"
               f" · {total:,} tokens"]
     return "\n".join(lines)
+
+
+def _arrow(passage: dict[str, Any]) -> str:
+    """``↳`` before a triple of the path that reached a passage; ``⇢ seed`` before a PPR
+    seed triple whose mass reached it (``chain_kind="seeds"``)."""
+    return "⇢ seed" if passage.get("chain_kind") == "seeds" else "↳"

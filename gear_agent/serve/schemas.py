@@ -175,7 +175,10 @@ class GearResponse(BaseModel):
         "numbered sources) as an AI message.",
     )
     passages: list[dict[str, Any]] = Field(
-        default_factory=list, description="Ranked passages: id, title, text, score, chain."
+        default_factory=list,
+        description="Ranked passages: id, title, text, score, chain, source, metadata (page for a "
+        "PDF, section for a heading path) and location (a citation's words for where the passage "
+        "is: 'annual-report.pdf, p. 14'). A citation's passage_id names its passage here.",
     )
     gist_memory: list[list[str]] = Field(
         default_factory=list, description="Triples gathered, in order."

@@ -7,10 +7,10 @@ the server. The page's own JSON routes live under ``/ui/api/``:
 =========================================  ==================================================
 ``GET  /ui/api/config``                     retrievers, defaults, limits
 ``POST /ui/api/ask/stream``                 server-sent events of one run (:mod:`.web_ask`)
-``GET  /ui/api/entities?q=``                entities whose name contains ``q``
+``GET  /ui/api/entities?q=&offset=&limit=`` entities whose name contains ``q`` (a page)
 ``GET  /ui/api/entity?name=&hops=``         an entity's neighbourhood (SVG and triples)
 ``GET  /ui/api/passage/{id}``               a passage and its triples
-``GET  /ui/api/documents?offset=&source=``  passages with source and metadata
+``GET  /ui/api/documents?offset=&limit=&source=``  a page of passages with source and metadata
 ``POST /ui/api/documents/stream``           add a document; progress as server-sent events
 ``POST /ui/api/documents/preview-delete``   what a deletion would remove (removes nothing)
 ``POST /ui/api/documents/delete``           delete by ids and/or source
@@ -18,19 +18,27 @@ the server. The page's own JSON routes live under ``/ui/api/``:
 =========================================  ==================================================
 
 Every request passes the server's limits first (:mod:`gear_agent.serve.limits`): the two
-``.../stream`` routes count as runs; bodies are JSON (an uploaded file is read in the
-browser and sent as text), at most ``GEAR_SERVE_MAX_BODY_BYTES``.
+``.../stream`` routes count as runs, every ``GET`` under ``/ui/api/`` as a read
+(``GEAR_SERVE_MAX_READS``); bodies are JSON (an uploaded file is read in the
+browser and sent as text), at most ``GEAR_SERVE_MAX_BODY_BYTES``; lists come a page at a
+time (at most :data:`~gear_agent.serve._web_documents.MAX_LIST` passages or
+:data:`~gear_agent.serve._web_explore.MAX_MATCHES` entities). With ``read_only`` the
+two write routes are not served (:mod:`gear_agent.serve.site_guard` answers them 403).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import functools
 import json
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, FastAPI, Query
 from fastapi.concurrency import run_in_threadpool
@@ -46,10 +54,13 @@ from gear_agent.retrieval.filtering import checked_where
 from gear_agent.retrieval.registry import RETRIEVERS, check_name
 from gear_agent.serve import _web_explore as web_explore
 from gear_agent.serve._web_ask import AGENT, ask_events, search_result
-from gear_agent.serve._web_documents import Documents
+from gear_agent.serve._web_documents import MAX_LIST, DocumentError, Documents
 from gear_agent.store import Store
 
 logger = logging.getLogger(__name__)
+
+HEALTH_REUSE_S = 5.0
+"""How long the page's health report is reused while the index's generation stands still."""
 
 STATIC = {"app.js": "text/javascript", "app.css": "text/css"}
 """The page's files besides ``index.html``, with their media types."""
@@ -67,11 +78,13 @@ class AskBody(BaseModel):
 
 
 class AddBody(BaseModel):
-    """A document: a file's name and text, or pasted text with a title."""
+    """A document: a file's name and text (a PDF's or DOCX's bytes as base64), or pasted
+    text with a title."""
 
     model_config = ConfigDict(extra="forbid")
     name: str = ""
     text: str
+    encoding: Literal["text", "base64"] = "text"
     title: str | None = None
     source: str | None = None
     extract: bool = False
@@ -120,12 +133,24 @@ class WebPage:
     """
 
     def __init__(self, agent: Any, store: Store, settings: GearSettings, llm: Callable[[], Any],
-                 retriever_of: Callable[[str], Retriever]) -> None:
+                 retriever_of: Callable[[str], Retriever], *, read_only: bool = False,
+                 no_agent: str | None = None) -> None:
         self.agent, self.store, self.settings = agent, store, settings
+        self.read_only, self.no_agent = read_only, no_agent
         self.documents = Documents(store, settings, llm)
+        self.entities = web_explore.EntityGraph(store)
         self._retriever_of = retriever_of
         self._retrievers: dict[str, Retriever] = {}
         self._lock = threading.Lock()
+        self._health_lock = threading.Lock()
+        self._health: tuple[float, int, dict[str, Any]] | None = None
+        # The page's reads run on a few threads of their own (as many as may run at once,
+        # GEAR_SERVE_MAX_READS), so the store's per-thread connections and caches stay few.
+        self._reads = ThreadPoolExecutor(max_workers=settings.serve_max_reads, thread_name_prefix="gear-read")
+
+    async def read(self, work: Callable[..., Any], *args: Any) -> Any:
+        """``work(*args)`` on the page's read threads."""
+        return await asyncio.get_running_loop().run_in_executor(self._reads, functools.partial(work, *args))
 
     def retriever(self, name: str) -> Retriever:
         spec = check_name(name)
@@ -139,11 +164,24 @@ class WebPage:
 
     def config(self) -> dict[str, Any]:
         s = self.settings
+        agent = [] if self.agent is None else [AGENT]
         return {
-            "retrievers": [AGENT] + [n for n, spec in RETRIEVERS.items() if not spec.needs_llm],
+            "retrievers": agent + [n for n, spec in RETRIEVERS.items() if not spec.needs_llm],
             "default_k": s.top_k, "max_question_chars": s.max_question_chars,
-            "backend": s.backend, "llm_model": s.llm_model,
+            "backend": s.backend, "llm_model": s.llm_model if self.agent is not None else None,
+            "read_only": self.read_only, "no_agent": self.no_agent,
         }
+
+    def health(self) -> dict[str, Any]:
+        """``gear check``'s items and the index's size: one check at a time, its answer
+        shared by the requests that arrive while it runs and reused while the index has
+        not changed, for :data:`HEALTH_REUSE_S` seconds."""
+        with self._health_lock:
+            now, generation = time.monotonic(), self.store.generation()
+            kept = self._health
+            if kept is None or kept[1] != generation or now - kept[0] > HEALTH_REUSE_S:
+                kept = self._health = (now, generation, self.documents.health())
+            return kept[2]
 
     # ---- ask --------------------------------------------------------------------------
     def ask(self, body: AskBody) -> StreamingResponse:
@@ -160,6 +198,8 @@ class WebPage:
                 yield "result", result
 
             return _stream(ranked())
+        if self.agent is None:
+            raise GearError(self.no_agent or "no chat model is configured")
         messages = [{"role": "assistant" if m.get("role") == "assistant" else "user",
                      "content": str(m.get("content", ""))} for m in body.thread]
         inputs: dict[str, Any] = {"messages": [*messages, {"role": "user", "content": question}],
@@ -170,7 +210,13 @@ class WebPage:
 
     # ---- documents ------------------------------------------------------------------------
     def add(self, body: AddBody) -> StreamingResponse:
-        passages = self.documents.read(body.name, body.text, title=body.title, source=body.source)
+        content: str | bytes = body.text
+        if body.encoding == "base64":
+            try:
+                content = base64.b64decode(body.text, validate=True)
+            except ValueError:
+                raise DocumentError(f"{body.name or 'the file'}: the upload is not valid base64") from None
+        passages = self.documents.read(body.name, content, title=body.title, source=body.source)
         if body.extract:
             self.documents.chat_client()  # no chat model: a 400 now, before anything is written
 
@@ -222,35 +268,40 @@ def add_web_routes(app: FastAPI, page: WebPage) -> None:
 
     router.add_api_route("/ui/api/config", page.config, methods=["GET"])
     router.add_api_route("/ui/api/ask/stream", page.ask, methods=["POST"])
-    router.add_api_route("/ui/api/documents/stream", page.add, methods=["POST"])
+    if not page.read_only:
+        router.add_api_route("/ui/api/documents/stream", page.add, methods=["POST"])
 
     @router.get("/ui/api/entities")
-    def entities(q: str = Query("", max_length=200)) -> dict[str, Any]:
-        return {"entities": web_explore.find_entities(page.store, q)}
+    async def entities(q: str = Query("", max_length=200), offset: int = Query(0, ge=0, le=1_000_000),
+                       limit: int = Query(web_explore.MAX_MATCHES, ge=1, le=web_explore.MAX_MATCHES)) -> dict[str, Any]:
+        return await page.read(page.entities.find, q, offset, limit)
 
     @router.get("/ui/api/entity")
-    def entity(name: str = Query(..., max_length=500), hops: int = 1) -> dict[str, Any]:
-        return web_explore.neighbourhood(page.store, name, hops)
+    async def entity(name: str = Query(..., max_length=500), hops: int = 1) -> dict[str, Any]:
+        return await page.read(page.entities.neighbourhood, name, hops)
 
     @router.get("/ui/api/passage/{passage_id}")
-    def passage(passage_id: str) -> dict[str, Any]:
-        return web_explore.passage_triples(page.store, passage_id)
+    async def passage(passage_id: str) -> dict[str, Any]:
+        return await page.read(web_explore.passage_triples, page.store, passage_id)
 
     @router.get("/ui/api/documents")
-    def documents(offset: int = Query(0, ge=0), source: str | None = None) -> dict[str, Any]:
-        return page.documents.listing(offset, source=source)
+    async def documents(offset: int = Query(0, ge=0, le=100_000_000),
+                        limit: int = Query(MAX_LIST, ge=1, le=MAX_LIST),
+                        source: str | None = Query(None, max_length=2_000)) -> dict[str, Any]:
+        return await page.read(page.documents.listing, offset, limit, source)
 
     @router.post("/ui/api/documents/preview-delete")
     def preview(body: DeleteBody) -> dict[str, Any]:
         return page.documents.preview_delete(body.ids, body.source)
 
-    @router.post("/ui/api/documents/delete")
-    def delete(body: DeleteBody) -> dict[str, Any]:
-        return page.documents.delete(body.ids, body.source)
+    if not page.read_only:
+        @router.post("/ui/api/documents/delete")
+        def delete(body: DeleteBody) -> dict[str, Any]:
+            return page.documents.delete(body.ids, body.source)
 
     @router.get("/ui/api/health")
-    def health() -> dict[str, Any]:
-        return page.documents.health()
+    async def health() -> dict[str, Any]:
+        return await page.read(page.health)
 
     app.include_router(router)
 

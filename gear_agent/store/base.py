@@ -111,6 +111,30 @@ class Store(ABC):
     def passage_ids_of_source(self, source: str) -> list[str]:
         """Ids of the passages :meth:`delete_source` would delete, in stored order."""
 
+    def stored_sources(self, under: str | None = None, *, relative: bool = False) -> list[str]:
+        """Distinct stored sources, sorted; with ``under``, only ``under`` itself and the
+        sources below the folder it names (``under/...``); with ``relative``, only those not
+        starting with ``/`` (paths stored before sources were canonical, callers' own names).
+        This default reads every passage; backends answer from an index."""
+        found = {p.source for p in self.iter_passages()}
+        if relative:
+            found = {s for s in found if not s.startswith("/")}
+        if under is not None:
+            folder = under.rstrip("/")
+            found = {s for s in found if s in (under, folder) or s.startswith(folder + "/")}
+        return sorted(found)
+
+    def replace_passages(self, remove: Sequence[str], add: Sequence[Passage]) -> AddResult:
+        """Delete the passages ``remove`` (with their triples and graph edges) and add
+        ``add`` (embedded; already stored ones are no-ops) as one commit where the backend
+        has commits, so a reader sees either the old passages or the new, never both and
+        never neither (sync by source). This default adds first, then deletes: a reader
+        may see both for a moment, never neither."""
+        result = self.add_passages(add)
+        if remove:
+            self.delete_passages(remove)
+        return result
+
     def sources_like(self, source: str) -> list[str]:
         """A few stored sources with the same file name as ``source`` (to suggest one when
         ``source`` matches nothing); backends that cannot list them cheaply give none."""

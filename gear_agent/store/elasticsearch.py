@@ -562,6 +562,26 @@ class ElasticsearchStore(Store):
         hits = self._walk(self.indices.passages, q.term("source", source), q.BY_ID, snapshot=True)
         return [hit["_id"] for hit in hits]
 
+    def stored_sources(self, under: str | None = None, *, relative: bool = False) -> list[str]:
+        """Distinct sources, read from the ``source`` field of every passage (of those under
+        ``under``: a term or prefix query; ``relative``: not under ``/``) page by page."""
+        if relative:
+            found = self.stored_sources_matching({"bool": {"must_not": [{"prefix": {"source": "/"}}]}})
+            folder = None if under is None else under.rstrip("/")
+            return [s for s in found if folder is None or s in (under, folder) or s.startswith(folder + "/")]
+        if under is None:
+            query: dict[str, Any] = {"match_all": {}}
+        else:
+            folder = under.rstrip("/")
+            query = {"bool": {"should": [q.term("source", under), q.term("source", folder),
+                                         {"prefix": {"source": folder + "/"}}], "minimum_should_match": 1}}
+        return self.stored_sources_matching(query)
+
+    def stored_sources_matching(self, query: dict[str, Any]) -> list[str]:
+        """Distinct ``source`` values of the passages ``query`` matches, sorted."""
+        hits = self._walk(self.indices.passages, query, q.BY_ID, {"includes": ["source"]}, snapshot=True)
+        return sorted({(hit.get("_source") or {}).get("source", "") for hit in hits})
+
     # ---- commits -----------------------------------------------------------
     def generation(self) -> int:
         """The indexing operations (creates, updates, deletes) the two indices' primaries

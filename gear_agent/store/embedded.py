@@ -356,6 +356,26 @@ class EmbeddedStore(Store):
     def passage_ids_of_source(self, source: str) -> list[str]:
         return self.passages.ids_of_source(source)
 
+    def stored_sources(self, under: str | None = None, *, relative: bool = False) -> list[str]:
+        if relative:
+            found = self.db.rows("SELECT DISTINCT source FROM passages WHERE source NOT LIKE '/%' ORDER BY source")
+            return [s for (s,) in found if under is None or s in (under, under.rstrip("/"))
+                    or s.startswith(under.rstrip("/") + "/")]
+        if under is None:
+            return [s for (s,) in self.db.rows("SELECT DISTINCT source FROM passages ORDER BY source")]
+        folder = under.rstrip("/")
+        # the folder's files are the range [folder/, folder0): '0' follows '/' (the source index answers)
+        return [s for (s,) in self.db.rows(
+            "SELECT DISTINCT source FROM passages WHERE source IN (?, ?) OR (source >= ? AND source < ?) "
+            "ORDER BY source", (under, folder, folder + "/", folder + "0"))]
+
+    def replace_passages(self, remove: Sequence[str], add: Sequence[Passage]) -> AddResult:
+        """Delete ``remove`` and add ``add`` in one SQLite transaction: one commit."""
+        with self.transaction():
+            if remove:
+                self.delete_passages(remove)
+            return self.add_passages(add)
+
     def sources_like(self, source: str) -> list[str]:
         return self.passages.sources_like(source)
 

@@ -83,8 +83,10 @@ class SnapshotTimer:
 
 
 def with_timer(lifespan: Callable[[Any], Any], timer: SnapshotTimer) -> Callable[[Any], Any]:
-    """An ASGI app's ``lifespan`` that also runs ``timer`` while the app is up (started
-    before the app's own start-up, stopped after its shutdown, off the event loop)."""
+    """An ASGI app's ``lifespan`` that also runs ``timer`` while the app is up (started, if
+    it is not already, before the app's own start-up; stopped after its shutdown, off the
+    event loop). A server that runs no lifespan (``gear serve``'s warm-up wrapper) keeps the
+    timer, a daemon thread, until the process ends."""
 
     @asynccontextmanager
     async def running(app: Any) -> AsyncIterator[Any]:

@@ -254,6 +254,30 @@ def test_delete_source_removes_its_passages_and_their_triples(filled: Store) -> 
     assert filled.delete_source("no-such-source") == []
 
 
+def test_stored_sources_lists_a_folder_and_its_files(store: Store) -> None:
+    under = [_passage(t, f"{t} text.", f"/d/docs{s}") for t, s in
+             (("One", "/a.txt"), ("Two", "/sub/b.md"), ("Three", "2/c.txt"), ("Four", ""))]
+    store.add_passages(under)
+    assert store.stored_sources() == ["/d/docs", "/d/docs/a.txt", "/d/docs/sub/b.md", "/d/docs2/c.txt"]
+    assert store.stored_sources(under="/d/docs") == ["/d/docs", "/d/docs/a.txt", "/d/docs/sub/b.md"]
+    assert store.stored_sources(under="/d/docs/") == ["/d/docs", "/d/docs/a.txt", "/d/docs/sub/b.md"]
+    assert store.stored_sources(under="/d/docs/a.txt") == ["/d/docs/a.txt"]
+    assert store.stored_sources(under="/d/doc") == []
+    store.add_passages([_passage("Five", "Five text.", "docs/e.txt"), _passage("Six", "Six.", "wiki")])
+    assert store.stored_sources(relative=True) == ["docs/e.txt", "wiki"]
+    assert store.stored_sources(under="docs", relative=True) == ["docs/e.txt"]
+
+
+def test_replace_passages_deletes_the_old_and_adds_the_new(filled: Store) -> None:
+    edited = _passage("Seine", "The Seine is a river that flows through Paris and Rouen.", "b.txt")
+    result = filled.replace_passages([P_SEINE.id], [edited, P_GATE])
+    assert result.added == [edited.id] and result.existing == [P_GATE.id]
+    assert sorted(filled.passage_ids_of_source("b.txt")) == sorted([P_GATE.id, edited.id])
+    assert sorted(ids(list(filled.iter_triples()))) == sorted(
+        [T_EIFFEL_PARIS.id, T_EIFFEL_IRON.id, T_COLOSSEUM_ROME.id, T_GATE_BERLIN.id])
+    assert edited.id in ids(filled.unextracted_passages())
+
+
 # ---- extraction bookkeeping --------------------------------------------------
 
 

@@ -36,7 +36,7 @@ def test_ask_prints_the_answer_its_citations_and_their_chains(demo) -> None:
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[0] == f"{ANSWER} [1]"
-    assert lines[2].startswith("[1] Oskar Brenner  (p-")
+    assert lines[2].startswith("[1] corpus.json — Oskar Brenner  (p-")  # where, then the title
     assert lines[3] == f'    "{QUOTE}"'
     assert lines[4].startswith("    ↳ (")  # the chain of triples that reached the passage
     assert "stopped: answerable" in result.output and "1 item(s) dropped" in result.output

@@ -25,7 +25,7 @@ def demo_index(tmp_path_factory):
 
 def test_index_reports_counts(demo_index):
     _, output = demo_index
-    assert "passages added (embedded)  │ 12" in output.replace("      ", " ") or "12" in output
+    assert "passages new (embedded)  │ 12" in output.replace("      ", " ") or "12" in output
     assert "34" in output  # triples
 
 
@@ -54,9 +54,9 @@ def test_second_index_run_is_a_no_op(demo_index):
     assert result.exit_code == 0, result.output
     lines = {line.split("│")[1].strip(): line.split("│")[2].strip()
              for line in result.output.splitlines() if line.count("│") >= 3}
-    assert lines["passages added (embedded)"] == "0"
+    assert lines["passages new (embedded)"] == lines["passages replaced (edited: embedded)"] == "0"
     assert lines["triples added (embedded)"] == "0"
-    assert lines["passages already stored"] == "12"
+    assert lines["passages unchanged (kept)"] == "12"
 
 
 def test_search_prints_passages_with_chains(demo_index):

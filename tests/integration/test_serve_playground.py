@@ -36,7 +36,7 @@ def served(tmp_path_factory) -> tuple[Any, Any]:
 
 @pytest.fixture(scope="module")
 def client(served) -> TestClient:
-    return TestClient(create_app(*served))
+    return TestClient(create_app(*served), base_url="http://127.0.0.1")
 
 
 def test_ask_streams_step_names_then_the_cited_answer_and_the_passages(served, client) -> None:

@@ -85,7 +85,7 @@ def test_dicts_documents_and_paths(tmp_path: Path) -> None:
     assert by_title["Bled"].metadata == {"kind": "town"}
     assert by_title["Ljubljana"].source == "wiki"
     assert by_title["Lake Bled"].metadata == {"year": 2020}
-    assert by_title["Lake Bled"].source == "corpus.jsonl"
+    assert by_title["Lake Bled"].source == (tmp_path / "corpus.jsonl").resolve().as_posix()
 
 
 def test_without_a_chat_model_it_indexes_text_and_says_so(tmp_path: Path, monkeypatch) -> None:

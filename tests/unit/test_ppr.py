@@ -307,14 +307,16 @@ def test_passage_mass_is_min_max_dense_score_times_weight(tmp_path: Path) -> Non
         assert weights[graph.passage_vertex(hit.id)] == pytest.approx(expected)
 
 
-def test_ppr_expand_ranks_by_walk_and_carries_seed_chain(tmp_path: Path) -> None:
+def test_ppr_expand_ranks_by_walk_and_carries_the_seeds_that_reach_each_passage(tmp_path: Path) -> None:
     store, embedder, passages, seed = _specificity_store(tmp_path)
     graph = PPRGraph.build(store, embedder)
     query = "Common Thing relates to Rare Thing"
     ranked = ppr_expand(store, graph, query, embedder.embed_one(query), None, k=4, seed_triples=1)
     assert [p.id for p in ranked][0] == passages[0].id  # the seed's own passage
-    assert all(p.chain == (seed.id,) for p in ranked)
     assert ranked[-1].id == passages[3].id  # shares no phrase with the seed
+    # the seed's mass reaches the passages naming its phrases; the last has no chain
+    assert [p.chain for p in ranked] == [(seed.id,)] * 3 + [()]
+    assert all(p.chain_kind == "seeds" for p in ranked)
     scores = [p.score for p in ranked]
     assert scores == sorted(scores, reverse=True)
 
@@ -361,7 +363,9 @@ def test_filter_keeps_a_subset_as_the_chain(tmp_path: Path) -> None:
         k=4,
         filter_fn=lambda _, triples: [t for t in triples if t.id == seed.id],
     )
-    assert all(p.chain == (seed.id,) for p in ranked)
+    # only the kept seed is a chain, and only where its phrases are (passage 3 has none)
+    assert {p.chain for p in ranked} <= {(seed.id,), ()}
+    assert {p.id for p in ranked if p.chain} == {p.id for p in passages[:3]}
 
 
 # ---- incremental update, rebuild, persistence -------------------------------------------------

@@ -15,10 +15,20 @@ const el = (tag, props = {}, ...children) => {
   return node;
 };
 
+// A busy server sheds a request with 503 and Retry-After: wait that long and try again.
+async function fetchPolitely(path, init, tries = 5) {
+  for (let i = 1; ; i++) {
+    const response = await fetch(path, init);
+    const wait = Number(response.headers.get("Retry-After"));
+    if (response.status !== 503 || !wait || i >= tries) return response;
+    await new Promise((resolve) => setTimeout(resolve, wait * 1000));
+  }
+}
+
 async function api(path, body) {
   const init = body === undefined ? {} : {
     method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)};
-  const response = await fetch(path, init);
+  const response = await fetchPolitely(path, init);
   const data = await response.json().catch(() => ({}));
   if (!response.ok) throw new Error(data.message || `${response.status} ${response.statusText}`);
   return data;
@@ -98,16 +108,32 @@ function svgBox(svg, className) {
   return box;
 }
 
+// ---- citations: where a passage is ("report.pdf, p. 14"), a link to it in its document ----
+// The link opens Documents filtered to the passage's source (its passages in reading order)
+// with the passage marked and scrolled to.
+let markPassage = null;
+function inDocument(text, source, id) {
+  return el("a", {class: "where", href: "#documents", title: `${source}: show this passage among its document's`,
+    text, onclick: (event) => {
+      event.preventDefault();
+      $("list-source").value = source; markPassage = id;
+      showTab($("tab-documents"));
+    }});
+}
+
 function passageCard(p, runId) {
   const card = el("article", {class: "card" + (p.cited.length ? " cited" : ""), id: `${runId}-p${p.rank}`});
   const marks = p.cited.map((n) => `[${n}]`).join("");
   const score = typeof p.score === "number" ? p.score.toFixed(4) : "";
   card.append(
     el("h3", {}, `${p.rank}. ${p.title} `, marks ? el("span", {class: "cite", text: marks}) : null),
-    el("div", {class: "meta", text: `score ${score} · ${p.source || "no source"} · `}, el("span", {class: "id", text: p.id})),
+    el("div", {class: "meta", text: `score ${score} · `}, p.source ? inDocument(p.location || p.source, p.source, p.id)
+      : "no source", " · ", el("span", {class: "id", text: p.id})),
     textWithMarks(p.text, p.quote_spans));
   if (p.chain.length) {
-    card.append(el("div", {class: "meta", text: p.chain.map((t) => `(${t.join("; ")})`).join(" → ")}));
+    const seeds = p.chain_kind === "seeds";
+    card.append(el("div", {class: "meta chain-text", text: (seeds ? "seed triples whose PPR mass reached it: " : "the chain that reached it: ") +
+      p.chain.map((t) => `(${t.join("; ")})`).join(seeds ? " · " : " → ")}));
     card.append(svgBox(p.svg, "chainbox"));
   }
   return card;
@@ -128,7 +154,8 @@ function showResult(result, answerBox, runId) {
   if (result.citations.length) {
     const list = el("ol", {class: "cites"});
     for (const c of result.citations) {
-      list.append(el("li", {}, el("strong", {text: c.title}), c.quote ? ` — “${c.quote}”` : ""));
+      list.append(el("li", {}, c.source ? inDocument(c.location, c.source, c.passage_id) : null,
+        c.source ? " — " : "", el("strong", {text: c.title}), c.quote ? ` — “${c.quote}”` : ""));
     }
     answerBox.append(list);
   }
@@ -286,27 +313,43 @@ async function loadHealth() {
   }
 }
 
-async function loadDocuments() {
+let readOnly = false;
+async function loadDocuments(offset = 0) {
   const box = $("doc-list");
   const source = $("list-source").value.trim();
   try {
-    const data = await api(`/ui/api/documents${source ? "?source=" + encodeURIComponent(source) : ""}`);
-    const body = el("tbody", {}, ...data.passages.map((p) => el("tr", {},
+    const marked = markPassage; markPassage = null;
+    const query = new URLSearchParams({offset: String(offset)});
+    if (source) query.set("source", source);
+    let data = await api(`/ui/api/documents?${query}`);
+    // a cited passage past this page of the listing: page on to the one holding it
+    while (marked && !data.passages.some((p) => p.id === marked) && data.offset + data.passages.length < data.total) {
+      query.set("offset", String(data.offset + data.passages.length));
+      data = await api(`/ui/api/documents?${query}`);
+    }
+    const body = el("tbody", {}, ...data.passages.map((p) => el("tr", p.id === marked ? {class: "marked", id: "marked-passage"} : {},
       el("td", {}, el("strong", {text: p.title}), el("br"), el("span", {class: "id", text: p.id})),
       el("td", {text: p.source}),
       el("td", {class: "wide", text: Object.keys(p.metadata).length ? JSON.stringify(p.metadata) : ""}),
       el("td", {class: "wide", text: p.text}),
-      el("td", {}, el("button", {class: "secondary", "aria-label": `Delete ${p.title}`, text: "Delete…",
+      el("td", {}, readOnly ? null : el("button", {class: "secondary", "aria-label": `Delete ${p.title}`, text: "Delete…",
         onclick: () => { $("delete-ids").value = p.id; $("delete-source").value = ""; reviewDeletion(); }})))));
+    const shown = data.passages.length, end = data.offset + shown;
+    const pages = el("span", {class: "row"},
+      data.offset > 0 ? el("button", {type: "button", class: "secondary", text: "Previous",
+        onclick: () => loadDocuments(Math.max(0, data.offset - data.limit))}) : null,
+      end < data.total ? el("button", {type: "button", class: "secondary", text: "Next",
+        onclick: () => loadDocuments(end)}) : null);
     box.replaceChildren(el("p", {class: "muted", text: `${data.total.toLocaleString()} passage(s)` +
-      (data.total > data.passages.length ? `, the first ${data.passages.length} shown` : "")}),
+      (data.total > shown ? `, ${(data.offset + 1).toLocaleString()}–${end.toLocaleString()} shown` : "")}, pages),
       el("table", {}, el("thead", {}, el("tr", {}, el("th", {text: "title / id"}), el("th", {text: "source"}),
         el("th", {class: "wide", text: "metadata"}), el("th", {class: "wide", text: "text"}), el("th", {text: ""}))), body));
+    if (marked && $("marked-passage")) $("marked-passage").scrollIntoView({block: "center"});
   } catch (error) {
     box.replaceChildren(el("p", {class: "error", role: "alert", text: error.message}));
   }
 }
-$("list-refresh").addEventListener("click", loadDocuments);
+$("list-refresh").addEventListener("click", () => loadDocuments(0));
 
 $("add-form").addEventListener("submit", async (event) => {
   event.preventDefault();
@@ -314,7 +357,12 @@ $("add-form").addEventListener("submit", async (event) => {
   const body = {extract: $("doc-extract").checked};
   const source = $("doc-source").value.trim();
   if (source) body.source = source;
-  if (file) { body.name = file.name; body.text = await file.text(); }
+  if (file && /\.(pdf|docx)$/i.test(file.name)) {  // binary documents travel as base64
+    const bytes = new Uint8Array(await file.arrayBuffer());
+    let binary = "";
+    for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+    body.name = file.name; body.text = btoa(binary); body.encoding = "base64";
+  } else if (file) { body.name = file.name; body.text = await file.text(); }
   else { body.title = $("doc-title").value.trim(); body.text = $("doc-text").value; body.name = body.title || "pasted"; }
   $("add-button").disabled = true; bar.hidden = false; bar.value = 0; status.className = "";
   status.textContent = "reading…";
@@ -325,6 +373,8 @@ $("add-form").addEventListener("submit", async (event) => {
         status.textContent = `${data.stage}: ${data.done} of ${data.total}`;
       } else if (name === "done") {
         status.textContent = `added ${data.passages_added} passage(s) (${data.passages_existing} already stored)` +
+          (data.passages_replaced || data.passages_removed
+            ? `, replacing ${data.passages_replaced} and removing ${data.passages_removed} of the old version` : "") +
           (data.triples_added ? `, ${data.triples_added} triple(s)` : "") +
           (data.warnings.length ? ` — ${data.warnings.join("; ")}` : "");
       }
@@ -387,7 +437,10 @@ $("delete-form").addEventListener("submit", (event) => { event.preventDefault();
       el("option", {value: name, text: name === "gear" ? "gear (the agent: answer with citations)" : name})));
     $("k").value = config.default_k;
     $("question").maxLength = config.max_question_chars;
-    $("model").textContent = `${config.backend} index · ${config.llm_model}`;
+    $("model").textContent = `${config.backend} index · ${config.llm_model || "no chat model"}`;
+    if (config.no_agent) $("ask").prepend(el("p", {id: "ask-note", class: "muted", role: "note", text: config.no_agent}));
+    readOnly = Boolean(config.read_only);
+    if (readOnly) { $("add-form").hidden = true; $("delete-form").hidden = true; }
   } catch (error) {
     $("thread").append(el("p", {class: "error", role: "alert", text: `the server did not answer: ${error.message}`}));
   }
