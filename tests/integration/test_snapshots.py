@@ -264,7 +264,7 @@ def test_gear_serve_snapshots_on_its_timer_while_it_is_up(tmp_path: Path) -> Non
     store.close()
     settings = GearSettings(index_dir=tmp_path / "ix", snapshot_every=0.05, embedding_model="hashing-64")
     app = create_app(RunnableLambda(lambda x: x), settings, playground=False)
-    with TestClient(app) as client:
+    with TestClient(app, base_url="http://127.0.0.1") as client:  # an allowed host
         assert client.get("/health").status_code == 200
         deadline = time.monotonic() + 30
         while not snapshots(tmp_path / "ix") and time.monotonic() < deadline:
