@@ -1,0 +1,71 @@
+"""A replay guard on both benchmarks: a handful of questions of each dev set run through the
+GEAR agent and SyncGE with the default settings, every LLM call answered by the capable
+model's recorded replies (``../shared/data/*/llm-replay``; the endpoint is unreachable on
+purpose), and their recall, answers and iterations must be exactly the recorded ones.
+
+A change to a prompt, to the reply parsing, to the loop or to the base list changes a
+prompt (which then misses the cache and fails the question) or a ranking, and shows here
+at once; the full rows are ``python benchmarks/quality.py`` and the replay READMEs'
+commands. The index is the one ``gear eval`` builds (``.gear/eval/``, built once with the
+real embedding model, about two minutes a dataset on two cores; reused after).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from gear_agent.config import GearSettings
+from gear_agent.evaluation.dataset import load_questions
+from gear_agent.evaluation.metrics import exact_match, recall_at_k
+from gear_agent.evaluation.replay import BENCHMARKS, REPLAY_ENDPOINT, open_benchmark, replay_index
+from gear_agent.retrieval.registry import make_retriever
+
+pytestmark = [pytest.mark.shared, pytest.mark.slow]
+
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+QUESTIONS = 3
+"""The first questions of each dev set that the guard replays."""
+
+EXPECTED: dict[tuple[str, str], list[tuple[tuple[float, ...], bool | None, int]]] = {
+    # (dataset, retriever): per question, (R@2, R@5, R@10, R@15), exact match, iterations
+}
+
+
+@pytest.fixture(scope="module")
+def replays() -> dict[str, object]:
+    """Each dev set's index with the replay's settings (the defaults otherwise)."""
+    for benchmark in BENCHMARKS:
+        for part in ("corpus.json", "questions.json", benchmark.openie, benchmark.replay):
+            if not benchmark.path(DATA, part).exists():
+                pytest.skip(f"benchmark data not found at {benchmark.path(DATA, part)} "
+                            "(../shared is absent)")
+    with pytest.MonkeyPatch.context() as env:
+        for key in [k for k in os.environ if k.startswith("GEAR_")]:
+            env.delenv(key)  # every setting at its default, as the guard's figures were taken
+        settings = GearSettings()
+        return {b.name: replay_index(open_benchmark(b, DATA, settings), b, DATA)
+                for b in BENCHMARKS}
+
+
+def _replayed(runtime, benchmark, name: str) -> list[tuple[tuple[float, ...], bool | None, int]]:
+    retriever = make_retriever(name, runtime)
+    rows = []
+    for question in load_questions(benchmark.path(DATA, "questions.json"))[:QUESTIONS]:
+        outcome = asyncio.run(retriever.arun(question.question, 15))
+        recall = tuple(round(100 * recall_at_k(outcome.passage_ids, question.gold, k), 1)
+                       for k in (2, 5, 10, 15))
+        answered = None if outcome.answer is None else exact_match(outcome.answer, question.answers)
+        rows.append((recall, answered, outcome.iterations))
+    return rows
+
+
+@pytest.mark.parametrize(("dataset", "name"), sorted(EXPECTED))
+def test_replayed_questions_keep_their_recorded_rows(replays, monkeypatch, dataset, name) -> None:
+    for key, value in REPLAY_ENDPOINT.items():
+        monkeypatch.setenv(key, value)
+    benchmark = next(b for b in BENCHMARKS if b.name == dataset)
+    assert _replayed(replays[dataset], benchmark, name) == EXPECTED[(dataset, name)]
