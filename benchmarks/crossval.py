@@ -49,11 +49,17 @@ CANDIDATES = {
 }
 
 
+_PPR: dict[tuple[int, str], list[Any]] = {}
+
+
 def _reranked(runtime: Any, retriever: Any, weight: float) -> Callable[[str], list[str]]:
     """PPR's ranking with its top 5 re-ordered by PPR score blended with the query's cosine."""
 
     def rank(question: str) -> list[str]:
-        ranked = retriever.retrieve(question, 15)
+        key = (id(runtime), question)  # one PPR run per question for every weight
+        if key not in _PPR:
+            _PPR[key] = retriever.retrieve(question, 15)
+        ranked = _PPR[key]
         if weight == 0 or not ranked:
             return [p.id for p in ranked]
         top, rest = ranked[:5], ranked[5:]
