@@ -7,13 +7,16 @@ triples) it builds (once) or reuses the index ``gear eval`` builds (all-MiniLM-L
 ``word`` BM25 tokenizer, triples imported from the OpenIE file, SiReRAG's LLM-free
 ablation pool for ``sirerag``), runs every retriever of the table that needs no LLM and
 prints Recall@2/5/10/15 and ms per question: one row per retriever, one column group per
-dataset. Where a dataset has recorded LLM replies (``musique_dev/llm-replay``) its LLM rows
-run from them with no LLM (the endpoint is unreachable on purpose; a prompt not in the
-cache fails its question), and a second table gives their EM/F1, iterations, and calls and
-tokens per question, every call counted with the model's tokenizer, cached or not, in total
-and per node::
+dataset. Both datasets have a capable model's recorded replies (``*/llm-replay``): the LLM
+rows of both run from them with no LLM (the endpoint is unreachable on purpose; a prompt
+not in the cache fails its question), in the same table beside the LLM-free rows, and a
+table per dataset gives their EM/F1, iterations, and calls and tokens per question, every
+call counted with the model's tokenizer, cached or not, in total and per node. The agent's
+and SyncGE's base is the default (``ppr``) unless ``--base`` names another (``hybrid``:
+the first recording's rows)::
 
-    python benchmarks/quality.py                         # both tables, ~15 min on 2 cores
+    python benchmarks/quality.py                         # every table, ~20 min on 2 cores
+    python benchmarks/quality.py --base hybrid           # the LLM rows with the old base
     python benchmarks/quality.py --no-llm                # the LLM-free table only
     python benchmarks/quality.py --markdown docs/quality.md   # and write them into the doc
 
@@ -30,48 +33,23 @@ import os
 import re
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
-LLM_ROWS = ("syncge", "syncge-ppr", "syncge-fused", "gear", "gear-ppr", "gear-fused",
-            "hipporag+ner")
-REPLAY_ENV = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "replay"}
-"""The replay's endpoint: unreachable on purpose, so every reply comes from the cache."""
+LLM_ROWS = ("syncge", "syncge-ppr", "syncge-fused", "gear", "gear-ppr", "gear-fused")
+EXTRA_LLM_ROWS = {"MuSiQue": ("hipporag+ner",)}
+"""Rows only one dataset's replies answer (HippoRAG's NER prompt was recorded on MuSiQue)."""
 BEGIN, END = "<!-- quality:begin -->", "<!-- quality:end -->"
 KS = (2, 5, 10, 15)
 
 
-@dataclass(frozen=True)
-class Dataset:
-    name: str
-    folder: str
-    openie: str
-    replay: str | None = None  # a GEAR_LLM_CACHE_DIR of recorded replies
-
-    def path(self, part: str) -> Path:
-        return DATA / self.folder / part
-
-
-DATASETS = (
-    Dataset("MuSiQue", "musique_dev", "openie_gpt-3.5-turbo-1106.json", "llm-replay/cache"),
-    Dataset("HotpotQA", "hotpotqa_dev", "openie_capable-model.json"),
-)
-
-
-def _runtime(dataset: Dataset) -> Any:
+def _runtime(benchmark: Any) -> Any:
     from gear_agent.cli.common import load_settings
-    from gear_agent.evaluation.prepare import eval_index_dir, prepare_index
+    from gear_agent.evaluation.replay import open_benchmark
 
-    corpus, openie = dataset.path("corpus.json"), dataset.path(dataset.openie)
-    settings = load_settings(None, bm25_tokenizer="word")
-    folder = eval_index_dir(corpus, openie, settings.embedding_model,
-                            ground_openie=settings.ground_openie)
-    settings = settings.model_copy(update={"index_dir": folder})
-    runtime, _ = prepare_index(settings, corpus, openie, lambda *a, **k: None)
-    return runtime
+    return open_benchmark(benchmark, DATA, load_settings(None))
 
 
 def _sirerag_pool(runtime: Any) -> None:
@@ -100,15 +78,12 @@ def _rows(label: str, runtime: Any, names: list[str], questions: list,
     return rows
 
 
-def _replay_runtime(runtime: Any, dataset: Dataset) -> Any:
-    from gear_agent.open_index import OpenIndex
+def _replay_runtime(runtime: Any, benchmark: Any, base: str | None) -> Any:
+    from gear_agent.evaluation.replay import REPLAY_ENDPOINT, replay_index
 
-    os.environ.update(REPLAY_ENV)
-    settings = runtime.settings.model_copy(update={
-        "llm_model": "recorded", "llm_max_retries": 0, "max_iterations": 3, "answer": True,
-        "llm_cache_dir": dataset.path(dataset.replay),
-    })
-    return OpenIndex(settings, runtime.embedder, runtime.store, runtime.encode)
+    os.environ.update(REPLAY_ENDPOINT)
+    changes = {"base_retriever": base} if base else {}
+    return replay_index(runtime, benchmark, DATA, **changes)
 
 
 def _recall_cells(row: Any | None) -> list[str]:
@@ -163,6 +138,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--no-llm", action="store_true", help="Leave out the replayed LLM rows.")
     parser.add_argument("--retrievers", help="LLM-free rows (default: every one of the table).")
+    parser.add_argument("--base", help="The replayed agent's and SyncGE's base retriever "
+                        "(default: GEAR_BASE_RETRIEVER, else ppr; hybrid gives the first "
+                        "recording's rows).")
     parser.add_argument("--limit", type=int, help="Only the first N questions of each set.")
     parser.add_argument("--concurrency", type=int, default=8, help="Replayed questions in flight.")
     parser.add_argument("--markdown", type=Path, help="Write the tables into this file's block.")
@@ -173,6 +151,7 @@ def main(argv: list[str] | None = None) -> None:
 
     quiet_third_party()
     from gear_agent.evaluation.dataset import load_questions
+    from gear_agent.evaluation.replay import BENCHMARKS
     from gear_agent.llm.tokens import tokenizer_label
     from gear_agent.retrieval.llm_free import LLM_FREE
 
@@ -180,25 +159,35 @@ def main(argv: list[str] | None = None) -> None:
     results: dict[str, dict[str, Any]] = {}
     costs: list[str] = []
     payload: dict[str, Any] = {}
-    for dataset in DATASETS:
-        if not dataset.path("questions.json").is_file():
-            raise SystemExit(f"benchmark data not found at {dataset.path('questions.json')}")
-        questions = load_questions(dataset.path("questions.json"))[: args.limit]
-        runtime = _runtime(dataset)
+    llm_names: list[str] = []
+    base = None
+    for benchmark in BENCHMARKS:
+        questions_file = benchmark.path(DATA, "questions.json")
+        if not questions_file.is_file():
+            raise SystemExit(f"benchmark data not found at {questions_file}")
+        questions = load_questions(questions_file)[: args.limit]
+        runtime = _runtime(benchmark)
         if "sirerag" in names:
             _sirerag_pool(runtime)
-        rows = _rows(dataset.name, runtime, names, questions)
-        if dataset.replay and not args.no_llm:
-            llm_rows = _rows(dataset.name, _replay_runtime(runtime, dataset), list(LLM_ROWS),
-                             questions, args.concurrency)
+        rows = _rows(benchmark.name, runtime, names, questions)
+        if not args.no_llm:
+            replay = _replay_runtime(runtime, benchmark, args.base)
+            base = replay.settings.base_retriever
+            wanted = [*LLM_ROWS, *EXTRA_LLM_ROWS.get(benchmark.name, ())]
+            llm_rows = _rows(benchmark.name, replay, wanted, questions, args.concurrency)
+            llm_names += [n for n in wanted if n not in llm_names]
             rows += llm_rows
-            costs.append(cost_table(dataset.name, llm_rows))
-        results[dataset.name] = {r.retriever: r for r in rows}
-        payload[dataset.name] = [r.as_json() for r in rows]
-    all_names = names + ([] if args.no_llm else list(LLM_ROWS))
-    text = "\n\n".join([recall_table(results, all_names), *costs])
+            costs.append(cost_table(benchmark.name, llm_rows))
+        results[benchmark.name] = {r.retriever: r for r in rows}
+        payload[benchmark.name] = [r.as_json() for r in rows]
+    text = "\n\n".join([recall_table(results, names + llm_names), *costs])
     command = "python benchmarks/quality.py" + (" --no-llm" if args.no_llm else "")
-    note = (f"`{command}`; tokens counted with {tokenizer_label('recorded')}")
+    if args.base:
+        command += f" --base {args.base}"
+    note = f"`{command}`"
+    if base:
+        note += (f"; LLM rows replayed with {base} as the agent's and SyncGE's base; tokens "
+                 f"counted with {tokenizer_label('recorded')}")
     print(text + "\n\n" + note)
     if args.markdown:
         _write_markdown(args.markdown, text + "\n\n" + note)

@@ -362,7 +362,9 @@ class Gear:
         Args:
             question: The question or query.
             k: Passages to return; ``top_k`` (15) when None.
-            retriever: A retriever name (``gear retrievers`` lists them).
+            retriever: A retriever name (``gear retrievers`` lists them); ``ppr`` by
+                default, the best LLM-free row measured on both dev sets
+                (:data:`~gear_agent.retrieval.registry.DEFAULT_WHY`).
             where: Only passages that pass this filter, applied before ranking:
                 ``{"source": "reports/2024", "year": {"$gte": 2020}}`` or
                 ``["source=reports/2024", "year>=2020"]`` (see :mod:`gear_agent.filters`).

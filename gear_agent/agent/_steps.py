@@ -32,13 +32,36 @@ from gear_agent.store import Store
 from gear_agent.text.grounding import Grounding
 
 
+def reader_ids(settings: PromptSettings, passage_ids: Sequence[str]) -> list[str]:
+    """The base passages the reader reads: the first ``reader_passages`` (all when None).
+
+    Example:
+        >>> reader_ids(PromptSettings(reader_passages=2), ["p1", "p2", "p3"])
+        ['p1', 'p2']
+    """
+    return list(passage_ids[: settings.reader_passages])
+
+
+def render_read_passages(store: Store, settings: PromptSettings, passage_ids: Sequence[str]) -> str:
+    """The reader's passages as its prompt shows them: the first ``reader_full_passages``
+    numbered with title and text (within ``prompt_passage_tokens``), the rest by title only."""
+    passages = store.get_passages(reader_ids(settings, passage_ids))
+    full = settings.reader_full_passages
+    budget = settings.prompt_passage_tokens
+    if full is None or full >= len(passages):
+        return render_passages(passages, budget)
+    titles = [f"[{number}] {p.title}".rstrip()
+              for number, p in enumerate(passages[full:], start=full + 1)]
+    return "\n\n".join([render_passages(passages[:full], budget), *titles])
+
+
 def reader_prompt(
     store: Store, settings: PromptSettings, question: str, passage_ids: Sequence[str],
     memory: Sequence[Sequence[str]],
 ) -> str:
-    """The reader prompt over the passages; with the gist memory once there is one."""
-    budget = settings.prompt_passage_tokens
-    passages = render_passages(store.get_passages(list(passage_ids)), budget)
+    """The reader prompt over the passages it reads (:func:`reader_ids`; past
+    ``reader_full_passages``, their titles only); with the gist memory once there is one."""
+    passages = render_read_passages(store, settings, passage_ids)
     folder = settings.prompts_dir
     if memory:
         return load_prompt("reader_with_memory", folder).format(
@@ -58,15 +81,19 @@ def ground_triples(
     passage_ids: Sequence[str],
     memory: Sequence[Sequence[str]],
     triples: Sequence[Sequence[str]],
+    full_texts: int | None = None,
 ) -> tuple[list[list[str]], list[list[str]]]:
     """Reader triples split into those grounded in what the reader was shown (the
-    passages' titles and texts, and the gist memory) and those that are not.
+    passages' titles and texts, and the gist memory) and those that are not; past the
+    first ``full_texts`` passages (all when None) the reader saw titles only.
 
     Returns:
         (grounded, ungrounded), each in the reply's order.
     """
     passages = store.get_passages(list(passage_ids))
-    source = Grounding.of(*(f"{p.title}\n{p.text}" for p in passages),
+    shown = [f"{p.title}\n{p.text}" for p in passages[:full_texts]]
+    shown += [p.title for p in passages[len(shown):]]
+    source = Grounding.of(*shown,
                           *(" ".join(t) for t in memory))
     kept: list[list[str]] = []
     left: list[list[str]] = []
@@ -183,5 +210,7 @@ __all__ = [
     "passage_link",
     "ppr_expand",
     "read_reply",
+    "reader_ids",
     "reader_prompt",
+    "render_read_passages",
 ]

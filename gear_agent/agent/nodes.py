@@ -272,9 +272,9 @@ def make_read(store: Store, settings: AgentSettings, llm: Models) -> RunnableLam
         iteration = state.get("iteration", 1)
         records = [{"iteration": iteration, "node": "read", "item": d} for d in dropped]
         if settings.ground_triples and triples:
-            ids = [p["id"] for p in state.get("base", [])]
+            ids = steps.reader_ids(settings, [p["id"] for p in state.get("base", [])])
             triples, ungrounded = steps.ground_triples(
-                store, ids, state.get("gist_memory", []), triples
+                store, ids, state.get("gist_memory", []), triples, settings.reader_full_passages
             )
             records += [{"iteration": iteration, "node": "read", "item": t,
                          "reason": UNGROUNDED} for t in ungrounded]

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from gear_agent.cli.common import SafeConsole, console, load_settings, reports_errors
 from gear_agent.cli.search_cmd import retriever_help
+from gear_agent.cli.tables import Grid, print_grid
 
 DEFAULT_RETRIEVERS = "bm25,dense,hybrid,bm25+naive_ge,dense+naive_ge,hybrid+naive_ge"
 
@@ -119,64 +119,67 @@ def eval_(
 
 
 def _print_rows(rows, settings) -> None:
-    table = Table(title=f"scorer={settings.beam_scorer} diverse={settings.beam_diverse} "
-                        f"base_k={settings.base_k} tokenizer={settings.bm25_tokenizer}")
+    out = SafeConsole()
+    print_grid(recall_grid(rows, settings), out)
+    costed = [r for r in rows if r.by_node]
+    if costed:
+        print_grid(cost_grid(costed, settings), out)
+
+
+def recall_grid(rows, settings) -> Grid:
+    """One row per retriever: Recall@k and ms/query; for LLM rows EM/F1, calls, tokens
+    (counted and billed) and iterations per question."""
     extra = any(r.em is not None or r.tokens_per_question is not None
                 or r.calls_per_question is not None for r in rows)
     ks = sorted(rows[0].recall) if rows else []
-    for column in ("retriever", *(f"R@{k}" for k in ks), "ms/query"):
-        table.add_column(column, justify="left" if column == "retriever" else "right")
+    columns = ["retriever", *(f"R@{k}" for k in ks), "ms/query"]
     if extra:
-        for column in ("EM", "F1", "calls/q", "tokens/q", "billed/q", "iter/q"):
-            table.add_column(column, justify="right")
+        columns += ["EM", "F1", "calls/q", "tokens/q", "billed/q", "iter/q"]
+    cells = []
     for r in rows:
-        cells = [r.retriever, *(f"{100 * r.recall[k]:.1f}" for k in sorted(r.recall)),
-                 f"{r.ms_per_query:.1f}"]
+        row = [r.retriever, *(f"{100 * r.recall[k]:.1f}" for k in sorted(r.recall)),
+               f"{r.ms_per_query:.1f}"]
         if extra:
-            cells += [
+            row += [
                 _cell(r.em, 100, ".1f"), _cell(r.f1, 100, ".1f"),
                 _cell(r.calls_per_question, 1, ".2f"),
                 _cell(r.counted_tokens_per_question, 1, ",.0f"),
                 _cell(r.tokens_per_question, 1, ",.0f"),
                 _cell(r.iterations_per_question, 1, ".2f"),
             ]
-        table.add_row(*cells)
-    SafeConsole().print(table)
-    costed = [r for r in rows if r.by_node]
-    if costed:
-        _print_costs(costed, settings)
+        cells.append(row)
+    title = (f"scorer={settings.beam_scorer} diverse={settings.beam_diverse} "
+             f"base_k={settings.base_k} tokenizer={settings.bm25_tokenizer}")
+    return Grid(title, tuple(columns), cells)
 
 
 def _cell(value: float | None, scale: float, spec: str) -> str:
     return "-" if value is None else format(scale * value, spec)
 
 
-def _print_costs(rows, settings) -> None:
+def cost_grid(rows, settings) -> Grid:
     """Per node: LLM calls and tokens per question, every call counted (cached or not)."""
     from gear_agent.llm.tokens import tokenizer_label
 
-    table = Table(title="LLM calls per question, by node (every call, cached or not; "
-                        f"tokens: {tokenizer_label(settings.llm_model)})")
-    for column in ("retriever", "node", "calls/q", "prompt tokens/q", "completion tokens/q"):
-        table.add_column(column, justify="left" if column in ("retriever", "node") else "right")
-    for r in rows:
-        for node, cost in r.by_node.items():
-            table.add_row(r.retriever, node, f"{cost.calls:.2f}", f"{cost.prompt_tokens:,.0f}",
-                          f"{cost.completion_tokens:,.0f}")
-    SafeConsole().print(table)
+    cells = [(r.retriever, node, f"{cost.calls:.2f}", f"{cost.prompt_tokens:,.0f}",
+              f"{cost.completion_tokens:,.0f}")
+             for r in rows for node, cost in r.by_node.items()]
+    return Grid("LLM calls per question, by node (every call, cached or not; "
+                f"tokens: {tokenizer_label(settings.llm_model)})",
+                ("retriever", "node", "calls/q", "prompt tokens/q", "completion tokens/q"),
+                cells, left=2)
 
 
 @reports_errors
 def retrievers_() -> None:
     """List every retriever name: what it does and whether it needs an LLM or triples."""
 
-    from gear_agent.retrieval.registry import DEFAULT_RETRIEVER, RETRIEVERS
+    from gear_agent.retrieval.registry import DEFAULT_RETRIEVER, DEFAULT_WHY, RETRIEVERS
 
-    table = Table(title="retrievers (gear search --retriever NAME, gear eval --retrievers A,B)")
-    for column in ("name", "LLM", "triples", "score", "what it does"):
-        table.add_column(column)
-    for spec in RETRIEVERS.values():
-        name = f"{spec.name} (default)" if spec.name == DEFAULT_RETRIEVER else spec.name
-        table.add_row(name, "yes" if spec.needs_llm else "-", "yes" if spec.needs_triples else "-",
-                      spec.score, spec.description)
-    SafeConsole().print(table)
+    rows = [(f"{spec.name} (default)" if spec.name == DEFAULT_RETRIEVER else spec.name,
+             "yes" if spec.needs_llm else "-", "yes" if spec.needs_triples else "-",
+             spec.score, spec.description) for spec in RETRIEVERS.values()]
+    out = SafeConsole()
+    print_grid(Grid("retrievers (gear search --retriever NAME, gear eval --retrievers A,B)",
+                    ("name", "LLM", "triples", "score", "what it does"), rows, left=5), out)
+    out.print(f"default: {DEFAULT_RETRIEVER}, {DEFAULT_WHY}", markup=False, highlight=False)

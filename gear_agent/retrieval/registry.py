@@ -32,12 +32,21 @@ if TYPE_CHECKING:  # the table itself imports nothing heavy: `gear --help` lists
     from gear_agent.retrieval.base import Retriever
 
 __all__ = [
-    "BASE_MODES", "DEFAULT_RETRIEVER", "LLM_FREE", "RETRIEVERS", "Builder", "RetrieverSpec",
+    "BASE_MODES", "DEFAULT_RETRIEVER", "DEFAULT_WHY", "LLM_FREE", "RETRIEVERS", "Builder", "RetrieverSpec",
     "ScoreKind", "check_name", "make_retriever",
 ]
 
-DEFAULT_RETRIEVER = "hybrid+naive_ge"
-"""The retriever ``gear search`` and :meth:`gear_agent.Gear.retrieve` use by default."""
+DEFAULT_RETRIEVER = "ppr"
+"""The retriever ``gear search``, :meth:`gear_agent.Gear.retrieve`, ``Gear.as_retriever``
+and the server use by default: the best LLM-free row measured on both dev sets
+(docs/quality.md), at interactive cost."""
+
+DEFAULT_WHY = (
+    "the best LLM-free row on both dev sets (R@5 / R@15: MuSiQue 74.7 / 91.2 against "
+    "hybrid+naive_ge's 63.6 / 79.6, HotpotQA 90 / 99 against 79 / 96; "
+    "p50 20-27 ms at 150k passages); docs/quality.md"
+)
+"""Why :data:`DEFAULT_RETRIEVER` is the default, with its figures (``gear retrievers``)."""
 
 
 def _client(runtime: OpenIndex, llm: LLMClient | None) -> LLMClient:

@@ -103,6 +103,7 @@ def make_settings(**overrides: Any) -> GearSettings:
         "passage_link_k": 2,
         "max_iterations": 3,
         "expansion": "beam",  # the expected passage orders below were worked out for beam search
+        "base_retriever": "hybrid",  # ... from a hybrid base (the default before ppr)
         "answer_top_k": 2,
     }
     values.update(overrides)

@@ -1,5 +1,6 @@
 """Any LLM-free retriever as the agent's base (``GEAR_BASE_RETRIEVER``), with filters; the
-default stays hybrid, and tripleLink/passageLink keep a plain search."""
+default is ppr (the replayed rows of both dev sets, docs/quality.md), and
+tripleLink/passageLink keep a plain search."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from gear_agent.agent import nodes
 from gear_agent.agent.graph import build_graph
 from gear_agent.agent.parts import index_parts
 from gear_agent.agent.syncge import SyncGERetriever
+from gear_agent.config import RetrievalSettings
 from gear_agent.embedding.hashing import HashingEmbedder
 from gear_agent.errors import UnknownNameError
 from gear_agent.filters import parse_where
@@ -49,11 +51,11 @@ def test_the_retrieve_node_uses_the_configured_retriever(store, name: str) -> No
     assert [tuple(p["chain"]) for p in update["base"]] == [p.chain for p in expected]
 
 
-def test_the_default_base_is_still_hybrid(store) -> None:
-    runtime = _runtime(store)
-    assert runtime.settings.base_retriever == "hybrid"
+def test_the_default_base_is_ppr(store) -> None:
+    assert RetrievalSettings().base_retriever == "ppr"
+    runtime = _runtime(store, base_retriever=RetrievalSettings().base_retriever)
     base = index_parts(runtime).base().retrieve(QUESTION, 3)
-    assert [p.id for p in base] == [p.id for p in make_llm_free("hybrid", runtime).retrieve(
+    assert [p.id for p in base] == [p.id for p in make_llm_free("ppr", runtime).retrieve(
         QUESTION, 3)]
     assert runtime.settings.link_search_mode == "hybrid"
 

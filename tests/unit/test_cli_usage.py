@@ -184,7 +184,7 @@ def test_a_retriever_that_needs_triples_warns_on_a_text_only_index(tmp_path: Pat
     result = run("search", "Where is the Rainbow Bridge?", "--index", str(index))
     assert result.exit_code == 0, result.output
     warnings = [line for line in result.output.splitlines() if line.startswith("warning:")]
-    assert len(warnings) == 1 and "hybrid+naive_ge walks triples" in warnings[0]
+    assert len(warnings) == 1 and "ppr walks triples" in warnings[0]  # the default
     assert "index has none" in warnings[0]
     plain = run("search", "Where is the Rainbow Bridge?", "--index", str(index), "--retriever", "hybrid")
     assert plain.exit_code == 0 and "warning:" not in plain.output
