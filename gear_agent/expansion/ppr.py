@@ -541,10 +541,10 @@ class PPRRetriever(Retriever):
 
     The graph is built on first use (or loaded from ``graph_path``, by default a file in
     the store's folder for derived files) and kept at the store's commit by one rule: it
-    records the generation it reflects, takes in the changes since after every commit this
-    process makes (the write path: :meth:`Store.subscribe`), and checks the generation at
-    every query (another process may have written); a query sees one commit, graph and
-    records alike (:meth:`Store.snapshot`).
+    records the stamp of the state it reflects (index id, generation, commit digest), takes
+    in the changes since after every commit this process makes (the write path:
+    :meth:`Store.subscribe`), and compares stamps at every query (another process may have
+    written); a query sees one commit, graph and records alike (:meth:`Store.snapshot`).
 
     Args:
         store: The index.
@@ -599,7 +599,7 @@ class PPRRetriever(Retriever):
         date (and saved) when the store's generation moved since."""
         with self.lock, self.store.snapshot():
             graph = self._graph
-            if graph is None or graph.generation != self.store.generation() or graph.unsaved:
+            if graph is None or graph.stamp != self.store.stamp() or graph.unsaved:
                 path = None if self.graph_path is None else Path(self.graph_path)
                 threshold = self.settings.ppr_synonym_threshold
                 self._graph = load_or_build(
