@@ -48,7 +48,7 @@ from gear_agent.store.base import (
 from gear_agent.store.bm25 import top_k
 from gear_agent.store.changes import Changes, Stamp
 from gear_agent.store.collection import PassageCollection, RecordCollection, TripleCollection, View
-from gear_agent.store.derived_files import abandoned_temporaries
+from gear_agent.store.derived_files import remove_abandoned_temporaries
 from gear_agent.store.embedded_db import FORMAT_VERSION, INDEX_ID_KEY, Database, chunked, marks
 from gear_agent.store.embedded_nodes import EmbeddedNodeStore
 from gear_agent.store.embedded_state import States
@@ -409,8 +409,7 @@ class EmbeddedStore(Store):
             gone = sorted(p.name for p in self.root.glob(f"*{ann_mod.SUFFIX}") if p.name not in listed)
             for name in gone:
                 (self.root / name).unlink(missing_ok=True)
-            for leftover in abandoned_temporaries(self.root):
-                leftover.unlink(missing_ok=True)
+            remove_abandoned_temporaries(self.root)
         return gone
 
     # ---- repair (gear check --repair) -------------------------------------------------

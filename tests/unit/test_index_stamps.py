@@ -173,3 +173,29 @@ def test_a_new_index_in_the_folder_of_an_old_graph_answers_from_its_own_corpus(t
     repaired = run_cli("check", "--repair", "--index", str(index), env=HASHING)
     assert repaired.exit_code == 0, repaired.output
     assert "rebuilt the PPR graph cache" in repaired.output and _graph_item(index).ok
+
+
+def test_a_graph_appends_a_delta_only_to_the_save_it_made(tmp_path: Path) -> None:
+    """Two processes caching one index's graph: a delta of one graph appended to the other's
+    base would number its vertices wrongly; the save finds the manifest is not its own and
+    writes a base."""
+    from gear_agent.expansion.ppr_graph import PPRGraph
+
+    store = _open(tmp_path / "ix")
+    for passage in (ALPHA, BRAVO):
+        _write(store, passage)
+    path = tmp_path / "ix" / "ppr-graph.npz"
+    ours = PPRGraph.build(store, store.embedder)
+    theirs = PPRGraph.build(store, store.embedder)
+    _write(store, CHARLIE)
+    ours.update(store)
+    ours.save(path)
+    theirs.save(path)  # still at the commit before CHARLIE: another process's save
+    _write(store, DELTA)
+    ours.update(store)
+    ours.save(path)
+    loaded = PPRGraph.load(path, store.embedder)
+    assert loaded.stamp == store.stamp() == ours.stamp
+    assert loaded.node_names() == ours.node_names()
+    assert loaded.passage_vertex(CHARLIE.id) is not None and loaded.passage_vertex(DELTA.id) is not None
+    store.close()
