@@ -875,6 +875,32 @@ def load_or_build(
     return graph
 
 
+def cache_path(store: Store) -> Path | None:
+    """``ppr-graph.npz`` in the store's folder of derived caches (an embedded index's own
+    folder; a local folder per cluster and prefix for Elasticsearch); None where the store
+    keeps none."""
+    from gear_agent.store.derived_files import PPR_GRAPH_FILE
+
+    folder = store.derived_dir
+    return None if folder is None else Path(folder) / PPR_GRAPH_FILE
+
+
+def prepare_cache(
+    store: Store, embedder: Embedder, synonym_threshold: float = 0.8, progress: GraphProgress | None = None,
+) -> PPRGraph | None:
+    """Bring the saved graph of ``store`` up to date now and save it: the write path's last
+    step (``gear index`` ends with it), so the first ``ppr`` query loads a graph of its
+    commit instead of building one. None where the store keeps no folder for it.
+
+    Example:
+        >>> prepare_cache(store, embedder, 0.8, board.graph_stages())  # doctest: +SKIP
+    """
+    path = cache_path(store)
+    if path is None:
+        return None
+    return load_or_build(store, embedder, synonym_threshold, path, progress=progress)
+
+
 def rebuild_cache(
     store: Store, embedder: Embedder, synonym_threshold: float = 0.8,
     progress: GraphProgress | None = None, path: Path | None = None,
@@ -885,12 +911,9 @@ def rebuild_cache(
     Raises:
         StoreError: the backend keeps no folder for derived files and no ``path`` is given.
     """
-    from gear_agent.store.derived_files import PPR_GRAPH_FILE
-
-    folder = store.derived_dir
-    if path is None and folder is None:
+    target = Path(path) if path is not None else cache_path(store)
+    if target is None:
         raise StoreError(f"the {store.backend} backend keeps no PPR graph cache to rebuild")
-    target = Path(path) if path is not None else Path(folder) / PPR_GRAPH_FILE  # type: ignore[arg-type]
     graph = PPRGraph(embedder, synonym_threshold)
     graph.update(store, progress)
     graph.save(target, progress)

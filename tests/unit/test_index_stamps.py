@@ -199,3 +199,21 @@ def test_a_graph_appends_a_delta_only_to_the_save_it_made(tmp_path: Path) -> Non
     assert loaded.node_names() == ours.node_names()
     assert loaded.passage_vertex(CHARLIE.id) is not None and loaded.passage_vertex(DELTA.id) is not None
     store.close()
+
+
+def test_gear_index_ends_with_the_graph_of_its_last_commit_saved(tmp_path: Path) -> None:
+    """The write path builds what the default retriever needs: the first `ppr` query loads
+    the graph `gear index` saved, and neither rebuilds nor saves it again."""
+    index = tmp_path / "index"
+    built = run_cli("index", str(DEMO / "corpus.json"), "--openie", str(DEMO / "openie.json"),
+                    "--index", str(index), env=HASHING)
+    assert built.exit_code == 0, built.output
+    assert "time: PPR graph" in built.output
+    manifest = (index / "ppr-graph.json").read_text(encoding="utf-8")
+    store = _open(index)
+    assert Stamp.from_dict(json.loads(manifest)["stamp"]) == store.stamp()
+    store.close()
+    assert _graph_item(index).ok
+    answer = run_cli("search", "Kestrel Observatory", "--retriever", "ppr", "--index", str(index), env=HASHING)
+    assert answer.exit_code == 0 and "Kestrel Observatory" in answer.output
+    assert (index / "ppr-graph.json").read_text(encoding="utf-8") == manifest  # loaded, not saved again
