@@ -850,6 +850,7 @@ def load_or_build(
     graph: PPRGraph | None = None,
     progress: GraphProgress | None = None,
     exact_max: int = EXACT_MAX,
+    compact: bool = True,
 ) -> PPRGraph:
     """The PPR graph of ``store``, brought up to date: ``graph``, else the one saved at
     ``path``, else a new one; saved to ``path`` when it changed (a delta segment when the
@@ -858,7 +859,15 @@ def load_or_build(
     A file that cannot be read, fails its checksum, or was built with another model or
     threshold is rebuilt (with a warning); a file that cannot be written is left as it is
     (with a warning), since it is only a cache.
+
+    With ``compact``, a graph built from scratch here and saved is read back from its files
+    (the build's objects are freed, and the graph is laid out as a loading process lays it
+    out), and the heap the build or load freed is handed back to the system
+    (:func:`_return_free_heap`): a process that built the graph then holds what one that
+    loaded it holds (``benchmarks/graph_build.py``). ``gear index``, which exits after the
+    build, passes False.
     """
+    held = graph is not None  # kept in memory: an update, not a build or a load
     if graph is None and path is not None and files.manifest_path(Path(path)).is_file():
         try:
             graph = PPRGraph.load(path, embedder, synonym_threshold, exact_max=exact_max)
@@ -866,13 +875,47 @@ def load_or_build(
             logger.warning("rebuilding the PPR graph: %s", exc)
     if graph is None:
         graph = PPRGraph(embedder, synonym_threshold, exact_max=exact_max)
-    graph.update(store, progress)
+    built = graph.generation < 0 or graph.n_vertices == 0
+    stats = graph.update(store, progress)
+    built = built or stats.rebuilt
+    saved = False
     if path is not None and (graph.unsaved or not Path(path).is_file()):
         try:
             graph.save(path, progress)
+            saved = True
         except OSError as exc:
             logger.warning("could not cache the PPR graph at %s: %s", path, exc)
+    if compact and built and saved:
+        stamp = graph.stamp
+        graph = None  # freed before its copy is read
+        try:
+            graph = PPRGraph.load(path, embedder, synonym_threshold, exact_max=exact_max)  # type: ignore[arg-type]
+        except ValueError as exc:  # replaced meanwhile by another process's save: build again
+            logger.warning("could not read back the PPR graph just saved (%s); building it again", exc)
+            return load_or_build(store, embedder, synonym_threshold, None, progress=progress,
+                                 exact_max=exact_max, compact=False)
+        if graph.stamp != stamp:
+            graph.update(store, progress)
+    if compact and (built or not held):
+        _return_free_heap()
     return graph
+
+
+def _return_free_heap() -> None:
+    """Hand the C heap's free pages back to the system (glibc's ``malloc_trim``): a build
+    or a load frees hundreds of MB of temporaries that glibc otherwise keeps (at 20k
+    passages: 150 MB after a build, 50 MB after a load). A no-op without glibc."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return
+    try:
+        trim = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return
+    trim(0)
 
 
 def cache_path(store: Store) -> Path | None:
@@ -898,7 +941,7 @@ def prepare_cache(
     path = cache_path(store)
     if path is None:
         return None
-    return load_or_build(store, embedder, synonym_threshold, path, progress=progress)
+    return load_or_build(store, embedder, synonym_threshold, path, progress=progress, compact=False)
 
 
 def rebuild_cache(

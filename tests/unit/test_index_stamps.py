@@ -217,3 +217,31 @@ def test_gear_index_ends_with_the_graph_of_its_last_commit_saved(tmp_path: Path)
     answer = run_cli("search", "Kestrel Observatory", "--retriever", "ppr", "--index", str(index), env=HASHING)
     assert answer.exit_code == 0 and "Kestrel Observatory" in answer.output
     assert (index / "ppr-graph.json").read_text(encoding="utf-8") == manifest  # loaded, not saved again
+
+
+def test_a_process_that_builds_the_graph_answers_from_the_copy_it_saved(tmp_path: Path, monkeypatch) -> None:
+    """The build's objects are freed: a graph built from scratch and saved is read back
+    from its files, as a process that loads it would hold it (issue 35: the building
+    process held more memory and answered slower than a loading one)."""
+    from gear_agent.expansion import ppr_graph
+
+    store = _open(tmp_path / "ix")
+    for passage in (ALPHA, BRAVO, CHARLIE):
+        _write(store, passage)
+    loads = []
+    real_load = ppr_graph.PPRGraph.load.__func__
+
+    def counting_load(cls, *args, **kwargs):  # noqa: ANN001, ANN202 - PPRGraph.load's own
+        loads.append(args[0])
+        return real_load(cls, *args, **kwargs)
+
+    monkeypatch.setattr(ppr_graph.PPRGraph, "load", classmethod(counting_load))
+    path = tmp_path / "ix" / "ppr-graph.npz"
+    graph = ppr_graph.load_or_build(store, store.embedder, 0.8, path)
+    assert loads == [path] and graph.stamp == store.stamp() and not graph.unsaved
+    _write(store, DELTA)
+    updated = ppr_graph.load_or_build(store, store.embedder, 0.8, path, graph=graph)
+    assert updated is graph and loads == [path]  # an update in place: nothing read back
+    assert graph.passage_vertex(DELTA.id) is not None
+    assert ppr_graph.prepare_cache(store, store.embedder, 0.8) is not None and loads == [path, path]
+    store.close()
