@@ -37,8 +37,9 @@ def index(
 
     Each file is a source that owns its passages: indexing it again keeps its unchanged
     chunks (not embedded or extracted again) and replaces its edited ones, in one commit.
-    An interrupted run keeps what it committed. Progress bars show each stage with its
-    rate and time left.
+    An interrupted run keeps what it committed. It ends with the PPR graph brought up to
+    date and saved beside the index, so the first `ppr` query does not build it. Progress
+    bars show each stage with its rate and time left.
     """
     from gear_agent.cli.checks import refuse_damaged_index, require_index
     from gear_agent.cli.progress import ProgressBoard
@@ -86,11 +87,25 @@ def index(
             from gear_agent.cli.extract_run import run_extraction
 
             run_extraction(store, settings, report, llm, board.stage, budget=budget)
+    _prepare_derived(store, embedder, settings, report)
     total = time.perf_counter() - started
     _print_report(report, total)
     if cut:
         console.print(f"[yellow]note:[/] {escape(cut_warning(cut, chunker))}", highlight=False, soft_wrap=True)
     _print_info(store, settings)
+
+
+def _prepare_derived(store, embedder, settings, report) -> None:
+    """The write path's last step: bring what a default retriever needs up to date now, with
+    progress, so that the first query does not build it: the PPR graph and its phrase index,
+    saved beside the index (after ``bulk_load``, so Elasticsearch's writes are visible)."""
+    from gear_agent.cli.progress import ProgressBoard
+    from gear_agent.expansion.ppr_graph import prepare_cache
+
+    started = time.perf_counter()
+    with ProgressBoard() as board, board.embedding():
+        prepare_cache(store, embedder, settings.ppr_synonym_threshold, board.graph_stages())
+    report.seconds["PPR graph"] = time.perf_counter() - started
 
 
 def _dry_run(settings, read, prune: bool, extraction: bool) -> None:

@@ -44,7 +44,7 @@ from scipy import sparse
 from gear_agent.config import PPRSettings
 from gear_agent.expansion._ppr_push import push_personalized_pagerank
 from gear_agent.expansion._query_entities import query_entity_vertices
-from gear_agent.expansion.ppr_graph import GraphProgress, PPRGraph, load_or_build
+from gear_agent.expansion.ppr_graph import GraphProgress, PPRGraph, cache_path, load_or_build
 from gear_agent.expansion.ppr_walk import Walk, walk_of
 from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
@@ -563,10 +563,10 @@ class PPRRetriever(Retriever):
 
     The graph is built on first use (or loaded from ``graph_path``, by default a file in
     the store's folder for derived files) and kept at the store's commit by one rule: it
-    records the generation it reflects, takes in the changes since after every commit this
-    process makes (the write path: :meth:`Store.subscribe`), and checks the generation at
-    every query (another process may have written); a query sees one commit, graph and
-    records alike (:meth:`Store.snapshot`).
+    records the stamp of the state it reflects (index id, generation, commit digest), takes
+    in the changes since after every commit this process makes (the write path:
+    :meth:`Store.subscribe`), and compares stamps at every query (another process may have
+    written); a query sees one commit, graph and records alike (:meth:`Store.snapshot`).
 
     Args:
         store: The index.
@@ -599,7 +599,7 @@ class PPRRetriever(Retriever):
     ) -> None:
         self.settings = settings if settings is not None else PPRSettings()
         self.store, self.encode, self.filter_fn = store, encode, filter_fn
-        self.graph_path = _graph_path(store) if graph_path == "auto" else graph_path
+        self.graph_path = cache_path(store) if graph_path == "auto" else graph_path
         self._graph = graph
         self.lock = threading.RLock()
         """Held while the graph is updated or walked (the graph is updated in place); hold it
@@ -621,7 +621,7 @@ class PPRRetriever(Retriever):
         date (and saved) when the store's generation moved since."""
         with self.lock, self.store.snapshot():
             graph = self._graph
-            if graph is None or graph.generation != self.store.generation() or graph.unsaved:
+            if graph is None or graph.stamp != self.store.stamp() or graph.unsaved:
                 path = None if self.graph_path is None else Path(self.graph_path)
                 threshold = self.settings.ppr_synonym_threshold
                 self._graph = load_or_build(
@@ -663,13 +663,3 @@ class PPRRetriever(Retriever):
                     passage_sharpness=sharpness, query_entity_weight=entities,
                     walk=walk_of(graph, self.store, title_weight),
                 )
-
-
-def _graph_path(store: Store) -> Path | None:
-    """``ppr-graph.npz`` in the store's folder of derived caches (an embedded index's own
-    folder; a local folder per cluster and prefix for Elasticsearch); None where the store
-    keeps none."""
-    from gear_agent.store.derived_files import PPR_GRAPH_FILE
-
-    folder = store.derived_dir
-    return None if folder is None else Path(folder) / PPR_GRAPH_FILE

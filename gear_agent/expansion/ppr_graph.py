@@ -29,8 +29,10 @@ Edges live in numpy arrays (sorted pair keys with their relation count, synonym 
 contains flag); the walk reads a scipy CSR matrix built from them, and :attr:`PPRGraph.graph`
 is an igraph view built on demand (checks, export).
 
-The graph records the store generation it reflects (:attr:`PPRGraph.generation`) and
-:meth:`PPRGraph.update` brings it to the store's latest commit by the store's one rule
+The graph records the store state it reflects (:attr:`PPRGraph.stamp`: the index's id,
+the generation and a digest of the commit, so a rolled-back index or a new index in the
+same folder never matches a graph of another state) and :meth:`PPRGraph.update` brings it
+to the store's latest commit by the store's one rule
 (:func:`gear_agent.store.changes.bring_up_to_date`): it reads the store's change feed,
 embeds only phrases it does not hold yet and adds only new nodes and edges (new synonym
 pairs are searched between the new phrases and all phrases). When the changes remove
@@ -63,7 +65,7 @@ from gear_agent.embedding.base import Embedder
 from gear_agent.expansion import ppr_graph_files as files
 from gear_agent.expansion._ppr_synonyms import EXACT_MAX, PhraseANN, exact_pairs
 from gear_agent.store.base import Store, StoreError
-from gear_agent.store.changes import Changes, bring_up_to_date
+from gear_agent.store.changes import Changes, Stamp, bring_up_to_date
 from gear_agent.store.derived_files import write_atomically
 from gear_agent.text.tokenizer import normalise_entity
 
@@ -224,8 +226,9 @@ class PPRGraph:
         self.embedding_model = embedder.name
         self.synonym_threshold = float(synonym_threshold)
         self.exact_max = exact_max
-        self.generation = -1
-        """The store generation this graph reflects (-1: none yet, build it)."""
+        self.stamp: Stamp | None = None
+        """The store state this graph reflects (None: none yet, or a file that records
+        none: built or compared with the store at the next update)."""
         self._report: GraphProgress = _no_progress
         self._stats = UpdateStats()
         self._reset()
@@ -267,10 +270,15 @@ class PPRGraph:
         self._saved_at: Path | None = None
         self._deltas = 0
         self._ann_unsaved = False  # the phrase ANN was rebuilt after its file failed
-        self._saved_generation: int | None = None
+        self._saved_stamp: Stamp | None = None
         self._cache: dict[str, Any] = {}
 
     # ---- reading ------------------------------------------------------------------
+    @property
+    def generation(self) -> int:
+        """The store generation this graph reflects (-1: none)."""
+        return -1 if self.stamp is None else self.stamp.generation
+
     @property
     def n_vertices(self) -> int:
         return len(self._names)
@@ -474,7 +482,6 @@ class PPRGraph:
                    for i in range(0, len(wanted), READ_BATCH))
         self._stats = self._add(passage_ids, batches, report)
         report("read", 2, 2)
-        self.generation = changes.generation
 
     def rebuild(self, store: Store, generation: int) -> None:
         """Bring the graph to ``generation`` by comparing it with everything in ``store``: the
@@ -490,7 +497,6 @@ class PPRGraph:
             if self._triple_ids.keys() <= {t[0] for batch in batches for t in batch}:
                 self._stats = self._add(passage_ids, batches, report)
                 report("read", 2, 2)
-                self.generation = generation
                 return
         rebuilt = self.n_vertices > 0 or self.generation >= 0
         known = dict(zip(self._phrases, self._vectors)) if self._phrases else None
@@ -498,7 +504,6 @@ class PPRGraph:
         stats = self._add(passage_ids, store.triple_batches(READ_BATCH), report, known)
         report("read", 2, 2)
         self._stats = replace(stats, rebuilt=rebuilt)
-        self.generation = generation
 
     def _add(
         self,
@@ -688,17 +693,24 @@ class PPRGraph:
         path.parent.mkdir(parents=True, exist_ok=True)
         report = progress or _no_progress
         report("save", 0, 1)
-        manifest = None
-        if self._saved_at == path and self._deltas < files.MAX_DELTAS:
-            try:
-                manifest = files.read_manifest(path)
-            except ValueError:
-                manifest = None
-        if manifest is None:
-            self._save_base(path)
-        else:
-            self._save_delta(path, manifest)
+        with files.saving(path):
+            manifest = None
+            if self._saved_at == path and self._deltas < files.MAX_DELTAS:
+                try:
+                    manifest = files.read_manifest(path)
+                except ValueError:
+                    manifest = None
+            if manifest is None or not self._wrote(manifest):
+                self._save_base(path)
+            else:
+                self._save_delta(path, manifest)
         report("save", 1, 1)
+
+    def _wrote(self, manifest: dict[str, Any]) -> bool:
+        """Whether ``manifest`` is the one this graph's last save wrote (another process may
+        have saved its own graph there since: a delta of this graph would not fit it)."""
+        return (Stamp.from_dict(manifest.get("stamp")) == self._saved_stamp
+                and len(manifest.get("segments", ())) == self._deltas + 1)
 
     def _segment(self, vertex_from: int, phrase_from: int, triples: list[str],
                  edges: _Edges) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -724,6 +736,7 @@ class PPRGraph:
             "embedding_model": self.embedding_model,
             "synonym_threshold": self.synonym_threshold,
             "generation": self.generation,
+            "stamp": None if self.stamp is None else self.stamp.as_dict(),
             "segments": [{"file": path.name, "checksum": checksum}],
             "ann": ann_entry,
         })
@@ -738,6 +751,7 @@ class PPRGraph:
             manifest["ann"] = {"file": ann_file.name, "checksum": digest, "rows": self._ann_rows}
             self._ann_unsaved = False
         manifest["generation"] = self.generation
+        manifest["stamp"] = None if self.stamp is None else self.stamp.as_dict()
         if vertex_from == self.n_vertices and not self._unsaved_triples:
             files.write_manifest(path, manifest)  # a newer commit that added nothing, or the ANN
             self._mark_saved(path, deltas=self._deltas)
@@ -754,7 +768,7 @@ class PPRGraph:
 
     def _mark_saved(self, path: Path, deltas: int) -> None:
         self._saved = (self.n_vertices, self.n_phrases)
-        self._saved_generation = self.generation
+        self._saved_stamp = self.stamp
         self._unsaved_triples, self._unsaved_edges = [], []
         self._saved_at, self._deltas = path, deltas
 
@@ -801,7 +815,7 @@ class PPRGraph:
             (synonym_eligible(p) for p in graph._phrases), bool, len(graph._phrases)
         )
         graph._edges = _Edges.join(edges)
-        graph.generation = int(manifest.get("generation", -1))
+        graph.stamp = Stamp.from_dict(manifest.get("stamp"))  # None in a file of format 3
         ann = manifest.get("ann")
         problem = None
         if ann and files.ann_is_valid(path, ann):
@@ -823,7 +837,7 @@ class PPRGraph:
     @property
     def unsaved(self) -> bool:
         """Whether the graph holds changes its last save does not (a rebuilt phrase ANN included)."""
-        return (self._ann_unsaved or self._saved_generation != self.generation
+        return (self._ann_unsaved or self._saved_stamp != self.stamp
                 or self._saved != (self.n_vertices, self.n_phrases) or bool(self._unsaved_triples))
 
 
@@ -836,6 +850,7 @@ def load_or_build(
     graph: PPRGraph | None = None,
     progress: GraphProgress | None = None,
     exact_max: int = EXACT_MAX,
+    compact: bool = True,
 ) -> PPRGraph:
     """The PPR graph of ``store``, brought up to date: ``graph``, else the one saved at
     ``path``, else a new one; saved to ``path`` when it changed (a delta segment when the
@@ -844,7 +859,15 @@ def load_or_build(
     A file that cannot be read, fails its checksum, or was built with another model or
     threshold is rebuilt (with a warning); a file that cannot be written is left as it is
     (with a warning), since it is only a cache.
+
+    With ``compact``, a graph built from scratch here and saved is read back from its files
+    (the build's objects are freed, and the graph is laid out as a loading process lays it
+    out), and the heap the build or load freed is handed back to the system
+    (:func:`_return_free_heap`): a process that built the graph then holds what one that
+    loaded it holds (``benchmarks/graph_build.py``). ``gear index``, which exits after the
+    build, passes False.
     """
+    held = graph is not None  # kept in memory: an update, not a build or a load
     if graph is None and path is not None and files.manifest_path(Path(path)).is_file():
         try:
             graph = PPRGraph.load(path, embedder, synonym_threshold, exact_max=exact_max)
@@ -852,13 +875,73 @@ def load_or_build(
             logger.warning("rebuilding the PPR graph: %s", exc)
     if graph is None:
         graph = PPRGraph(embedder, synonym_threshold, exact_max=exact_max)
-    graph.update(store, progress)
+    built = graph.generation < 0 or graph.n_vertices == 0
+    stats = graph.update(store, progress)
+    built = built or stats.rebuilt
+    saved = False
     if path is not None and (graph.unsaved or not Path(path).is_file()):
         try:
             graph.save(path, progress)
+            saved = True
         except OSError as exc:
             logger.warning("could not cache the PPR graph at %s: %s", path, exc)
+    if compact and built and saved:
+        stamp = graph.stamp
+        graph = None  # freed before its copy is read
+        try:
+            graph = PPRGraph.load(path, embedder, synonym_threshold, exact_max=exact_max)  # type: ignore[arg-type]
+        except ValueError as exc:  # replaced meanwhile by another process's save: build again
+            logger.warning("could not read back the PPR graph just saved (%s); building it again", exc)
+            return load_or_build(store, embedder, synonym_threshold, None, progress=progress,
+                                 exact_max=exact_max, compact=False)
+        if graph.stamp != stamp:
+            graph.update(store, progress)
+    if compact and (built or not held):
+        _return_free_heap()
     return graph
+
+
+def _return_free_heap() -> None:
+    """Hand the C heap's free pages back to the system (glibc's ``malloc_trim``): a build
+    or a load frees hundreds of MB of temporaries that glibc otherwise keeps (at 20k
+    passages: 150 MB after a build, 50 MB after a load). A no-op without glibc."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return
+    try:
+        trim = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return
+    trim(0)
+
+
+def cache_path(store: Store) -> Path | None:
+    """``ppr-graph.npz`` in the store's folder of derived caches (an embedded index's own
+    folder; a local folder per cluster and prefix for Elasticsearch); None where the store
+    keeps none."""
+    from gear_agent.store.derived_files import PPR_GRAPH_FILE
+
+    folder = store.derived_dir
+    return None if folder is None else Path(folder) / PPR_GRAPH_FILE
+
+
+def prepare_cache(
+    store: Store, embedder: Embedder, synonym_threshold: float = 0.8, progress: GraphProgress | None = None,
+) -> PPRGraph | None:
+    """Bring the saved graph of ``store`` up to date now and save it: the write path's last
+    step (``gear index`` ends with it), so the first ``ppr`` query loads a graph of its
+    commit instead of building one. None where the store keeps no folder for it.
+
+    Example:
+        >>> prepare_cache(store, embedder, 0.8, board.graph_stages())  # doctest: +SKIP
+    """
+    path = cache_path(store)
+    if path is None:
+        return None
+    return load_or_build(store, embedder, synonym_threshold, path, progress=progress, compact=False)
 
 
 def rebuild_cache(
@@ -871,12 +954,9 @@ def rebuild_cache(
     Raises:
         StoreError: the backend keeps no folder for derived files and no ``path`` is given.
     """
-    from gear_agent.store.derived_files import PPR_GRAPH_FILE
-
-    folder = store.derived_dir
-    if path is None and folder is None:
+    target = Path(path) if path is not None else cache_path(store)
+    if target is None:
         raise StoreError(f"the {store.backend} backend keeps no PPR graph cache to rebuild")
-    target = Path(path) if path is not None else Path(folder) / PPR_GRAPH_FILE  # type: ignore[arg-type]
     graph = PPRGraph(embedder, synonym_threshold)
     graph.update(store, progress)
     graph.save(target, progress)

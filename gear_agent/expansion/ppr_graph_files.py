@@ -9,11 +9,15 @@ A graph saved at ``ppr-graph.npz`` is:
 * ``ppr-graph.phrases.hnsw``: the phrase ANN (large graphs only, a usearch index), as of the
   base; not named ``.usearch``, which the store's maintenance treats as its own stray parts;
 * ``ppr-graph.json``: the **manifest**: format, embedding model, synonym threshold, the
-  store generation the graph reflects, and each file with its xxh3 checksum
-  (:mod:`gear_agent.store.derived_files`).
+  store state the graph reflects (its **stamp**: index id, generation, commit digest,
+  :class:`~gear_agent.store.changes.Stamp`), and each file with its xxh3 checksum
+  (:mod:`gear_agent.store.derived_files`);
+* ``ppr-graph.lock``: held (``flock``) by a process while it saves, so two processes
+  saving over one index never interleave their files.
 
 Every file is written atomically and the manifest last, so a crash leaves the previous
-graph readable. The graph is derived data: a file that is missing or fails its checksum
+graph readable. A manifest of format 3 (before stamps) is still read: its graph has no
+stamp, so the next update compares it with the store instead of trusting it. The graph is derived data: a file that is missing or fails its checksum
 makes the reader raise ValueError and the caller rebuild from the store, never trust it;
 a phrase ANN that fails is rebuilt from the phrase vectors and saved again.
 After :data:`MAX_DELTAS` deltas the next save rewrites the base (compaction).
@@ -21,7 +25,11 @@ After :data:`MAX_DELTAS` deltas the next save rewrites the base (compaction).
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +37,10 @@ import numpy as np
 
 from gear_agent.store.derived_files import verify, write_atomically
 
-FORMAT_VERSION = 3
-"""3: the manifest records the store generation the graph reflects."""
+FORMAT_VERSION = 4
+"""4: the manifest records the stamp of the store state the graph reflects (3: its
+generation only, still read: the graph then has no stamp)."""
+READABLE_VERSIONS = (3, FORMAT_VERSION)
 MAX_DELTAS = 16
 """Delta segments after which a save rewrites the base."""
 
@@ -91,11 +101,27 @@ def read_manifest(path: Path) -> dict[str, Any]:
         manifest = json.loads(target.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ValueError(f"{path} is not a saved PPR graph (manifest {target.name}: {exc})") from exc
-    if manifest.get("format_version") != FORMAT_VERSION:
+    if manifest.get("format_version") not in READABLE_VERSIONS:
         raise ValueError(
             f"{path}: graph format {manifest.get('format_version')}, expected {FORMAT_VERSION}"
         )
     return manifest
+
+
+def lock_path(path: Path) -> Path:
+    return Path(path).with_suffix(".lock")
+
+
+@contextmanager
+def saving(path: Path) -> Iterator[None]:
+    """Hold the graph's save lock (``flock`` on ``ppr-graph.lock``) for the block: one
+    process saves at a time, so a delta is appended only to the manifest its writer read."""
+    fd = os.open(lock_path(path), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def write_manifest(path: Path, manifest: dict[str, Any]) -> None:

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gear_agent.errors import GearError
-from gear_agent.store.changes import Changes, Listeners
+from gear_agent.store.changes import Changes, Listeners, Stamp
 from gear_agent.types import AddResult, Collection, Hit, Passage, Triple
 
 WhereSpec = Any
@@ -278,6 +278,23 @@ class Store(ABC):
             >>> changes = store.changes_since(graph.generation)  # doctest: +SKIP
             >>> changes.passages_added, changes.passages_removed  # doctest: +SKIP
         """
+
+    def index_id(self) -> str:
+        """The index's own random id, made when it was created: a new index in the same
+        place (or under the same names) gets another one. "" where a backend has none."""
+        return ""
+
+    def stamp(self) -> Stamp:
+        """The exact state this store reads (:class:`~gear_agent.store.changes.Stamp`):
+        what a derived file records and is compared with. Backends with a commit log add
+        a digest of the last commit; this default has none."""
+        return Stamp(self.index_id(), self.generation())
+
+    def knows(self, stamp: Stamp) -> bool:
+        """Whether ``stamp`` names a commit of this index's history up to now, so that
+        :meth:`changes_since` of its generation leads from that state to this one. This
+        default, without a commit log, knows only its own current stamp."""
+        return stamp == self.stamp()
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[None]:

@@ -1,11 +1,19 @@
-"""Commit generations and the change feed: how derived state names the commit it reflects.
+"""Commit generations, stamps and the change feed: how derived state names the commit it reflects.
 
 Every commit a store makes gets the next **generation** (1, 2, ...; 0 is an empty store).
-:meth:`Store.changes_since` lists what the commits after a generation added and removed,
-so whatever is computed from a store (the PPR graph and its phrase ANN, a cache beside the
-index) records the generation it reflects and is brought up to date from those changes by
-one rule, :func:`bring_up_to_date`; it is never judged fresh by counting rows (a delete
-followed by an add of as many records leaves every count the same).
+A generation alone is not unique: an index rolled back to an older copy of its files
+counts the same numbers again for other commits, and a new index in the same folder
+starts again at 1. So derived state records a :class:`Stamp`: the index's **id** (random,
+made when the index is created), the generation, and a **digest of the commit** (of its
+record in the commit log, which holds a random token per commit). :meth:`Store.stamp`
+gives the stamp of the commit a store reads, :meth:`Store.knows` whether a stamp names a
+commit of this index's history (then :meth:`Store.changes_since` leads from it to now).
+Whatever is computed from a store (the PPR graph and its phrase ANN, a cache beside the
+index) records the stamp it reflects and is brought up to date by one rule,
+:func:`bring_up_to_date`: equal stamps are fresh, a known stamp takes the changes since,
+anything else is rebuilt (compared with the store). It is never judged fresh by counting
+rows (a delete followed by an add of as many records leaves every count the same) nor by
+a generation number alone.
 
 Inside the embedded store, the ANN parts and the BM25 segments are written in the commit
 that changes their rows, so they always reflect the store's generation; SiReRAG nodes
@@ -21,9 +29,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from gear_agent.store.base import Store
@@ -67,20 +75,61 @@ class Changes:
         return not (self.passages_added or self.triples_added or self.removes_anything)
 
 
-class Derived(Protocol):
-    """Something computed from a store that knows which commit it reflects."""
+@dataclass(frozen=True)
+class Stamp:
+    """The exact state of an index that derived state reflects.
 
-    @property
-    def generation(self) -> int:
-        """The store generation this state reflects (-1: unknown, rebuild)."""
-        ...
+    Attributes:
+        index_id: The index's random id, made when it was created ("" for a backend or an
+            index that has none: then only an equal stamp is trusted).
+        generation: The generation of the commit.
+        commit: A digest of that commit's record ("" for generation 0, or a backend that
+            keeps no commit log).
+
+    Example:
+        >>> stamp = Stamp("9f1c", 17, "a1b2")
+        >>> Stamp.from_dict(stamp.as_dict()) == stamp, str(stamp)
+        (True, 'index 9f1c, generation 17, commit a1b2')
+    """
+
+    index_id: str
+    generation: int
+    commit: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The stamp as JSON-ready values (what a derived file records)."""
+        return {"index_id": self.index_id, "generation": self.generation, "commit": self.commit}
+
+    @classmethod
+    def from_dict(cls, value: Mapping[str, Any] | None) -> Stamp | None:
+        """The stamp :meth:`as_dict` wrote, or None for a file that records none (or a bad one)."""
+        if not isinstance(value, Mapping):
+            return None
+        try:
+            return cls(str(value["index_id"]), int(value["generation"]), str(value["commit"]))
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def __str__(self) -> str:
+        return f"index {self.index_id or '?'}, generation {self.generation}, commit {self.commit or '-'}"
+
+
+class Derived(Protocol):
+    """Something computed from a store that knows which commit it reflects.
+
+    :func:`bring_up_to_date` sets :attr:`stamp` after :meth:`apply` or :meth:`rebuild`.
+    """
+
+    stamp: Stamp | None
+    """The store state this reflects (None: unknown, rebuild)."""
 
     def apply(self, store: Store, changes: Changes) -> None:
         """Take in ``changes`` (complete, adds only, or removals it can handle)."""
         ...
 
     def rebuild(self, store: Store, generation: int) -> None:
-        """Compute everything again from ``store`` as of ``generation``."""
+        """Compute everything again from ``store`` as of ``generation`` (it may reuse what
+        it holds that the store still has: ids name contents)."""
         ...
 
     def can_apply(self, changes: Changes) -> bool:
@@ -89,26 +138,33 @@ class Derived(Protocol):
 
 
 def bring_up_to_date(derived: Derived, store: Store) -> bool:
-    """The one freshness rule: compare generations; apply the changes since, or rebuild.
+    """The one freshness rule: compare stamps; apply the changes since, or rebuild.
 
-    Call it inside ``store.snapshot()`` so the generation read and the records read are of
-    the same commit. Returns True when ``derived`` changed.
+    Equal stamps: fresh. A stamp of this index's history (:meth:`Store.knows`): the changes
+    since its generation are applied, or the state rebuilt where they cannot be. Any other
+    stamp (another index in the same folder, a rolled-back index that counted the same
+    generation again for other commits, none at all): rebuilt.
+
+    Call it inside ``store.snapshot()`` so the stamp read and the records read are of the
+    same commit. Returns True when ``derived`` changed.
 
     Example:
         >>> with store.snapshot():  # doctest: +SKIP
         ...     bring_up_to_date(graph, store)
     """
-    now = store.generation()
-    if derived.generation == now:
+    now = store.stamp()
+    held = derived.stamp
+    if held == now:
         return False
-    if derived.generation < 0 or derived.generation > now:
-        derived.rebuild(store, now)
-        return True
-    changes = store.changes_since(derived.generation)
-    if changes.complete and derived.can_apply(changes):
-        derived.apply(store, changes)
+    if held is None or not store.knows(held):
+        derived.rebuild(store, now.generation)
     else:
-        derived.rebuild(store, changes.generation)
+        changes = store.changes_since(held.generation)
+        if changes.complete and changes.generation == now.generation and derived.can_apply(changes):
+            derived.apply(store, changes)
+        else:
+            derived.rebuild(store, now.generation)
+    derived.stamp = now
     return True
 
 

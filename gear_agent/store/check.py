@@ -5,7 +5,8 @@ commit counter against the database (a lost last commit), the manifest's counts 
 the tables, every record's checksum, every vector chunk's checksum and finiteness (no
 NaN or infinity) in ``passage.vec``, ``triple.vec`` and ``node.vec``, every BM25
 segment's checksum, every ANN part's checksum, the PPR graph cache (its segments and its
-phrase ANN), and leftovers (bytes after the committed vectors, temporary files, folders
+phrase ANN, and its stamp: the graph must reflect a commit of this index, not of another
+index made in the same folder nor of a rolled-back one), and leftovers (bytes after the committed vectors, temporary files, folders
 of the previous format). Loads no model.
 
 What ``--repair`` rebuilds: vectors are re-embedded from the texts (shown as damaged:
@@ -30,8 +31,10 @@ import numpy as np
 from gear_agent.errors import GearError
 from gear_agent.store import ann as ann_mod
 from gear_agent.store.base import IndexCorruptError
+from gear_agent.store.changes import Stamp
 from gear_agent.store.derived_files import PPR_GRAPH_FILE, abandoned_temporaries, verify
-from gear_agent.store.embedded_db import DB_FILE, Database, read_counter
+from gear_agent.store.embedded_db import DB_FILE, INDEX_ID_KEY, Database, read_counter
+from gear_agent.store.embedded_state import stamp_at
 from gear_agent.store.manifest import has_previous_format
 from gear_agent.store.postings import Segment
 from gear_agent.store.records import (
@@ -130,6 +133,7 @@ def check_index(root: Path) -> CheckReport:
         _offer_snapshot(report)
         return report
     report.read_only = db.read_only_reason
+    stale = None
     try:
         problems = db.integrity_errors()
         report.add("sqlite integrity_check", not problems, "; ".join(problems) if problems else "ok")
@@ -139,12 +143,13 @@ def check_index(root: Path) -> CheckReport:
         with db.reading():
             _check_commits(db, report)
             _check_tables(db, root, report)
+            stale = _graph_stamp_problem(db, root)
     except GearError as exc:
         report.add("tables", False, str(exc))
     finally:
         db.close()
     _offer_snapshot(report)
-    _check_graph_cache(root, report)
+    _check_graph_cache(root, report, stale)
     leftovers = abandoned_temporaries(root)
     if leftovers:
         report.add("temporary files", True, f"{len(leftovers)} left by an interrupted write (the next write removes them)")
@@ -248,9 +253,37 @@ GRAPH_MANIFEST = Path(PPR_GRAPH_FILE).with_suffix(".json").name
 index): each file of the graph cache with its xxh3 checksum, the phrase ANN's included."""
 
 
-def _check_graph_cache(root: Path, report: CheckReport) -> None:
-    """The PPR graph cache's files against its manifest (derived: a bad file makes the next
-    ``ppr``/``hipporag`` query rebuild it, and ``--repair`` rebuilds it now)."""
+def _graph_stamp_problem(db: Database, root: Path) -> str | None:
+    """Why the saved PPR graph reflects no state of this index (None: it reflects its last
+    commit or an earlier one, which the next update brings up to date from the change feed,
+    or there is no readable graph manifest)."""
+    try:
+        manifest = json.loads((root / GRAPH_MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(manifest, dict):
+        return None
+    held = Stamp.from_dict(manifest.get("stamp"))
+    index_id = str(db.meta(INDEX_ID_KEY) or "")
+    now = db.generation()
+    if held is None:
+        return f"{GRAPH_MANIFEST} records no stamp (saved before index stamps, generation " \
+               f"{manifest.get('generation', '?')}): it is not trusted"
+    if held.index_id != index_id:
+        return f"{GRAPH_MANIFEST} reflects another index ({held}); this index is {index_id or '(no id yet)'}"
+    if held.generation > now:
+        return f"{GRAPH_MANIFEST} reflects generation {held.generation}, past this index's last commit " \
+               f"{now} (a rolled-back index)"
+    if stamp_at(db, held.generation, index_id) != held:
+        return f"{GRAPH_MANIFEST} reflects commit {held.commit} of generation {held.generation}; this " \
+               f"index's commit {held.generation} is another (rolled back and written again)"
+    return None
+
+
+def _check_graph_cache(root: Path, report: CheckReport, stale: str | None = None) -> None:
+    """The PPR graph cache's files against its manifest, and ``stale``: why it reflects no
+    state of the index (:func:`_graph_stamp_problem`). Derived: a bad or stale file makes the
+    next ``ppr``/``hipporag`` query rebuild it, and ``--repair`` rebuilds it now."""
     manifest_file = root / GRAPH_MANIFEST
     if not manifest_file.exists():
         if (root / PPR_GRAPH_FILE).exists():
@@ -265,9 +298,15 @@ def _check_graph_cache(root: Path, report: CheckReport) -> None:
         report.add("PPR graph cache", False, f"{GRAPH_MANIFEST} cannot be read ({exc}); --repair rebuilds "
                    "the graph", derived=True)
         return
-    report.add("PPR graph cache", not bad,
-               f"{', '.join(bad)} missing or failing its checksum; --repair rebuilds it"
-               if bad else f"{len(entries)} file(s), every checksum matches", derived=True)
+    if bad:
+        report.add("PPR graph cache", False, f"{', '.join(bad)} missing or failing its checksum; --repair "
+                   "rebuilds it", derived=True)
+    elif stale is not None:
+        report.add("PPR graph cache", False, f"stale: {stale}; --repair rebuilds it", derived=True)
+    else:
+        report.add("PPR graph cache", True, f"{len(entries)} file(s), every checksum matches"
+                   + (f", {Stamp.from_dict(manifest.get('stamp'))}" if manifest.get("stamp") else ""),
+                   derived=True)
 
 
 def repair_index(root: Path, report: CheckReport, embedder, tokenizer: str = "standard",  # noqa: ANN001

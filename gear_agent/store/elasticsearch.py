@@ -593,6 +593,17 @@ class ElasticsearchStore(Store):
         indexing = stats["_all"]["primaries"].get("indexing", {})
         return int(indexing.get("index_total", 0)) + int(indexing.get("delete_total", 0))
 
+    def index_id(self) -> str:
+        """The two indices' own uuids (Elasticsearch makes one when it creates an index, so
+        indices deleted and made again under the same names get others), read once."""
+        known = self.__dict__.get("_index_id")
+        if known is None:
+            with translate_errors("reading the indices' uuids"):
+                found = _body(self._client.indices.get_settings(index=",".join(self.indices), name="index.uuid"))
+            known = self.__dict__["_index_id"] = ".".join(
+                str(found[name]["settings"]["index"]["uuid"]) for name in self.indices)
+        return known
+
     def changes_since(self, generation: int) -> Changes:
         """Elasticsearch keeps no list of the changes: always incomplete, so derived state
         compares itself with the store (:class:`~gear_agent.store.changes.Changes`)."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -45,10 +46,10 @@ from gear_agent.store.base import (
     split_new,
 )
 from gear_agent.store.bm25 import top_k
-from gear_agent.store.changes import Changes
+from gear_agent.store.changes import Changes, Stamp
 from gear_agent.store.collection import PassageCollection, RecordCollection, TripleCollection, View
-from gear_agent.store.derived_files import abandoned_temporaries
-from gear_agent.store.embedded_db import FORMAT_VERSION, Database, chunked, marks
+from gear_agent.store.derived_files import remove_abandoned_temporaries
+from gear_agent.store.embedded_db import FORMAT_VERSION, INDEX_ID_KEY, Database, chunked, marks
 from gear_agent.store.embedded_nodes import EmbeddedNodeStore
 from gear_agent.store.embedded_state import States
 from gear_agent.store.manifest import has_previous_format, read_manifest, size_on_disk
@@ -149,6 +150,7 @@ class EmbeddedStore(Store):
                         f"index.sqlite holds {lost[1]} (its WAL was damaged or removed before a "
                         "checkpoint); run `gear check --repair` to go on from the commits it holds, "
                         "then index what the lost commits added again")
+            store._ensure_index_id()
             store.states.sync(force=True)
             store._record_verified()
             store._ensure_tokenizer()
@@ -201,6 +203,19 @@ class EmbeddedStore(Store):
         except StoreError as exc:
             logger.info("could not record the verified vector files (%s)", exc)
 
+    def _ensure_index_id(self) -> None:
+        """Give an index made before index ids existed its id now (an open for writing); a
+        read-only one is read without (its derived files are then trusted only when their
+        whole stamp matches)."""
+        if self.db.meta(INDEX_ID_KEY) is not None or self.db.meta("embedding_model") is None:
+            return
+        try:
+            with self.db.writing(count=False):
+                if self.db.meta(INDEX_ID_KEY) is None:
+                    self.db.set_meta(INDEX_ID_KEY, uuid.uuid4().hex)
+        except StoreError as exc:
+            logger.info("could not give the index at %s its id (%s)", self.root, exc)
+
     def _ensure_tokenizer(self) -> None:
         if self.tokenizer in self.states.current().tokenizers or self.db.meta("embedding_model") is None:
             return
@@ -242,6 +257,8 @@ class EmbeddedStore(Store):
             self.states.forget_writer()
 
     def _initialise(self) -> None:
+        if self.db.meta(INDEX_ID_KEY) is None:  # made with the index (or by its first write since ids)
+            self.db.set_meta(INDEX_ID_KEY, uuid.uuid4().hex)
         if self.db.meta("embedding_model") is None:
             self.db.set_meta("format_version", FORMAT_VERSION)
             self.db.set_meta("embedding_model", self.embedding_model)
@@ -278,6 +295,16 @@ class EmbeddedStore(Store):
 
     def changes_since(self, generation: int) -> Changes:
         return self.states.changes_since(generation)
+
+    def index_id(self) -> str:
+        return self.states.current(fresh=True).stamp.index_id
+
+    def stamp(self) -> Stamp:
+        """The stamp of the commit this thread reads (looked up now outside a snapshot)."""
+        return self.states.current(fresh=True).stamp
+
+    def knows(self, stamp: Stamp) -> bool:
+        return self.states.knows(stamp)
 
     # ---- writes ---------------------------------------------------------------------
     def embed_checked(self, texts: list[str], what: list[str]) -> np.ndarray:
@@ -402,8 +429,7 @@ class EmbeddedStore(Store):
             gone = sorted(p.name for p in self.root.glob(f"*{ann_mod.SUFFIX}") if p.name not in listed)
             for name in gone:
                 (self.root / name).unlink(missing_ok=True)
-            for leftover in abandoned_temporaries(self.root):
-                leftover.unlink(missing_ok=True)
+            remove_abandoned_temporaries(self.root)
         return gone
 
     # ---- repair (gear check --repair) -------------------------------------------------

@@ -25,6 +25,7 @@ counter (:meth:`Database.lost_commits`).
 from __future__ import annotations
 
 import os
+import secrets
 import sqlite3
 import threading
 import time
@@ -91,8 +92,14 @@ CREATE TABLE IF NOT EXISTS segments(id INTEGER PRIMARY KEY, collection TEXT NOT 
   lens BLOB NOT NULL, checksum TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS segments_level ON segments(collection, tokenizer, level);
 CREATE TABLE IF NOT EXISTS commits(generation INTEGER PRIMARY KEY, passage_rows INTEGER NOT NULL,
-  triple_rows INTEGER NOT NULL, node_rows INTEGER NOT NULL, at TEXT NOT NULL);
+  triple_rows INTEGER NOT NULL, node_rows INTEGER NOT NULL, at TEXT NOT NULL, token TEXT);
 """
+_UPGRADE_TOKEN = "ALTER TABLE commits ADD COLUMN token TEXT"
+"""A random token per commit (what makes a commit's digest unique: :mod:`gear_agent.store.changes`);
+added in place to an index made before it (its older commits keep none)."""
+INDEX_ID_KEY = "index_id"
+"""Meta key of the index's random id, made when it is created (an index made before ids
+existed gets one at its next open for writing)."""
 _UPGRADE_2 = (
     "ALTER TABLE dead ADD COLUMN generation INTEGER NOT NULL DEFAULT 0",
     "ALTER TABLE dead ADD COLUMN id TEXT",
@@ -345,6 +352,9 @@ class Database:
     def has_table(self, name: str) -> bool:
         return self.one("SELECT 1 FROM sqlite_master WHERE name=?", (name,)) is not None
 
+    def _has_column(self, table: str, column: str) -> bool:
+        return any(row[1] == column for row in self.rows(f"PRAGMA table_info({table})"))
+
     def meta(self, key: str, default: Any = None) -> Any:
         row = self.one("SELECT value FROM meta WHERE key=?", (key,))
         return default if row is None else row[0]
@@ -373,11 +383,19 @@ class Database:
             if not self.has_table("segments"):
                 self._writer.executescript(f"BEGIN IMMEDIATE;{SCHEMA}COMMIT;")
                 return
-            if self.has_table("commits"):
+            if self.has_table("commits") and self._has_column("commits", "token"):
                 return
+        if self.has_table("commits"):
+            try:
+                with self.writing(count=False):
+                    if not self._has_column("commits", "token"):
+                        self.run(_UPGRADE_TOKEN)
+            except StoreError:  # a read-only index: read as it is (it makes no commits)
+                pass
+            return
         with self.writing(count=False):
             if not self.has_table("commits"):
-                for statement in _UPGRADE_2:
+                for statement in (*_UPGRADE_2, _UPGRADE_TOKEN):
                     self.run(statement)
                 if self.meta("embedding_model") is not None:
                     self.set_meta("format_version", FORMAT_VERSION)
@@ -434,9 +452,10 @@ class Database:
         self.set_meta("generation", generation)
         at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         self.set_meta("committed_at", at)
-        self.run("INSERT OR REPLACE INTO commits(generation, passage_rows, triple_rows, node_rows, at) "
-                 "VALUES (?, ?, ?, ?, ?)", (generation, int(rows.get("rows:passage", 0)),
-                                            int(rows.get("rows:triple", 0)), int(rows.get("rows:node", 0)), at))
+        self.run("INSERT OR REPLACE INTO commits(generation, passage_rows, triple_rows, node_rows, at, token) "
+                 "VALUES (?, ?, ?, ?, ?, ?)", (generation, int(rows.get("rows:passage", 0)),
+                                               int(rows.get("rows:triple", 0)), int(rows.get("rows:node", 0)), at,
+                                               secrets.token_hex(8)))
         return generation
 
     @contextmanager

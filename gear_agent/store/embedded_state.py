@@ -1,6 +1,7 @@
 """What the embedded store looks like at one commit, per thread: states, pins, the feed.
 
-A :class:`State` is the store as of one commit: its generation, each collection's
+A :class:`State` is the store as of one commit: its generation and stamp (the index's id,
+the generation, a digest of the commit's record: :func:`stamp_at`), each collection's
 :class:`~gear_agent.store.collection.View` (rows, live count, dead rows, opened ANN parts)
 and the BM25 tokenizers. :class:`States` keeps the latest one (reloaded when another
 connection committed, checked at most every :data:`SYNC_INTERVAL_S`), the one a thread
@@ -19,11 +20,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
+import xxhash
 
 from gear_agent.filters import Where
-from gear_agent.store.changes import Changes
+from gear_agent.store.changes import Changes, Stamp
 from gear_agent.store.collection import RecordCollection, View
-from gear_agent.store.embedded_db import Database
+from gear_agent.store.embedded_db import INDEX_ID_KEY, Database
 from gear_agent.store.where_sql import where_sql
 
 SYNC_INTERVAL_S = 0.005
@@ -31,13 +33,25 @@ SYNC_INTERVAL_S = 0.005
 most this often (one query makes dozens of store calls)."""
 
 
+def stamp_at(db: Database, generation: int, index_id: str) -> Stamp:
+    """The stamp of commit ``generation`` as ``db`` (this thread's connection) holds it: the
+    digest is xxh3-64 over the commit's record in the commit log (generation, row counts,
+    time, random token), "" where the log has no record of it (generation 0, or a commit
+    made before the log began)."""
+    row = db.one("SELECT * FROM commits WHERE generation=?", (generation,)) if generation > 0 else None
+    digest = "" if row is None else xxhash.xxh3_64_hexdigest("|".join(map(str, row)).encode("utf-8"))
+    return Stamp(index_id, generation, digest)
+
+
 @dataclass(frozen=True)
 class State:
-    """The store as of one commit: its generation, each collection's view, the tokenizers."""
+    """The store as of one commit: its generation and stamp, each collection's view, the
+    tokenizers."""
 
     generation: int
     views: dict[str, View]
     tokenizers: tuple[str, ...]
+    stamp: Stamp
 
 
 class States:
@@ -59,10 +73,11 @@ class States:
 
     def load(self, generation: int, previous: State | None) -> State:
         """The store as this thread's connection sees it (at ``generation``)."""
-        meta = self.db.meta_like("rows:%", "count:%", "ann:%", "tokenizers")
+        meta = self.db.meta_like("rows:%", "count:%", "ann:%", "tokenizers", INDEX_ID_KEY)
         views = {name: coll.load_view(generation, meta, previous.views[name] if previous else None, self.verify)
                  for name, coll in self.collections.items()}
-        return State(generation, views, tuple(json.loads(meta.get("tokenizers") or "[]")))
+        stamp = stamp_at(self.db, generation, str(meta.get(INDEX_ID_KEY) or ""))
+        return State(generation, views, tuple(json.loads(meta.get("tokenizers") or "[]")), stamp)
 
     def sync(self, force: bool = False) -> State:
         """The latest state, reloaded when another connection committed since."""
@@ -124,6 +139,14 @@ class States:
 
     def is_pinned(self) -> bool:
         return getattr(self._local, "state", None) is not None
+
+    def knows(self, stamp: Stamp) -> bool:
+        """Whether ``stamp`` names a commit of this index up to the state this thread reads:
+        the same index id, a generation not past it, and that commit's digest."""
+        state = self.current()
+        if not stamp.index_id or stamp.index_id != state.stamp.index_id or stamp.generation > state.generation:
+            return False
+        return stamp_at(self.db, stamp.generation, stamp.index_id) == stamp
 
     def changes_since(self, generation: int) -> Changes:
         """What the commits after ``generation`` added and removed, from the commit log:

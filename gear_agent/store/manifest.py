@@ -69,6 +69,7 @@ def read_manifest(path: Path) -> dict[str, Any] | None:
         "extracted_passages": int(meta.get("extracted", 0)),
         "committed_at": meta.get("committed_at", "?"),
         "generation": int(meta.get("generation", 0)),
+        "index_id": meta.get("index_id"),
         "generation_counted": read_counter(path),
         "tokenizers": json.loads(meta.get("tokenizers", "[]")),
     }

@@ -43,6 +43,7 @@ import copy
 import itertools
 import json
 import math
+import uuid as uuid_mod
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -98,6 +99,7 @@ class FakeIndex:
     visible: dict[str, dict[str, Any]] = field(default_factory=dict)
     indexed: int = 0  # index_total / delete_total of the indexing statistics
     deleted: int = 0
+    uuid: str = field(default_factory=lambda: uuid_mod.uuid4().hex[:22])  # made at creation, as the cluster does
 
     def refresh(self) -> None:
         self.visible = copy.deepcopy(self.live)
@@ -228,6 +230,8 @@ class FakeElasticsearch:
             return 200, {
                 n: {"mappings": copy.deepcopy(self._index(n).mappings)} for n in index_names
             }
+        if op == "_settings" and method == "GET":  # the index's uuid only (what the store asks)
+            return 200, {n: {"settings": {"index": {"uuid": self._index(n).uuid}}} for n in index_names}
         if op == "_stats":
             chosen = [self._index(n) for n in index_names]
             indexing = {"index_total": sum(i.indexed for i in chosen),

@@ -6,6 +6,7 @@ The corpus: four passages about landmarks, six triples whose entities meet at
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -441,6 +442,19 @@ def test_the_change_feed_lists_what_changed_since_a_generation(store: Store) -> 
         assert changes.triples_removed == (T_COLOSSEUM_ROME.id,)
         assert store.changes_since(store.generation()).empty
     assert changes.generation == store.generation()
+
+
+def test_the_stamp_names_the_index_and_moves_with_every_write(store: Store) -> None:
+    """What a derived file records (issue 35): an id of the index that a new index under
+    the same names does not share, and the generation."""
+    store.add_passages(PASSAGES[:2])
+    first = store.stamp()
+    assert first.index_id and first.generation == store.generation()
+    assert store.knows(first) and store.stamp() == first  # nothing written: the same stamp
+    store.add_triples([T_EIFFEL_PARIS])
+    later = store.stamp()
+    assert later.index_id == first.index_id and later.generation > first.generation
+    assert store.knows(later) and not store.knows(replace(later, index_id="another-index"))
 
 
 def test_listeners_hear_every_commit_of_their_store(store: Store) -> None:
