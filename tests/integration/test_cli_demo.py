@@ -65,7 +65,7 @@ def test_search_prints_passages_with_chains(demo_index):
         app, ["search", "Who founded the observatory where Marela Voss worked?", "--index", str(index), "--k", "3"]
     )
     assert result.exit_code == 0, result.output
-    assert "Kestrel Observatory" in result.output and "↳" in result.output
+    assert "Kestrel Observatory" in result.output and "⇢ seed (" in result.output  # ppr: its seed triples
 
 
 def test_eval_writes_rows(demo_index, tmp_path):
