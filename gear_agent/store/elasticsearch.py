@@ -18,7 +18,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -34,6 +33,7 @@ from gear_agent.store import es_bm25
 from gear_agent.store import es_queries as q
 from gear_agent.store.base import Store, StoreError, split_new
 from gear_agent.store.changes import Changes
+from gear_agent.store.es_bulk import BulkFailure, BulkOutcome, BulkWriteError, BulkWriter
 from gear_agent.store.es_changes import (
     BY_RECORD,
     ChangeFeed,
@@ -43,7 +43,6 @@ from gear_agent.store.es_changes import (
     deletion_record,
     visible_at,
 )
-from gear_agent.store.es_bulk import BulkFailure, BulkOutcome, BulkWriteError, BulkWriter
 from gear_agent.store.es_client import (
     ElasticsearchSettings,
     check_server,
