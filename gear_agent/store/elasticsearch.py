@@ -220,6 +220,9 @@ class ElasticsearchStore(Store):
         if mapping is None:
             return
         check_mapping(name, mapping, collection, self.embedding_model, self.dimension, self.tokenizer)
+        if "generation" not in (mapping.get("properties") or {}):  # made before the change feed
+            with translate_errors(f"adding the change feed's field to index {name!r}"):
+                es.indices.put_mapping(index=name, **feed_mapping())
         if ((mapping.get("_meta") or {}).get("gear_agent") or {}).get("schema_version") == 1:
             body = upgrade_mapping(collection, self.embedding_model, self.dimension)
             with translate_errors(f"adding the metadata fields to index {name!r}"):
@@ -227,16 +230,10 @@ class ElasticsearchStore(Store):
 
     def _open_feed(self, create: bool, sleep: Callable[[float], None]) -> None:
         """Open the change feed (:mod:`gear_agent.store.es_changes`), made here when missing
-        (``create``); the passage and triple indices are given its field if they lack it."""
+        (``create``; :meth:`_open_index` gave the passage and triple indices its field)."""
         mappings = changes_mappings(self.embedding_model) if create else None
         if not self.ensure_index(self.changes_index, "changes", mappings):
             return
-        for name in self.indices:
-            with translate_errors(f"reading the mapping of index {name!r}"):
-                mapping = next(iter(_body(self._client.indices.get_mapping(index=name)).values()))
-            if "generation" not in (mapping.get("mappings", {}).get("properties") or {}):
-                with translate_errors(f"adding the change feed's field to index {name!r}"):
-                    self._client.indices.put_mapping(index=name, **feed_mapping())
         feed = ChangeFeed(self._client, self.changes_index, sleep=sleep)
         feed.open(self._indexing_total)
         self._feed = feed
@@ -581,7 +578,7 @@ class ElasticsearchStore(Store):
             self._changing()
             triples = self.indices.triples
             for chunk in _chunks(ids, _TERMS_CHUNK):
-                found = {hit["_id"]: hit["_source"].get("generation", 0) for hit in self._walk(
+                found = {hit["_id"]: hit.get("_source", {}).get("generation", 0) for hit in self._walk(
                     triples, q.terms("passage_id", chunk), q.BY_ID, {"includes": ["generation"]})}
                 self._record_deleted("triple", found, generation)
                 outcome = self._write((q.delete_action(triples, tid) for tid in found), [triples], [])

@@ -144,10 +144,11 @@ class ChangeFeed:
             with translate_errors(f"starting the change feed in {self.index!r}"):
                 self.client.create(index=self.index, id=_GENERATION_ID, refresh=True, document={
                     "kind": "generation", "generation": first, "start": first})
+            self.start = first
         except StoreError as err:
             if not isinstance(err.__cause__, es.ConflictError):
                 raise
-        self.start = int(self._generation_source()["start"])
+            self.start = int(self._generation_source()["start"])
 
     def _generation_source(self) -> dict[str, Any]:
         with translate_errors(f"reading the generation from {self.index!r}"):
