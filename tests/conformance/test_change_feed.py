@@ -4,8 +4,9 @@ and a reader inside a snapshot sees one commit while another store object writes
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from conftest import Backend
 from support.fakes import make_passage, make_triple
 
 from gear_agent.embedding.base import Embedder
@@ -56,7 +57,7 @@ def test_the_ppr_graph_brought_up_to_date_ranks_as_one_built_from_scratch(store:
 
 
 def test_a_reader_in_a_snapshot_sees_one_commit_while_another_writes(
-    backend: Backend, embedder: Embedder
+    backend: Any, embedder: Embedder
 ) -> None:
     writer = backend.open(embedder)
     passages, triples = _corpus(0, 6)
