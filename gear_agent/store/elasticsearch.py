@@ -485,6 +485,7 @@ class ElasticsearchStore(Store):
 
             def actions() -> Iterator[Any]:
                 for chunk in _chunks(new, self._writer.batch_size):
+                    self._changing()  # renews the writer lock while a long write goes on
                     vectors, bad = self._embed([p.content for p in chunk])
                     refused.extend(_zero_vector(index, chunk[i].id) for i in bad)
                     for i, passage in enumerate(chunk):
@@ -493,8 +494,6 @@ class ElasticsearchStore(Store):
                                 index, passage.id, passage_document(passage, vectors[i], generation)
                             )
 
-            if new:
-                self._changing()
             outcome = self._write(actions(), [index], refused)
         result = AddResult(added=outcome.done, existing=[*existing, *outcome.conflicts])
         if not outcome.ok:
@@ -526,6 +525,7 @@ class ElasticsearchStore(Store):
             def actions() -> Iterator[Any]:
                 for start in range(0, len(new), self._writer.batch_size):
                     chunk = new[start : start + self._writer.batch_size]
+                    self._changing()
                     vectors, bad = self._embed([t.text for t in chunk])
                     refused.extend(_zero_vector(index, chunk[i].id) for i in bad)
                     for i, triple in enumerate(chunk):
@@ -533,8 +533,6 @@ class ElasticsearchStore(Store):
                             doc = triple_document(triple, vectors[i], added_ns, start + i, generation)
                             yield q.create_action(index, triple.id, doc)
 
-            if new:
-                self._changing()
             outcome = self._write(actions(), [index], refused)
         result = AddResult(added=outcome.done, existing=[*existing, *outcome.conflicts])
         if not outcome.ok:

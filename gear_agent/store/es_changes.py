@@ -166,7 +166,7 @@ class ChangeFeed:
         stored), if anything was written (:meth:`wrote`). Re-entrant."""
         if self._held:
             self._held += 1
-            self._renew()
+            self.renew()
             try:
                 yield self._writing  # type: ignore[misc]
             finally:
@@ -180,6 +180,7 @@ class ChangeFeed:
         finally:
             try:
                 if self._wrote:
+                    self.renew()  # renewed within 30 s, or now: never publish over a writer that took it
                     self._publish(self._writing)
             finally:
                 self._held, self._writing = 0, None
@@ -191,8 +192,10 @@ class ChangeFeed:
         return self._writing
 
     def wrote(self) -> None:
-        """Note that the generation being written changed something (it will be published)."""
+        """Note that the generation being written changed something (it will be published);
+        the lock is renewed when it is due (a long write calls this as it goes)."""
         self._wrote = True
+        self.renew()
 
     def _publish(self, generation: int) -> None:
         with translate_errors(f"publishing generation {generation} in {self.index!r}"):
@@ -245,14 +248,31 @@ class ChangeFeed:
             return None
         return dict(found["_source"]), int(found["_seq_no"]), int(found["_primary_term"])
 
-    def _renew(self) -> None:
-        """Tell waiting writers this one is alive (a long bulk load renews at every write)."""
-        if self._lock_version is None or self.clock() - self._renewed < _RENEW_S:
+    def renew(self, *, force: bool = False) -> None:
+        """Tell waiting writers this one is alive, when due (every 30 s) or ``force``d.
+
+        Raises:
+            StoreError: another writer took the lock over (this one was silent for longer
+                than :data:`LOCK_STALE_S`); what this one wrote stays unpublished until the
+                other publishes.
+        """
+        if self._lock_version is None or (not force and self.clock() - self._renewed < _RENEW_S):
             return
+        es = import_elasticsearch()
         seq_no, term = self._lock_version
-        with translate_errors(f"renewing the writer lock in {self.index!r}"):
+        try:
             response = self.client.index(index=self.index, id=_LOCK_ID, document=self._lock_document(),
                                          if_seq_no=seq_no, if_primary_term=term)
+        except es.ConflictError as err:
+            self._lock_version = None
+            raise StoreError(
+                f"this writer lost its lock in {self.index!r} to another writer (silent for over "
+                f"{self.lock_stale_s:.0f} s); what it wrote is published with that writer's commit. "
+                "Run the write again."
+            ) from err
+        except es.ApiError as err:
+            with translate_errors(f"renewing the writer lock in {self.index!r}"):
+                raise err
         self._lock_version = (int(response["_seq_no"]), int(response["_primary_term"]))
         self._renewed = self.clock()
 

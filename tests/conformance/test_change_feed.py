@@ -180,3 +180,23 @@ def test_one_writer_at_a_time_and_a_dead_writers_lock_is_taken_over(fake_es, emb
         assert generation == 2
         second.wrote()
     assert first.published() == 2
+
+
+def test_a_writer_that_lost_its_lock_stops_instead_of_publishing(fake_es) -> None:
+    from gear_agent.store.es_changes import ChangeFeed
+
+    now = [0.0]
+    client = fake_es.client()
+    client.indices.create(index="y-changes")
+    slow = ChangeFeed(client, "y-changes", clock=lambda: now[0], sleep=lambda _s: None)
+    slow.open(lambda: 0)
+    other = ChangeFeed(client, "y-changes", clock=lambda: now[0], sleep=lambda _s: None)
+    other.open(lambda: 0)
+    with pytest.raises(StoreError, match="lost its lock"):
+        with slow.writing():
+            slow.wrote()
+            now[0] += 1000.0  # silent for longer than the lock lives
+            with other.writing():
+                other.wrote()
+            slow.wrote()  # renewing finds the lock taken
+    assert other.published() == 1
