@@ -407,7 +407,8 @@ def measure(size: int, args: argparse.Namespace, work: Path, cluster: Any = None
 
     data = work / f"data-{size}"
     corpus, openie = write(size, data)
-    extra_corpus, extra_openie = write(1000, work / f"extra-{size}", seed=size + 1)
+    seed = size + 1 if args.add_seed is None else args.add_seed
+    extra_corpus, extra_openie = write(1000, work / f"extra-{size}-{seed}", seed=seed)
     queries_file = work / f"queries-{size}.json"
     queries_file.write_text(json.dumps(make_queries(openie, args.queries)), encoding="utf-8")
     index = work / (f"index-{size}" if cluster is None else f"es-{size}")
@@ -575,6 +576,9 @@ def main() -> None:
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
     parser.add_argument("--musique", action="store_true",
                         help="gear index of ../shared's MuSiQue slice with the real encoder: its encoder share.")
+    parser.add_argument("--add-seed", type=int, default=None,
+                        help="Seed of the 1,000 passages added (default: size + 1); another one adds new "
+                             "passages to a kept index, e.g. `--reuse build,query --add-seed 2`.")
     parser.add_argument("--code", type=Path, default=ROOT,
                         help="Checkout whose gear_agent the phases run (default: this one).")
     parser.add_argument("--path", choices=("extract", "openie"), default="extract",
