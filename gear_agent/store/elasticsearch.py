@@ -780,10 +780,11 @@ class ElasticsearchStore(Store):
         """Top ``k`` by cosine; scores are cosines (ES's ``(1 + cos) / 2`` undone). With
         ``where``, a kNN pre-filter: ``k`` hits whenever ``k`` documents pass it.
 
-        Inside :meth:`snapshot` the hits bring their ``generation`` and only when one of them
-        is of a later commit is the search asked again with the snapshot's filter: a filter
-        on every kNN search made ``ppr`` (four per question) 2.7 times slower on the test
-        cluster, and a later commit during a question is rare."""
+        Inside :meth:`snapshot` the hits bring their ``generation`` (from doc values) and only
+        when one of them is of a later commit is the search asked again with the snapshot's
+        filter (rare: a commit landing during the question); ``ppr`` asks four kNN searches
+        per question, one of hundreds of passages, and a filter on each was measurably slower
+        on the test cluster (docs/elasticsearch.md)."""
         index = self.indices.of(collection)
         if k <= 0:
             return []
@@ -791,11 +792,11 @@ class ElasticsearchStore(Store):
         flt = self._filter(collection, parse_where(where))
         pin = self._pin()
         request = q.knn_request(vector, k, filter=flt)
-        if pin is not None:
-            request["source"] = {"includes": ["generation"]}
+        if pin is not None:  # from doc values: reading _source would parse every hit's vector
+            request["docvalue_fields"] = ["generation"]
         hits = self._search(f"kNN search on {index!r}", index, request)["hits"]["hits"]
         pinned = getattr(self._pinned, "generation", None)
-        if pin is not None and any((h.get("_source") or {}).get("generation", -1) > pinned for h in hits):
+        if pin is not None and any(max((h.get("fields") or {}).get("generation", [-1])) > pinned for h in hits):
             request = q.knn_request(vector, k, filter=q.both(flt, pin))
             hits = self._search(f"kNN search on {index!r}", index, request)["hits"]["hits"]
         return [Hit(h["_id"], q.score_to_cosine(float(h["_score"]))) for h in hits]

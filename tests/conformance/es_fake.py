@@ -563,6 +563,9 @@ class FakeElasticsearch:
             hit["_source"] = _filter_source(docs[doc_id], {}, spec)
         if sort is not None:
             hit["sort"] = sort
+        values = {f: _values(docs[doc_id][f]) for f in body.get("docvalue_fields", []) if docs[doc_id].get(f) is not None}
+        if values:
+            hit["fields"] = values
         return hit
 
     def _sort_key(
