@@ -173,17 +173,17 @@ class ChangeFeed:
                 self._held -= 1
             return
         self._acquire()
-        self._held = 1
+        self._held, self._wrote = 1, False
         try:
-            self._writing, self._wrote = self.published() + 1, False
+            self._writing = self.published() + 1
             yield self._writing
         finally:
             try:
-                if self._wrote:
+                if self._wrote and self._writing is not None:
                     self.renew()  # renewed within 30 s, or now: never publish over a writer that took it
                     self._publish(self._writing)
             finally:
-                self._held, self._writing = 0, None
+                self._held, self._writing, self._wrote = 0, None, False
                 self._release()
 
     @property
