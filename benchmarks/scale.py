@@ -11,7 +11,10 @@ runs in its own process, so open time and RSS are those of a fresh process:
   batches, then triple extraction (writing every 2,048 passages or 10 s), with a chat model that
   replays the corpus's OpenIE triples (``OpenIEReplayChat``, no LLM); ``--path openie``
   imports the OpenIE file in large batches instead (``gear index --openie``);
-* **add 1k**: adding 1,000 more passages with their triples to the built index;
+* **add 1k**: adding 1,000 more passages with their triples to the built index, by another
+  process while a server process holds a warm ``ppr`` retriever; **ppr after add** is that
+  server's next ``ppr`` query (it brings the PPR graph up to date with the store's change
+  feed, or rebuilds it where there is none) against its warm p50 before the add;
 * **open**: opening the index in a new process until the first query of each kind has
   run, and the process's RSS after it: once *cold* (the index's files evicted from the
   page cache first, so they are read from disk) and the median of five *warm* opens
@@ -223,6 +226,36 @@ def phase_query(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def phase_update(args: argparse.Namespace) -> dict[str, Any]:
+    """A server with a warm ``ppr`` retriever while another process adds 1,000 passages: its
+    warm p50 before, the add (the ``add`` phase, in a child process), and its next query."""
+    from gear_agent.embedding import make_embedder
+    from gear_agent.open_index import OpenIndex
+    from gear_agent.retrieval.registry import make_retriever
+    from gear_agent.retrieval.search import QueryEncoder
+    from gear_agent.store import open_store
+
+    queries = json.loads(Path(args.queries_file).read_text(encoding="utf-8"))
+    s = settings(args.index, args.embedder)
+    embedder = make_embedder(s)
+    store = open_store(s, embedder, create=False)
+    runtime = OpenIndex(s, embedder, store, QueryEncoder(embedder))
+    for q in queries:
+        runtime.encode(q)
+    retriever = make_retriever("ppr", runtime)
+    started = time.perf_counter()
+    retriever.retrieve(queries[0], 15)  # the graph saved by the query phase, loaded
+    first = time.perf_counter() - started
+    warm = percentiles(retriever, queries[1:31])
+    added = run_phase("add", index=args.index, corpus=args.corpus, openie=args.openie,
+                      embedder=args.embedder, path=args.path, code=CODE)
+    started = time.perf_counter()
+    retriever.retrieve(queries[31], 15)
+    after = time.perf_counter() - started
+    return {"first_s": first, "warm": warm, "after_add_s": after, "add": added,
+            "warm_after": percentiles(retriever, queries[32:62])}
+
+
 def open_to_first_query(s: Any, embedder: Any, query: str) -> tuple[Any, float]:
     """Open the store and run one search of each kind (whatever is lazy loads then): the
     store and the seconds it took."""
@@ -317,7 +350,8 @@ def ann_recall(store: Any, embedder: Any, queries: list[str]) -> dict[str, float
     return result
 
 
-PHASES = {"build": phase_build, "add": phase_add, "query": phase_query, "open": phase_open}
+PHASES = {"build": phase_build, "add": phase_add, "query": phase_query, "open": phase_open,
+          "update": phase_update}
 
 
 def run_phase(phase: str, **options: Any) -> dict[str, Any]:
@@ -373,7 +407,8 @@ def measure(size: int, args: argparse.Namespace, work: Path, cluster: Any = None
 
     data = work / f"data-{size}"
     corpus, openie = write(size, data)
-    extra_corpus, extra_openie = write(1000, work / f"extra-{size}", seed=size + 1)
+    seed = size + 1 if args.add_seed is None else args.add_seed
+    extra_corpus, extra_openie = write(1000, work / f"extra-{size}-{seed}", seed=seed)
     queries_file = work / f"queries-{size}.json"
     queries_file.write_text(json.dumps(make_queries(openie, args.queries)), encoding="utf-8")
     index = work / (f"index-{size}" if cluster is None else f"es-{size}")
@@ -409,8 +444,9 @@ def measure(size: int, args: argparse.Namespace, work: Path, cluster: Any = None
                    "rss_mib": statistics.median(o["rss_mib"] for o in warm)}
     row["query"] = phase("query", index=index, embedder=args.embedder, queries_file=queries_file,
                          retrievers=args.retrievers, recall_queries=args.recall_queries)
-    row["add"] = phase("add", index=index, corpus=extra_corpus, openie=extra_openie,
-                       embedder=args.embedder, path=args.path)
+    row["update"] = phase("update", index=index, corpus=extra_corpus, openie=extra_openie,
+                          embedder=args.embedder, path=args.path, queries_file=queries_file, code=CODE)
+    row["add"] = row["update"]["add"]
     if cluster is not None:
         row["jvm_rss_mib"] = cluster.rss_bytes() / 2**20
     return row
@@ -453,6 +489,15 @@ def print_table(rows: list[dict[str, Any]], retrievers: list[str]) -> None:
             cells.append("exact" if not recall else f"{recall['passage']:.3f} / {recall['triple']:.3f}")
         cells.append(f"{q['peak_rss_mib']:,.0f}" if "peak_rss_mib" in q else "-")
         print("| " + " | ".join(cells) + " |")
+    print("\n| backend | passages | ppr warm p50 ms | next ppr query after another process added 1k s "
+          "| extra s | ppr warm p50 after ms |")
+    print("|---|---|---|---|---|---|")
+    for row in rows:
+        u = row.get("update")
+        if u:
+            extra = u["after_add_s"] - u["warm"]["p50"] / 1000
+            print(f"| {row.get('backend', 'embedded')} | {row['size']:,} | {u['warm']['p50']:.1f} | "
+                  f"{u['after_add_s']:.2f} | {extra:.2f} | {u['warm_after']['p50']:.1f} |")
     for row in rows:
         if "jvm_rss_mib" in row:
             print(f"\nElasticsearch JVM RSS after {row['size']:,} passages: {row['jvm_rss_mib']:.0f} MiB")
@@ -531,6 +576,9 @@ def main() -> None:
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
     parser.add_argument("--musique", action="store_true",
                         help="gear index of ../shared's MuSiQue slice with the real encoder: its encoder share.")
+    parser.add_argument("--add-seed", type=int, default=None,
+                        help="Seed of the 1,000 passages added (default: size + 1); another one adds new "
+                             "passages to a kept index, e.g. `--reuse build,query --add-seed 2`.")
     parser.add_argument("--code", type=Path, default=ROOT,
                         help="Checkout whose gear_agent the phases run (default: this one).")
     parser.add_argument("--path", choices=("extract", "openie"), default="extract",

@@ -216,6 +216,17 @@ class Store(ABC):
     def triples_of_passage(self, passage_id: str) -> list[str]:
         """Ids of the triples extracted from a passage, in extraction order."""
 
+    def triples_of_passages(self, passage_ids: Sequence[str]) -> list[list[str]]:
+        """:meth:`triples_of_passage` of each of ``passage_ids``, in order, in one call:
+        graph expansion asks for all its base passages at once, which a remote backend
+        answers in one request. This default asks :meth:`triples_of_passage` for each.
+
+        Example:
+            >>> store.triples_of_passages(["p-1", "p-2"])  # doctest: +SKIP
+            [['t-1', 't-2'], []]
+        """
+        return [self.triples_of_passage(p) for p in passage_ids]
+
     @abstractmethod
     def neighbours(
         self, triple_id: str, query_vector: np.ndarray | None = None, limit: int = 100

@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -33,6 +34,15 @@ from gear_agent.store import es_queries as q
 from gear_agent.store.base import Store, StoreError, split_new
 from gear_agent.store.changes import Changes
 from gear_agent.store.es_bulk import BulkFailure, BulkOutcome, BulkWriteError, BulkWriter
+from gear_agent.store.es_changes import (
+    BY_RECORD,
+    ChangeFeed,
+    added_query,
+    changes_mappings,
+    deleted_query,
+    deletion_record,
+    visible_at,
+)
 from gear_agent.store.es_client import (
     ElasticsearchSettings,
     check_server,
@@ -47,6 +57,7 @@ from gear_agent.store.es_mappings import (
     IndexNames,
     check_mapping,
     check_owned,
+    feed_mapping,
     index_mappings,
     index_names,
     index_settings,
@@ -167,10 +178,14 @@ class ElasticsearchStore(Store):
         self._recent_triples: dict[str, dict[str, Any]] = {}
         self._recent_generation: int | None = None  # the generation the kept triples were read at
         self._loading: set[str] | None = None  # in bulk_load(): indices written, not yet refreshed
+        self.changes_index = f"{settings.es_index_prefix}-changes"
+        self._feed: ChangeFeed | None = None  # None: an index made before the feed, opened read-only
+        self._pinned = threading.local()  # the generation a snapshot() reads
         try:
             self.server_version, self.cluster_uuid = check_server(self._client, self._where)
             for collection in ("passage", "triple"):
                 self._open_index(collection, create)
+            self._open_feed(create, sleep)
         except BaseException:
             self.close()
             raise
@@ -205,10 +220,23 @@ class ElasticsearchStore(Store):
         if mapping is None:
             return
         check_mapping(name, mapping, collection, self.embedding_model, self.dimension, self.tokenizer)
+        if "generation" not in (mapping.get("properties") or {}):  # made before the change feed
+            with translate_errors(f"adding the change feed's field to index {name!r}"):
+                es.indices.put_mapping(index=name, **feed_mapping())
         if ((mapping.get("_meta") or {}).get("gear_agent") or {}).get("schema_version") == 1:
             body = upgrade_mapping(collection, self.embedding_model, self.dimension)
             with translate_errors(f"adding the metadata fields to index {name!r}"):
                 es.indices.put_mapping(index=name, **body)
+
+    def _open_feed(self, create: bool, sleep: Callable[[float], None]) -> None:
+        """Open the change feed (:mod:`gear_agent.store.es_changes`), made here when missing
+        (``create``; :meth:`_open_index` gave the passage and triple indices its field)."""
+        mappings = changes_mappings(self.embedding_model) if create else None
+        if not self.ensure_index(self.changes_index, "changes", mappings):
+            return
+        feed = ChangeFeed(self._client, self.changes_index, sleep=sleep)
+        feed.open(self._indexing_total)
+        self._feed = feed
 
     @property
     def derived_dir(self) -> Path:
@@ -324,6 +352,7 @@ class ElasticsearchStore(Store):
         when the walk ends or is abandoned.
         """
         pit: str | None = None
+        query = q.both(query, self._pin())
         self._settle()
         if snapshot:
             with translate_errors(f"opening a point in time on {index!r}"):
@@ -406,6 +435,12 @@ class ElasticsearchStore(Store):
         if self._loading is not None:
             yield
             return
+        with self._commit():  # one commit, published after the refresh at the end
+            with self._bulk_settings():
+                yield
+
+    @contextmanager
+    def _bulk_settings(self) -> Iterator[None]:
         indices = list(self.indices)
         keys = ("refresh_interval", "number_of_replicas")
         with translate_errors(f"reading the settings of {', '.join(indices)}"):
@@ -443,23 +478,24 @@ class ElasticsearchStore(Store):
                 which and why, ``err.result`` is the :class:`AddResult` of the rest.
         """
         index = self.indices.passages
-        stored = self._mget(index, [p.id for p in passages], [])
-        new, existing = split_new(passages, stored)
         refused: list[BulkFailure] = []
+        with self._commit() as generation:
+            stored = self._mget(index, [p.id for p in passages], [])
+            new, existing = split_new(passages, stored)
 
-        def actions() -> Iterator[Any]:
-            for chunk in _chunks(new, self._writer.batch_size):
-                vectors, bad = self._embed([p.content for p in chunk])
-                refused.extend(_zero_vector(index, chunk[i].id) for i in bad)
-                for i, passage in enumerate(chunk):
-                    if i not in bad:
-                        yield q.create_action(
-                            index, passage.id, passage_document(passage, vectors[i])
-                        )
+            def actions() -> Iterator[Any]:
+                for chunk in _chunks(new, self._writer.batch_size):
+                    self._changing()  # renews the writer lock while a long write goes on
+                    vectors, bad = self._embed([p.content for p in chunk])
+                    refused.extend(_zero_vector(index, chunk[i].id) for i in bad)
+                    for i, passage in enumerate(chunk):
+                        if i not in bad:
+                            yield q.create_action(
+                                index, passage.id, passage_document(passage, vectors[i], generation)
+                            )
 
-        outcome = self._write(actions(), [index], refused)
+            outcome = self._write(actions(), [index], refused)
         result = AddResult(added=outcome.done, existing=[*existing, *outcome.conflicts])
-        self._committed(self.generation)
         if not outcome.ok:
             raise BulkWriteError(f"adding passages to {index!r}", outcome, result)
         return result
@@ -472,32 +508,33 @@ class ElasticsearchStore(Store):
             BulkWriteError: some triples were not stored (see :meth:`add_passages`).
         """
         index = self.indices.triples
-        stored = self._mget(index, [t.id for t in triples], [])
-        new, existing = split_new(triples, stored)
-        parents = self._mget(self.indices.passages, [t.passage_id for t in new], [])
-        orphans = sorted({t.passage_id for t in new if t.passage_id not in parents})
-        if orphans:
-            raise StoreError(
-                f"{len(orphans)} passage id(s) named by triples are not stored: "
-                f"{', '.join(orphans[:5])}{' ...' if len(orphans) > 5 else ''}. "
-                "Add the passages first."
-            )
-        added_ns = self._next_ns()
         refused: list[BulkFailure] = []
+        with self._commit() as generation:
+            stored = self._mget(index, [t.id for t in triples], [])
+            new, existing = split_new(triples, stored)
+            parents = self._mget(self.indices.passages, [t.passage_id for t in new], [])
+            orphans = sorted({t.passage_id for t in new if t.passage_id not in parents})
+            if orphans:
+                raise StoreError(
+                    f"{len(orphans)} passage id(s) named by triples are not stored: "
+                    f"{', '.join(orphans[:5])}{' ...' if len(orphans) > 5 else ''}. "
+                    "Add the passages first."
+                )
+            added_ns = self._next_ns()
 
-        def actions() -> Iterator[Any]:
-            for start in range(0, len(new), self._writer.batch_size):
-                chunk = new[start : start + self._writer.batch_size]
-                vectors, bad = self._embed([t.text for t in chunk])
-                refused.extend(_zero_vector(index, chunk[i].id) for i in bad)
-                for i, triple in enumerate(chunk):
-                    if i not in bad:
-                        doc = triple_document(triple, vectors[i], added_ns, start + i)
-                        yield q.create_action(index, triple.id, doc)
+            def actions() -> Iterator[Any]:
+                for start in range(0, len(new), self._writer.batch_size):
+                    chunk = new[start : start + self._writer.batch_size]
+                    self._changing()
+                    vectors, bad = self._embed([t.text for t in chunk])
+                    refused.extend(_zero_vector(index, chunk[i].id) for i in bad)
+                    for i, triple in enumerate(chunk):
+                        if i not in bad:
+                            doc = triple_document(triple, vectors[i], added_ns, start + i, generation)
+                            yield q.create_action(index, triple.id, doc)
 
-        outcome = self._write(actions(), [index], refused)
+            outcome = self._write(actions(), [index], refused)
         result = AddResult(added=outcome.done, existing=[*existing, *outcome.conflicts])
-        self._committed(self.generation)
         if not outcome.ok:
             raise BulkWriteError(f"adding triples to {index!r}", outcome, result)
         return result
@@ -531,28 +568,44 @@ class ElasticsearchStore(Store):
         as neighbours. Returns the ids that were stored and are now deleted, in the order
         asked.
         """
-        stored = self._mget(self.indices.passages, passage_ids, [])
-        ids = [pid for pid in _unique(passage_ids) if pid in stored]
-        if not ids:
-            return []
-        triples = self.indices.triples
-        for chunk in _chunks(ids, _TERMS_CHUNK):
-            found = [hit["_id"] for hit in self._walk(triples, q.terms("passage_id", chunk), q.BY_ID)]
-            outcome = self._write((q.delete_action(triples, tid) for tid in found), [triples], [])
-            if not outcome.ok:
-                raise BulkWriteError(
-                    f"deleting the triples of {len(chunk)} passage(s) from {triples!r} (the "
-                    "passages were kept; retry the delete)",
-                    outcome,
-                )
-        self.node_store().forget_passages(ids)
-        index = self.indices.passages
-        outcome = self._write((q.delete_action(index, pid) for pid in ids), [index], [])
-        self._committed(self.generation)
+        with self._commit() as generation:
+            stored = self._mget(self.indices.passages, passage_ids, ["generation"])
+            ids = [pid for pid in _unique(passage_ids) if pid in stored]
+            if not ids:
+                return []
+            self._changing()
+            triples = self.indices.triples
+            for chunk in _chunks(ids, _TERMS_CHUNK):
+                found = {hit["_id"]: hit.get("_source", {}).get("generation", 0) for hit in self._walk(
+                    triples, q.terms("passage_id", chunk), q.BY_ID, {"includes": ["generation"]})}
+                self._record_deleted("triple", found, generation)
+                outcome = self._write((q.delete_action(triples, tid) for tid in found), [triples], [])
+                if not outcome.ok:
+                    raise BulkWriteError(
+                        f"deleting the triples of {len(chunk)} passage(s) from {triples!r} (the "
+                        "passages were kept; retry the delete)",
+                        outcome,
+                    )
+            self.node_store().forget_passages(ids)
+            index = self.indices.passages
+            self._record_deleted("passage", {pid: stored[pid].get("generation", 0) for pid in ids}, generation)
+            outcome = self._write((q.delete_action(index, pid) for pid in ids), [index], [])
         if not outcome.ok:
             raise BulkWriteError(f"deleting passages from {index!r}", outcome, outcome.done)
         done = set(outcome.done)
         return [pid for pid in ids if pid in done]
+
+    def _record_deleted(self, collection: str, born: dict[str, int], generation: int | None) -> None:
+        """Write the deletion records of ``born`` (id -> the generation that wrote it) before
+        the documents go, so no reader of the feed misses a removal."""
+        if generation is None or not born:
+            return
+        index = self.changes_index
+        records = (deletion_record(collection, doc_id, generation, int(b)) for doc_id, b in born.items())
+        outcome = self._write((q.index_action(index, rid, doc) for rid, doc in records), [index], [])
+        if not outcome.ok:
+            raise BulkWriteError(f"recording {len(born)} deletion(s) in {index!r} (nothing was deleted; "
+                                 "retry the delete)", outcome)
 
     def delete_source(self, source: str) -> list[str]:
         """Delete every passage whose ``source`` is exactly ``source`` (and its triples)."""
@@ -584,10 +637,19 @@ class ElasticsearchStore(Store):
 
     # ---- commits -----------------------------------------------------------
     def generation(self) -> int:
-        """The indexing operations (creates, updates, deletes) the two indices' primaries
-        have taken: it moves with every write, a delete followed by as many adds included
-        (one ``_stats`` request; the counters restart with the cluster, which a reader takes
-        as "rebuild"). Needs the ``monitor`` privilege on the indices."""
+        """The last published commit of the change feed (one real-time ``GET``; inside
+        :meth:`snapshot`, the one the snapshot began at). An index made before the feed and
+        opened without ``create`` answers as before: the indexing operations the two
+        indices' primaries have taken (one ``_stats`` request, the ``monitor`` privilege)."""
+        pinned = getattr(self._pinned, "generation", None)
+        if pinned is not None:
+            return int(pinned)
+        if self._feed is not None:
+            return self._feed.published()
+        return self._indexing_total()
+
+    def _indexing_total(self) -> int:
+        """Creates, updates and deletes the passage and triple primaries have taken."""
         with translate_errors("reading the indexing statistics"):
             stats = _body(self._client.indices.stats(index=",".join(self.indices), metric="indexing"))
         indexing = stats["_all"]["primaries"].get("indexing", {})
@@ -605,9 +667,75 @@ class ElasticsearchStore(Store):
         return known
 
     def changes_since(self, generation: int) -> Changes:
-        """Elasticsearch keeps no list of the changes: always incomplete, so derived state
-        compares itself with the store (:class:`~gear_agent.store.changes.Changes`)."""
-        return Changes(generation, self.generation(), complete=False)
+        """What the commits after ``generation`` added and removed, from the change feed
+        (:mod:`gear_agent.store.es_changes`): the documents stamped with a later generation,
+        and the deletion records of documents present at ``generation``. An id deleted and
+        then added again is in both lists (apply removals first). Incomplete for a
+        generation before the feed began, or on an index without a feed.
+
+        Example:
+            >>> store.changes_since(store.generation())  # doctest: +SKIP
+            Changes(since=7, generation=7, ...)
+        """
+        now = self.generation()
+        feed = self._feed
+        if feed is None or generation < feed.start or generation > now:
+            return Changes(generation, now, complete=False)
+        if generation == now:
+            return Changes(generation, now)
+        added = added_query(generation, now)
+        passages = tuple(h["_id"] for h in self._walk(self.indices.passages, added, q.BY_ID))
+        triples = tuple(h["_id"] for h in self._walk(self.indices.triples, added, q.EXTRACTION_ORDER))
+        removed: dict[str, list[str]] = {"passage": [], "triple": []}
+        records = self._walk(self.changes_index, deleted_query(generation, now), BY_RECORD,
+                             {"includes": ["collection", "doc_id"]})
+        for hit in records:
+            removed[hit["_source"]["collection"]].append(hit["_source"]["doc_id"])
+        return Changes(generation, now, passages, tuple(removed["passage"]), triples, tuple(removed["triple"]))
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """The generation and the change feed read inside are those of the commit published
+        when the block began, however many land meanwhile (per thread, re-entrant); reads by
+        id and searches see the latest documents (Elasticsearch pins no commit)."""
+        if getattr(self._pinned, "generation", None) is not None:
+            yield
+            return
+        self._pinned.generation = self.generation()
+        try:
+            yield
+        finally:
+            self._pinned.generation = None
+
+    def _pin(self) -> dict[str, Any] | None:
+        """Inside :meth:`snapshot`: the filter that hides documents of later commits from
+        searches (None outside one, on an index without a feed, and while this store is
+        writing, so a writer's searches see its own writes)."""
+        pinned = getattr(self._pinned, "generation", None)
+        if pinned is None or self._feed is None or self._feed.pending is not None:
+            return None
+        return visible_at(int(pinned))
+
+    @contextmanager
+    def _commit(self) -> Iterator[int | None]:
+        """One commit of the change feed around a write: the writer lock held, the generation
+        to stamp yielded (None on an index without a feed), published at the end; then the
+        listeners are told."""
+        feed = self._feed
+        try:
+            if feed is None:
+                yield None
+            else:
+                with feed.writing() as generation:
+                    yield generation
+        finally:
+            if feed is None or feed.pending is None:
+                self._committed(self.generation)
+
+    def _changing(self) -> None:
+        """Note that the commit being written changes something (it is published)."""
+        if self._feed is not None:
+            self._feed.wrote()
 
     # ---- reads -------------------------------------------------------------
     def _filter(self, collection: Collection, where: Where | None) -> dict[str, Any] | None:
@@ -632,7 +760,7 @@ class ElasticsearchStore(Store):
 
     def count(self, collection: Collection, where: Any = None) -> int:
         index = self.indices.of(collection)
-        flt = self._filter(collection, parse_where(where))
+        flt = q.both(self._filter(collection, parse_where(where)), self._pin())
         body = {} if flt is None else {"query": {"bool": {"filter": [flt]}}}
         self._settle()
         with translate_errors(f"counting {index!r}"):
@@ -657,7 +785,7 @@ class ElasticsearchStore(Store):
         index = self.indices.of(collection)
         if k <= 0:
             return []
-        flt = self._filter(collection, parse_where(where))
+        flt = q.both(self._filter(collection, parse_where(where)), self._pin())
         exact = self.settings.es_exact_bm25
         request = q.bm25_request(TEXT_FIELD[collection], query, es_bm25.candidates(k) if exact else k, filter=flt)
         if exact:
@@ -681,16 +809,28 @@ class ElasticsearchStore(Store):
         self, collection: Collection, vector: np.ndarray, k: int, where: Any = None
     ) -> list[Hit]:
         """Top ``k`` by cosine; scores are cosines (ES's ``(1 + cos) / 2`` undone). With
-        ``where``, a kNN pre-filter: ``k`` hits whenever ``k`` documents pass it."""
+        ``where``, a kNN pre-filter: ``k`` hits whenever ``k`` documents pass it.
+
+        Inside :meth:`snapshot` the hits bring their ``generation`` (from doc values) and only
+        when one of them is of a later commit is the search asked again with the snapshot's
+        filter (rare: a commit landing during the question); ``ppr`` asks four kNN searches
+        per question, one of hundreds of passages, and a filter on each was measurably slower
+        on the test cluster (docs/elasticsearch.md)."""
         index = self.indices.of(collection)
         if k <= 0:
             return []
+        vector = self._query_vector(vector)
         flt = self._filter(collection, parse_where(where))
-        request = q.knn_request(self._query_vector(vector), k, filter=flt)
-        response = self._search(f"kNN search on {index!r}", index, request)
-        return [
-            Hit(h["_id"], q.score_to_cosine(float(h["_score"]))) for h in response["hits"]["hits"]
-        ]
+        pin = self._pin()
+        request = q.knn_request(vector, k, filter=flt)
+        if pin is not None:  # from doc values: reading _source would parse every hit's vector
+            request["docvalue_fields"] = ["generation"]
+        hits = self._search(f"kNN search on {index!r}", index, request)["hits"]["hits"]
+        pinned = getattr(self._pinned, "generation", None)
+        if pin is not None and any(max((h.get("fields") or {}).get("generation", [-1])) > pinned for h in hits):
+            request = q.knn_request(vector, k, filter=q.both(flt, pin))
+            hits = self._search(f"kNN search on {index!r}", index, request)["hits"]["hits"]
+        return [Hit(h["_id"], q.score_to_cosine(float(h["_score"]))) for h in hits]
 
     def get_passages(self, ids: Sequence[str]) -> list[Passage]:
         found = self._mget(self.indices.passages, ids)
@@ -720,6 +860,23 @@ class ElasticsearchStore(Store):
         )
         return [hit["_id"] for hit in hits]
 
+    def triples_of_passages(self, passage_ids: Sequence[str]) -> list[list[str]]:
+        """:meth:`triples_of_passage` of each passage in one search (a ``terms`` query; more
+        pages only past :attr:`page_size` triples). The documents come back whole and are
+        kept (:meth:`_remember`), so the :meth:`triple_vectors` and :meth:`get_triples` of
+        the beam search that starts from them cost no request."""
+        if not passage_ids:
+            return []
+        self._check_recent()
+        of: dict[str, list[str]] = {pid: [] for pid in passage_ids}
+        for chunk in _chunks(_unique(passage_ids), _TERMS_CHUNK):
+            hits = list(self._walk(self.indices.triples, q.terms("passage_id", list(chunk)),
+                                   q.EXTRACTION_ORDER, True))
+            self._remember(hits)
+            for hit in hits:
+                of[hit["_source"]["passage_id"]].append(hit["_id"])
+        return [list(of[pid]) for pid in passage_ids]
+
     def neighbours(
         self, triple_id: str, query_vector: np.ndarray | None = None, limit: int = 100
     ) -> list[str]:
@@ -747,7 +904,8 @@ class ElasticsearchStore(Store):
         index = self.indices.triples
         vector = None if query_vector is None else self._query_vector(query_vector)
         self._check_recent()
-        requests = [q.neighbours_request(index, t, vector, limit) for t in triple_ids]
+        pin = self._pin()
+        requests = [q.neighbours_request(index, t, vector, limit, pin) for t in triple_ids]
         what = f"neighbours of {len(triple_ids)} triple(s) in {index!r}"
         self._settle()
         with translate_errors(what):
@@ -762,13 +920,23 @@ class ElasticsearchStore(Store):
         return found
 
     def _check_recent(self) -> None:
-        """Forget the kept triple documents when the store's generation moved since they
-        were kept (a write by another process), read before the search that keeps more
-        (one ``_stats`` request)."""
+        """Bring the kept triple documents to the store's generation when it moved since
+        they were kept (a write by another process), before the search that keeps more: the
+        triples the change feed says were removed are forgotten (an added triple changes no
+        kept document: ids are content hashes), all of them when the feed cannot say (one
+        ``GET``; the feed is read only when the generation moved)."""
         now = self.generation()
-        if now != self._recent_generation:
-            self._recent_triples.clear()
-            self._recent_generation = now
+        if now == self._recent_generation:
+            return
+        if self._recent_triples and self._recent_generation is not None:
+            changes = self.changes_since(self._recent_generation)
+            if changes.complete:
+                for tid in changes.triples_removed:
+                    self._recent_triples.pop(tid, None)
+            else:
+                self._recent_triples.clear()
+            now = changes.generation
+        self._recent_generation = now
 
     def _remember(self, hits: Sequence[dict[str, Any]]) -> None:
         """Keep the triple documents a neighbours search returned (the latest

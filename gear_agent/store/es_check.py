@@ -95,7 +95,8 @@ def check_elasticsearch(settings: ElasticsearchSettings) -> CheckReport:
                        if orphans else "yes")
         if f"{prefix}-nodes" in present:
             report.add("SiReRAG nodes", True, f"{_count(client, f'{prefix}-nodes'):,} nodes")
-        known = {names.passages, names.triples, f"{prefix}-nodes", f"{prefix}-nodes-meta"}
+        known = {names.passages, names.triples, f"{prefix}-nodes", f"{prefix}-nodes-meta",
+                 f"{prefix}-changes"}
         strangers = [n for n in present if n not in known]
         if strangers:
             report.add("other indices", True, f"{', '.join(strangers)} under the prefix were not made "

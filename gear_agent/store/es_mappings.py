@@ -145,6 +145,17 @@ METADATA_FIELDS: dict[str, Any] = {
 """Fields schema version 2 added to passages (metadata and filters)."""
 
 
+FEED_FIELDS: dict[str, Any] = {"generation": {"type": "long"}}
+"""The change feed's field on passages and triples (:mod:`gear_agent.store.es_changes`): the
+generation that wrote the document. Indices made before it are given it when opened
+(:func:`feed_mapping`); their older documents have none."""
+
+
+def feed_mapping() -> dict[str, Any]:
+    """The ``PUT _mapping`` body that adds :data:`FEED_FIELDS` to an index made before them."""
+    return {"properties": FEED_FIELDS}
+
+
 def upgrade_mapping(collection: Collection, model: str, dimension: int) -> dict[str, Any]:
     """The ``PUT _mapping`` body that takes a schema-1 index to this schema (fields are only
     added; documents indexed before have no metadata, which is what they had; a schema-1
@@ -170,6 +181,7 @@ def index_mappings(collection: Collection, model: str, dimension: int,
             "extracted": {"type": "boolean"},
             VECTOR_FIELD: _vector(dimension),
             **METADATA_FIELDS,
+            **FEED_FIELDS,
         }
     elif collection == "triple":
         properties = {
@@ -184,6 +196,7 @@ def index_mappings(collection: Collection, model: str, dimension: int,
             "added_ns": {"type": "long"},
             "position": {"type": "integer"},
             VECTOR_FIELD: _vector(dimension),
+            **FEED_FIELDS,
         }
     else:
         raise ValueError(f"unknown collection {collection!r}; use 'passage' or 'triple'")
@@ -305,6 +318,8 @@ def check_mapping(
     for field, spec in expected.items():
         if upgradable and field in METADATA_FIELDS and field not in found:
             continue
+        if field in FEED_FIELDS and field not in found:
+            continue  # added when the store opens (feed_mapping)
         have = found.get(field)
         if have is None:
             problems.append(f"field {field!r} is missing")
@@ -350,9 +365,10 @@ def meta_entries(metadata: Any) -> list[dict[str, Any]]:
     return entries
 
 
-def passage_document(passage: Passage, vector: np.ndarray) -> dict[str, Any]:
-    """The ``_source`` of a passage; ``extracted`` starts false."""
-    return {
+def passage_document(passage: Passage, vector: np.ndarray, generation: int | None = None) -> dict[str, Any]:
+    """The ``_source`` of a passage; ``extracted`` starts false; ``generation`` (the commit
+    writing it) when the index has a change feed."""
+    doc = {
         "id": passage.id,
         "title": passage.title,
         "title_key": passage.title,
@@ -364,13 +380,17 @@ def passage_document(passage: Passage, vector: np.ndarray) -> dict[str, Any]:
         "meta": meta_entries(passage.metadata),
         VECTOR_FIELD: vector_list(vector),
     }
+    if generation is not None:
+        doc["generation"] = generation
+    return doc
 
 
 def triple_document(
-    triple: Triple, vector: np.ndarray, added_ns: int, position: int
+    triple: Triple, vector: np.ndarray, added_ns: int, position: int, generation: int | None = None
 ) -> dict[str, Any]:
-    """The ``_source`` of a triple; ``(added_ns, position)`` records extraction order."""
-    return {
+    """The ``_source`` of a triple; ``(added_ns, position)`` records extraction order
+    (``generation`` as in :func:`passage_document`)."""
+    doc = {
         "id": triple.id,
         "subject": triple.subject,
         "predicate": triple.predicate,
@@ -383,6 +403,9 @@ def triple_document(
         "position": position,
         VECTOR_FIELD: vector_list(vector),
     }
+    if generation is not None:
+        doc["generation"] = generation
+    return doc
 
 
 def passage_from_source(source: dict[str, Any]) -> Passage:

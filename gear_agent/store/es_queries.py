@@ -65,6 +65,11 @@ def create_action(index: str, doc_id: str, source: dict[str, Any]) -> BulkAction
     return BulkAction("create", index, doc_id, source)
 
 
+def index_action(index: str, doc_id: str, source: dict[str, Any]) -> BulkAction:
+    """``index``: a document, replacing one with the same ``_id``."""
+    return BulkAction("index", index, doc_id, source)
+
+
 def update_action(index: str, doc_id: str, fields: dict[str, Any]) -> BulkAction:
     """Partial update of some fields of an existing document."""
     return BulkAction("update", index, doc_id, {"doc": fields})
@@ -200,13 +205,22 @@ def neighbours_filter(index: str, triple_id: str) -> dict[str, Any]:
     }
 
 
+def both(first: dict[str, Any] | None, second: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A filter passing what passes ``first`` and ``second`` (None: no filter)."""
+    if first is None or second is None:
+        return first if second is None else second
+    return {"bool": {"filter": [first, second]}}
+
+
 def neighbours_request(
-    index: str, triple_id: str, vector: np.ndarray | None, limit: int
+    index: str, triple_id: str, vector: np.ndarray | None, limit: int,
+    also: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The neighbours of a triple (:func:`neighbours_filter`): the ``limit`` most similar to
-    ``vector``, or the first ``limit`` by id; each hit with its whole document."""
+    ``vector``, or the first ``limit`` by id; each hit with its whole document (``also``: a
+    filter they must pass too)."""
     _check_k(limit, "limit")
-    where = neighbours_filter(index, triple_id)
+    where = both(neighbours_filter(index, triple_id), also)
     if vector is not None:
         return {**knn_request(vector, limit, filter=where), "source": True}
     return {

@@ -26,7 +26,7 @@ from gear_agent.embedding.base import Embedder
 from gear_agent.embedding.hashing import HashingEmbedder
 from gear_agent.store.base import Store
 
-_INDICES = ("passages", "triples", "nodes", "nodes-meta")
+_INDICES = ("passages", "triples", "nodes", "nodes-meta", "changes")
 """Every index a store of one prefix may create."""
 
 

@@ -100,6 +100,13 @@ class FakeIndex:
     indexed: int = 0  # index_total / delete_total of the indexing statistics
     deleted: int = 0
     uuid: str = field(default_factory=lambda: uuid_mod.uuid4().hex[:22])  # made at creation, as the cluster does
+    seq_no: int = -1  # the last sequence number given (one primary term, 1)
+    seq_nos: dict[str, int] = field(default_factory=dict)
+
+    def next_seq_no(self, doc_id: str) -> int:
+        self.seq_no += 1
+        self.seq_nos[doc_id] = self.seq_no
+        return self.seq_no
 
     def refresh(self) -> None:
         self.visible = copy.deepcopy(self.live)
@@ -249,6 +256,8 @@ class FakeElasticsearch:
                 ]
             }
         index = self._index(index_names[0])
+        if op in ("_doc", "_create") and len(parts) == 3:
+            return self._document(index, method, op, parts[2], params, body)
         if op == "_mget":
             return 200, self._mget(index, body, params)
         if op == "_search":
@@ -367,6 +376,38 @@ class FakeElasticsearch:
                 )
 
     # ---- documents -----------------------------------------------------------
+    def _document(self, index: FakeIndex, method: str, op: str, doc_id: str,
+                  params: dict[str, str], body: Any) -> tuple[int, Any]:
+        """The single-document APIs: ``GET``/``DELETE _doc``, ``PUT _create`` and ``PUT _doc``
+        (with ``if_seq_no``/``if_primary_term`` checked against the live document)."""
+        found = doc_id in index.live
+        if method == "GET":
+            if not found:
+                return 404, {"_index": index.name, "_id": doc_id, "found": False}
+            return 200, {"_index": index.name, "_id": doc_id, "found": True, "_seq_no": index.seq_nos[doc_id],
+                         "_primary_term": 1, "_source": copy.deepcopy(index.live[doc_id])}
+        if "if_seq_no" in params and (not found or index.seq_nos[doc_id] != int(params["if_seq_no"])
+                                      or params.get("if_primary_term") != "1"):
+            raise EsError(409, "version_conflict_engine_exception",
+                          f"[{doc_id}]: version conflict, required seqNo [{params['if_seq_no']}]")
+        if method == "DELETE":
+            if not found:
+                return 404, {"_index": index.name, "_id": doc_id, "result": "not_found"}
+            del index.live[doc_id]
+            index.deleted += 1
+            result = {"result": "deleted", "_seq_no": index.next_seq_no(doc_id)}
+        else:
+            if op == "_create" and found:
+                raise EsError(409, "version_conflict_engine_exception",
+                              f"[{doc_id}]: version conflict, document already exists")
+            self._check_document(index, body or {})
+            index.live[doc_id] = copy.deepcopy(body)
+            index.indexed += 1
+            result = {"result": "updated" if found else "created", "_seq_no": index.next_seq_no(doc_id)}
+        if params.get("refresh") in ("true", "wait_for", ""):
+            index.refresh()
+        return (200 if found else 201), {"_index": index.name, "_id": doc_id, "_primary_term": 1, **result}
+
     def _bulk(self, lines: list[dict[str, Any]], params: dict[str, str]) -> dict[str, Any]:
         items, errors, touched = [], False, set()
         i = 0
@@ -526,6 +567,9 @@ class FakeElasticsearch:
             hit["_source"] = _filter_source(docs[doc_id], {}, spec)
         if sort is not None:
             hit["sort"] = sort
+        values = {f: _values(docs[doc_id][f]) for f in body.get("docvalue_fields", []) if docs[doc_id].get(f) is not None}
+        if values:
+            hit["fields"] = values
         return hit
 
     def _sort_key(
@@ -624,6 +668,8 @@ class FakeElasticsearch:
             return any(v in values for v in _values(doc.get(fname)))
         if kind == "ids":
             return doc_id in spec["values"]
+        if kind == "exists":
+            return doc.get(spec["field"]) is not None
         if kind == "prefix":
             ((fname, value),) = spec.items()
             value = value["value"] if isinstance(value, dict) else value

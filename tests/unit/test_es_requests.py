@@ -119,6 +119,22 @@ class Cluster:
 
         return Elasticsearch("http://es.test:9200", node_class=RecordingNode, **kwargs)
 
+    def document(self, sent: Sent, index: str, op: str, doc_id: str) -> Reply:
+        """The single-document APIs the change feed uses (``_create``, ``_doc``), kept in
+        :attr:`documents`."""
+        docs = self.__dict__.setdefault("documents", {})
+        key = (index, doc_id)
+        if sent.method == "GET":
+            if key not in docs:
+                return 404, {"_id": doc_id, "found": False}
+            return 200, {"_id": doc_id, "found": True, "_seq_no": 0, "_primary_term": 1, "_source": docs[key]}
+        if sent.method == "DELETE":
+            return (200, {"result": "deleted"}) if docs.pop(key, None) is not None else (404, {"result": "not_found"})
+        if op == "_create" and key in docs:
+            return 409, {"error": {"type": "version_conflict_engine_exception", "reason": "exists"}, "status": 409}
+        docs[key] = sent.body
+        return 201, {"_id": doc_id, "result": "created", "_seq_no": 0, "_primary_term": 1}
+
     def answer(self, method: str, target: str, body: bytes | None) -> Reply:
         url = urlsplit(target)
         params = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
@@ -141,6 +157,9 @@ class Cluster:
 
     def default(self, sent: Sent, endpoint: str) -> Reply:
         index = sent.path.strip("/").split("/")[0]
+        parts = sent.path.strip("/").split("/")
+        if len(parts) == 3 and parts[1] in ("_doc", "_create"):  # the change feed's documents
+            return self.document(sent, parts[0], parts[1], parts[2])
         if endpoint == "/":
             return 200, {"version": {"number": self.version}, "tagline": "You Know, for Search"}
         if endpoint == "HEAD":
@@ -239,6 +258,10 @@ def test_startup_asks_info_then_creates_both_indices_with_explicit_mappings() ->
         ("PUT", "/gear-passages"),
         ("HEAD", "/gear-triples"),
         ("PUT", "/gear-triples"),
+        ("HEAD", "/gear-changes"),  # the change feed (gear_agent.store.es_changes)
+        ("PUT", "/gear-changes"),
+        ("GET", "/gear-passages,gear-triples/_stats/indexing"),
+        ("PUT", "/gear-changes/_create/generation"),
     ]
     for create in (cluster.sent[2], cluster.sent[4]):
         settings = create.body["settings"]["index"]
@@ -354,7 +377,7 @@ def test_existing_compatible_indices_are_used_as_they_are() -> None:
     # what GET _mapping shows may leave defaults out: no 'index' or 'similarity' here
     del cluster.mappings[PASSAGE_INDEX]["properties"]["vector"]["index"]
     _open(cluster)
-    assert not [s for s in cluster.sent if s.method == "PUT"]
+    assert not [s for s in cluster.sent if s.method == "PUT" and not s.path.startswith("/gear-changes")]
 
 
 def test_missing_index_with_create_false_is_an_error() -> None:
@@ -441,7 +464,10 @@ def test_add_passages_checks_existence_then_bulk_creates_with_content_hash_ids()
     assert len(doc["vector"]) == DIM
     assert bulk.body[2] == {"create": {"_index": PASSAGE_INDEX, "_id": passages[2].id}}
     assert len(bulk.body) == 4
-    assert cluster.sent[-1].path == "/gear-passages/_refresh"
+    assert doc["generation"] == 1  # the commit it belongs to, published after the refresh
+    assert [(s.method, s.path) for s in cluster.sent[-3:]] == [
+        ("POST", "/gear-passages/_refresh"), ("PUT", "/gear-changes/_doc/generation"),
+        ("DELETE", "/gear-changes/_doc/lock")]
 
 
 def test_bulk_is_sent_in_batches() -> None:
@@ -569,7 +595,9 @@ def test_partial_failures_are_reported_per_document_and_not_retried() -> None:
     )
     assert caught.value.result.added == [passages[0].id, passages[2].id]
     assert len(cluster.of("_bulk")) == 1
-    assert cluster.sent[-1].path == "/gear-passages/_refresh"  # what was written is searchable
+    # what was written is searchable, then its commit is published
+    assert [s.path for s in cluster.sent[-3:]] == [
+        "/gear-passages/_refresh", "/gear-changes/_doc/generation", "/gear-changes/_doc/lock"]
 
 
 def test_a_zero_embedding_is_reported_and_never_sent() -> None:
@@ -686,18 +714,30 @@ def test_delete_passages_deletes_their_triples_by_id_first_then_the_passages() -
     start = next(i for i, s in enumerate(cluster.sent) if s.path.endswith("_mget"))
     steps = [(s.method, s.path, s.params) for s in cluster.sent[start:]]
     assert steps == [
-        ("POST", "/gear-passages/_mget", {"_source": "false"}),
+        ("POST", "/gear-passages/_mget", {"_source_includes": "generation"}),
         ("POST", "/gear-triples/_search", {}),
+        ("PUT", "/_bulk", {}),  # the deletion records first (the change feed)
+        ("POST", "/gear-changes/_refresh", {}),
         ("PUT", "/_bulk", {}),
         ("POST", "/gear-triples/_refresh", {}),
         ("HEAD", "/gear-nodes", {}),  # no SiReRAG nodes: no provenance to update
         ("PUT", "/_bulk", {}),
+        ("POST", "/gear-changes/_refresh", {}),
+        ("PUT", "/_bulk", {}),
         ("POST", "/gear-passages/_refresh", {}),
+        ("PUT", "/gear-changes/_doc/generation", {}),
+        ("DELETE", "/gear-changes/_doc/lock", {"if_seq_no": "0", "if_primary_term": "1"}),
     ]
     search = cluster.of("_search")[0]
     assert search.body["query"] == {"terms": {"passage_id": ["p-1", "p-2"]}}
     assert search.body["sort"] == [{"id": "asc"}]
-    triples, passages = cluster.of("_bulk")
+    triple_records, triples, passage_records, passages = cluster.of("_bulk")
+    assert [line for line in triple_records.body if "index" in line] == [
+        {"index": {"_index": "gear-changes", "_id": "triple:t-1"}},
+        {"index": {"_index": "gear-changes", "_id": "triple:t-2"}},
+    ]
+    assert passage_records.body[1] == {"kind": "deleted", "collection": "passage", "doc_id": "p-1",
+                                       "generation": 1, "born": 0}
     assert triples.body == [
         {"delete": {"_index": TRIPLE_INDEX, "_id": "t-1"}},
         {"delete": {"_index": TRIPLE_INDEX, "_id": "t-2"}},
@@ -713,11 +753,13 @@ def test_a_failed_triple_delete_keeps_the_passages() -> None:
     store = _open(cluster)
     cluster.stored.add("p-1")
     cluster.queue("_search", (200, {"hits": {"hits": [{"_id": "t-1", "sort": ["t-1"]}]}}))
+    cluster.queue("_bulk", lambda sent: (200, {"errors": False, "items": [_ok(h) for h in _headers(sent.body)]}))
     cluster.queue("_bulk", _every_item(500, "boom_exception", "boom"))
     with pytest.raises(BulkWriteError, match="passages were kept"):
         store.delete_passages(["p-1"])
     assert [h for b in cluster.of("_bulk") for h in _headers(b.body)] == [
-        {"delete": {"_index": TRIPLE_INDEX, "_id": "t-1"}}
+        {"index": {"_index": "gear-changes", "_id": "triple:t-1"}},
+        {"delete": {"_index": TRIPLE_INDEX, "_id": "t-1"}},
     ]
 
 
@@ -876,8 +918,10 @@ def test_a_write_by_another_process_makes_the_next_neighbours_forget_the_kept_do
     vector = np.eye(DIM, dtype=np.float32)[0]
     cluster.queue("_search", (200, {"hits": {"hits": [_triple_hit("t-2")]}}))
     store.neighbours("t-1", vector, 5)
-    cluster.generation += 1  # another process deleted t-2
-    cluster.queue("_search", (200, {"hits": {"hits": []}}))
+    cluster.documents[("gear-changes", "generation")]["generation"] += 1  # another process deleted t-2
+    record = {"_id": "triple:t-2", "sort": ["triple", "t-2"], "_source": {"collection": "triple", "doc_id": "t-2"}}
+    for reply in ([], [], [record], []):  # the feed: passages and triples added, removed; then the search
+        cluster.queue("_search", (200, {"hits": {"hits": reply}}))
     assert store.neighbours("t-1", vector, 5) == []
     with pytest.raises(KeyError, match="t-2"):
         store.triple_vectors(["t-2"])  # asked again (_mget), not answered from what was kept
