@@ -32,7 +32,7 @@ from gear_agent.filters import Where, parse_where
 from gear_agent.store import es_bm25
 from gear_agent.store import es_queries as q
 from gear_agent.store.base import Store, StoreError, split_new
-from gear_agent.store.changes import Changes
+from gear_agent.store.changes import Changes, Stamp
 from gear_agent.store.es_bulk import BulkFailure, BulkOutcome, BulkWriteError, BulkWriter
 from gear_agent.store.es_changes import (
     BY_RECORD,
@@ -665,6 +665,15 @@ class ElasticsearchStore(Store):
             known = self.__dict__["_index_id"] = ".".join(
                 str(found[name]["settings"]["index"]["uuid"]) for name in self.indices)
         return known
+
+    def knows(self, stamp: Stamp) -> bool:
+        """Whether ``stamp`` is a commit of these indices that the change feed reaches:
+        the same two indices (their uuids: a restored or re-made index has others) at a
+        generation from the feed's start up to now. Elasticsearch keeps no commit digest,
+        and its published generations only grow, so the uuids and the generation name it."""
+        feed = self._feed
+        return (stamp.index_id == self.index_id() and feed is not None
+                and feed.start <= stamp.generation <= self.generation())
 
     def changes_since(self, generation: int) -> Changes:
         """What the commits after ``generation`` added and removed, from the change feed
