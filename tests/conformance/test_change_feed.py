@@ -14,6 +14,7 @@ from gear_agent.expansion.ppr import PPRRetriever
 from gear_agent.expansion.ppr_graph import PPRGraph
 from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.store.base import Store, StoreError
+from gear_agent.store.changes import Stamp
 from gear_agent.types import Passage, Triple
 
 QUERIES = ("Where was Person 3 born?", "Who founded Company 7?", "City 2 river", "Person 11 spouse")
@@ -135,7 +136,8 @@ def test_an_index_made_before_the_feed_answers_incomplete_then_gets_one(fake_es,
         for doc in index.live.values():
             doc.pop("generation")
         index.refresh()
-    graph.generation = old = _es_store(fake_es, tmp_path, embedder, create=False).generation()
+    old = _es_store(fake_es, tmp_path, embedder, create=False).generation()
+    graph.stamp = Stamp(graph.stamp.index_id, old)  # the graph as of the old index's last write
     reader = _es_store(fake_es, tmp_path, embedder, create=False)
     assert not reader.changes_since(old).complete  # no feed: rebuild, as before
     upgraded = _es_store(fake_es, tmp_path, embedder)  # opening to write starts the feed
