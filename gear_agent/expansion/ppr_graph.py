@@ -115,6 +115,9 @@ class UpdateStats:
         phrases: Phrase nodes added.
         embedded: Phrases embedded (a phrase the graph holds is never embedded again).
         synonym_pairs: Synonym pairs added.
+        passages_removed: Passage nodes taken out.
+        triples_removed: Triples taken out.
+        phrases_removed: Phrase nodes taken out (no remaining triple names them).
     """
 
     rebuilt: bool = False
@@ -123,6 +126,9 @@ class UpdateStats:
     phrases: int = 0
     embedded: int = 0
     synonym_pairs: int = 0
+    passages_removed: int = 0
+    triples_removed: int = 0
+    phrases_removed: int = 0
 
 
 @dataclass
@@ -259,7 +265,9 @@ class PPRGraph:
         self._phrase_rows: list[int] | tuple[int, ...] = ()  # vertex of each phrase row
         self._vectors = np.zeros((0, self.embedder.dimension), dtype=np.float32)
         self._eligible = np.zeros(0, dtype=bool)
-        self._triple_ids: dict[str, None] = {}  # a set, as dict keys (see _settle)
+        self._triple_ids: dict[str, int] = {}  # triple id -> row of _triple_ends (see _settle)
+        self._triple_ends = np.empty((0, 3), np.int64)  # per triple: head, tail, passage vertex
+        self._ends_known = True  # False for a graph read from files without _triple_ends
         self._edges = _Edges.empty()
         self._ann: PhraseANN | None = None
         self._ann_rows = 0  # phrase rows 0.._ann_rows are in the ANN
@@ -270,6 +278,7 @@ class PPRGraph:
         self._saved_at: Path | None = None
         self._deltas = 0
         self._ann_unsaved = False  # the phrase ANN was rebuilt after its file failed
+        self._renumbered = False  # a removal renumbered the vertices: the next save is a base
         self._saved_stamp: Stamp | None = None
         self._cache: dict[str, Any] = {}
 
@@ -289,7 +298,8 @@ class PPRGraph:
 
     @property
     def n_phrases(self) -> int:
-        return len(self._phrases)
+        """Phrase nodes (phrase rows of removed phrases are not counted)."""
+        return len(self._phrase_vertex)
 
     @property
     def n_passages(self) -> int:
@@ -322,7 +332,8 @@ class PPRGraph:
         return self._cache["mask"]
 
     def phrase_rows(self) -> np.ndarray:
-        """The vertex of each phrase row (rows of :meth:`phrase_vectors`)."""
+        """The vertex of each phrase row (rows of :meth:`phrase_vectors`; -1 for the row of
+        a phrase no triple names any more)."""
         if "rows" not in self._cache:
             self._cache["rows"] = np.asarray(self._phrase_rows, dtype=np.int64)
         return self._cache["rows"]
@@ -342,7 +353,7 @@ class PPRGraph:
             matches = self._ann.index.search(vector, max(4 * count, 64))
             rows = np.asarray(matches.keys, dtype=np.int64)[: len(matches)]
         else:
-            rows = np.arange(len(self._phrases))
+            rows = np.flatnonzero(self.phrase_rows() >= 0)
         cosine = self._vectors[rows] @ vector
         best = np.argsort(-cosine, kind="stable")[:count]
         return self.phrase_rows()[rows[best]], cosine[best]
@@ -468,20 +479,111 @@ class PPRGraph:
             self._report = _no_progress
 
     def can_apply(self, changes: Changes) -> bool:
-        """Adds are taken in place; removals rebuild (edges are counts over all triples)."""
-        return not changes.removes_anything and self.generation >= 0
+        """Adds are taken in place, and so are removals when the graph knows what each of
+        its triples joined (a graph read from files of format 3 or 4 does not: rebuilt)."""
+        return self.generation >= 0 and (self._ends_known or not changes.removes_anything)
 
     def apply(self, store: Store, changes: Changes) -> None:
-        """Take in the passages and triples ``changes`` added (ids the graph holds are skipped)."""
+        """Take out the passages and triples ``changes`` removed (:meth:`_remove`), then take
+        in those it added (ids the graph holds are skipped)."""
         report = self._report
+        removed = UpdateStats()
+        if changes.removes_anything:
+            removed = self._remove(changes.passages_removed, changes.triples_removed)
         report("read", 0, 2)
         passage_ids = [p for p in changes.passages_added if p not in self._passage_vertex]
         report("read", 1, 2)
         wanted = [t for t in changes.triples_added if t not in self._triple_ids]
         batches = ([(t.id, t.subject, t.object, t.passage_id) for t in store.get_triples(wanted[i : i + READ_BATCH])]
                    for i in range(0, len(wanted), READ_BATCH))
-        self._stats = self._add(passage_ids, batches, report)
+        added = self._add(passage_ids, batches, report)
+        self._stats = replace(added, passages_removed=removed.passages_removed,
+                              triples_removed=removed.triples_removed,
+                              phrases_removed=removed.phrases_removed)
         report("read", 2, 2)
+
+    def _remove(self, passage_ids: Sequence[str], triple_ids: Sequence[str]) -> UpdateStats:
+        """Take out passages and triples, as a build without them would have the graph.
+
+        Each removed triple gives back what it added (kept per triple in
+        :attr:`_triple_ends`, since the store no longer holds it): one relation count on its
+        subject-object pair, and its contains edges where no other triple of its passage names
+        the phrase. A removed passage takes its triples with it (a backend that lists only the
+        passages is enough). A phrase no remaining triple names is taken out with its synonym
+        edges (a build would not have it). The remaining vertices are numbered again in their
+        order, so the walk reads exactly a build's graph (vertices in another order); the
+        phrase rows keep their numbers (the phrase ANN's keys): a removed phrase's row stays,
+        named ``""``, out of every search.
+        """
+        passages = {self._passage_vertex[p] for p in passage_ids if p in self._passage_vertex}
+        rows = [self._triple_ids.pop(t) for t in triple_ids if t in self._triple_ids]
+        ends = self._triple_ends
+        live = ends[:, 2] >= 0
+        gone = np.zeros(len(ends), bool)
+        gone[np.asarray(rows, np.int64)] = True
+        if passages:
+            gone |= live & np.isin(ends[:, 2], np.fromiter(passages, np.int64, len(passages)))
+        gone &= live
+        if not gone.any() and not passages:
+            return UpdateStats()
+        if passages:  # triples the feed did not list, taken with their passage
+            for tid in [t for t, r in self._triple_ids.items() if gone[r]]:
+                del self._triple_ids[tid]
+        h, t, p = ends[gone].T
+        remain = ends[live & ~gone]
+        edges = self._edges
+        relation = edges.relation.copy()
+        joined = (h >= 0) & (t >= 0) & (h != t)
+        keys, counts = np.unique(_keys(h[joined], t[joined]), return_counts=True)
+        relation[np.searchsorted(edges.keys, keys)] -= counts
+        contains = edges.contains.copy()
+        touched = np.unique(np.concatenate([_keys(p[h >= 0], h[h >= 0]), _keys(p[t >= 0], t[t >= 0])]))
+        r_h, r_t, r_p = remain.T
+        kept = np.concatenate([_keys(r_p[r_h >= 0], r_h[r_h >= 0]), _keys(r_p[r_t >= 0], r_t[r_t >= 0])])
+        contains[np.searchsorted(edges.keys, touched)] = np.isin(touched, kept)
+        # vertices kept: passages not removed, phrases some remaining triple names
+        alive = np.asarray(self._is_passage, bool).copy()
+        if passages:
+            alive[np.fromiter(passages, np.int64, len(passages))] = False
+        named = np.concatenate([r_h, r_t])
+        alive[named[named >= 0]] = True
+        self._triple_ends[gone] = -1
+        stats = UpdateStats(passages_removed=len(passages), triples_removed=int(gone.sum()),
+                            phrases_removed=int((~alive).sum()) - len(passages))
+        a, b = edges.ends()
+        keep = alive[a] & alive[b] & ((relation > 0) | (edges.synonym > 0) | contains)
+        number = np.cumsum(alive) - 1
+        self._edges = _Edges(
+            _keys(number[a[keep]], number[b[keep]]), relation[keep], edges.synonym[keep], contains[keep],
+        )  # the numbering keeps the order, so the keys stay sorted
+        ends = self._triple_ends
+        self._triple_ends = np.where(ends >= 0, number[np.maximum(ends, 0)], -1)
+        self._renumber(alive, number)
+        return stats
+
+    def _renumber(self, alive: np.ndarray, number: np.ndarray) -> None:
+        """Keep the vertices ``alive``, numbered ``number``; a removed phrase's row is
+        renamed ``""``, out of the synonym search and the phrase ANN."""
+        dead_rows = [r for r, v in enumerate(self._phrase_rows) if v >= 0 and not alive[v]]
+        names = [n for n, keep in zip(self._names, alive) if keep]
+        self._is_passage = tuple(p for p, keep in zip(self._is_passage, alive) if keep)
+        self._passage_vertex = {n: int(number[v]) for n, v in self._passage_vertex.items() if alive[v]}
+        self._phrase_vertex = {n: int(number[v]) for n, v in self._phrase_vertex.items() if alive[v]}
+        phrases = list(self._phrases)
+        for r in dead_rows:
+            phrases[r] = ""
+        self._names, self._phrases = tuple(names), tuple(phrases)
+        self._phrase_rows = tuple(int(number[v]) if v >= 0 and alive[v] else -1 for v in self._phrase_rows)
+        if dead_rows:
+            held = [r for r in dead_rows if r < self._ann_rows and self._eligible[r]]
+            self._eligible = self._eligible.copy()
+            self._eligible[dead_rows] = False
+            if self._ann is not None and held:
+                self._ann.index.remove(np.asarray(held, np.uint64))
+                self._ann_unsaved = True
+        self._unsaved_triples, self._unsaved_edges = [], []
+        self._renumbered = True
+        self._cache = {}
 
     def rebuild(self, store: Store, generation: int) -> None:
         """Bring the graph to ``generation`` by comparing it with everything in ``store``: the
@@ -499,7 +601,7 @@ class PPRGraph:
                 report("read", 2, 2)
                 return
         rebuilt = self.n_vertices > 0 or self.generation >= 0
-        known = dict(zip(self._phrases, self._vectors)) if self._phrases else None
+        known = {p: v for p, v in zip(self._phrases, self._vectors) if p} if self._phrases else None
         self._reset()
         stats = self._add(passage_ids, store.triple_batches(READ_BATCH), report, known)
         report("read", 2, 2)
@@ -532,6 +634,7 @@ class PPRGraph:
             self._passage_vertex[pid] = self._new_vertex(pid, passage=True)
         first_new_row = len(self._phrases)
         heads, tails, owners, taken = [], [], [], 0
+        row = len(self._triple_ends)
         for batch in batches:
             h, t, o = (np.empty(len(batch), np.int64) for _ in range(3))
             for i, (tid, subject, obj, pid) in enumerate(batch):
@@ -545,7 +648,8 @@ class PPRGraph:
                         "reopen the store and update again"
                     )
                 h[i], t[i], o[i] = self._phrase(normalise_entity(subject)), self._phrase(normalise_entity(obj)), passage
-                self._triple_ids[tid] = None
+                self._triple_ids[tid] = row
+                row += 1
                 self._unsaved_triples.append(tid)
             keep = h != -2
             heads.append(h[keep])
@@ -555,6 +659,7 @@ class PPRGraph:
         fresh = self._phrases[first_new_row:]
         embedded = self._embed_rows(first_new_row, known or {}, report)
         h, t, o = (np.concatenate([np.empty(0, np.int64), *x]) for x in (heads, tails, owners))
+        self._triple_ends = np.concatenate([self._triple_ends, np.column_stack([h, t, o])])
         batch = [self._link(h, t, o, report)]
         synonyms = self._synonyms(first_new_row, report)
         batch.append(synonyms)
@@ -700,7 +805,7 @@ class PPRGraph:
                     manifest = files.read_manifest(path)
                 except ValueError:
                     manifest = None
-            if manifest is None or not self._wrote(manifest):
+            if manifest is None or self._renumbered or not self._wrote(manifest):
                 self._save_base(path)
             else:
                 self._save_delta(path, manifest)
@@ -714,13 +819,15 @@ class PPRGraph:
 
     def _segment(self, vertex_from: int, phrase_from: int, triples: list[str],
                  edges: _Edges) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        rows = np.fromiter((self._triple_ids[t] for t in triples), np.int64, len(triples))
         meta = {
             "names": self._names[vertex_from:],
             "is_passage": self._is_passage[vertex_from:],
             "phrases": self._phrases[phrase_from:],
             "triple_ids": triples,
         }
-        return meta, {"vectors": self._vectors[phrase_from:], **edges.arrays()}
+        return meta, {"vectors": self._vectors[phrase_from:], "triple_ends": self._triple_ends[rows],
+                      **edges.arrays()}
 
     def _save_base(self, path: Path) -> None:
         for stale in range(1, files.MAX_DELTAS + 2):
@@ -767,7 +874,8 @@ class PPRGraph:
         self._mark_saved(path, deltas=number)
 
     def _mark_saved(self, path: Path, deltas: int) -> None:
-        self._saved = (self.n_vertices, self.n_phrases)
+        self._saved = (self.n_vertices, len(self._phrases))
+        self._renumbered = False
         self._saved_stamp = self.stamp
         self._unsaved_triples, self._unsaved_edges = [], []
         self._saved_at, self._deltas = path, deltas
@@ -794,7 +902,7 @@ class PPRGraph:
                 f"{synonym_threshold}. Delete the file to rebuild it."
             )
         graph = cls(embedder, synonym_threshold, exact_max=exact_max)
-        vectors, edges = [graph._vectors], []
+        vectors, edges, ends = [graph._vectors], [], [graph._triple_ends]
         graph._thaw()
         for entry in manifest["segments"]:
             meta, arrays = files.read_segment(path.with_name(entry["file"]), entry["checksum"])
@@ -804,11 +912,19 @@ class PPRGraph:
             for offset, (name, passage) in enumerate(zip(meta["names"], meta["is_passage"])):
                 (graph._passage_vertex if passage else graph._phrase_vertex)[name] = first + offset
             graph._phrases.extend(meta["phrases"])  # type: ignore[union-attr]
-            graph._triple_ids.update(dict.fromkeys(meta["triple_ids"]))
+            first_row = len(graph._triple_ids)
+            graph._triple_ids.update(
+                (t, first_row + i) for i, t in enumerate(meta["triple_ids"]))
+            if "triple_ends" in arrays:  # format 5
+                ends.append(np.asarray(arrays["triple_ends"], np.int64).reshape(-1, 3))
+            else:
+                graph._ends_known = False
             vectors.append(np.asarray(arrays["vectors"], dtype=np.float32))
             edges.append(_Edges(arrays["keys"], arrays["relation"], arrays["synonym"],
                                 arrays["contains"]))
-        graph._phrase_rows = [graph._phrase_vertex[p] for p in graph._phrases]
+        graph._phrase_rows = [graph._phrase_vertex.get(p, -1) for p in graph._phrases]  # "": removed
+        graph._triple_ends = np.concatenate(ends) if graph._ends_known else np.full(
+            (len(graph._triple_ids), 3), -1, np.int64)
         graph._settle()
         graph._vectors = np.vstack(vectors)
         graph._eligible = np.fromiter(
@@ -838,7 +954,8 @@ class PPRGraph:
     def unsaved(self) -> bool:
         """Whether the graph holds changes its last save does not (a rebuilt phrase ANN included)."""
         return (self._ann_unsaved or self._saved_stamp != self.stamp
-                or self._saved != (self.n_vertices, self.n_phrases) or bool(self._unsaved_triples))
+                or self._saved != (self.n_vertices, len(self._phrases)) or bool(self._unsaved_triples)
+                or self._renumbered)
 
 
 def load_or_build(

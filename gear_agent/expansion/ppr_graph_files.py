@@ -37,10 +37,13 @@ import numpy as np
 
 from gear_agent.store.derived_files import verify, write_atomically
 
-FORMAT_VERSION = 4
-"""4: the manifest records the stamp of the store state the graph reflects (3: its
-generation only, still read: the graph then has no stamp)."""
-READABLE_VERSIONS = (3, FORMAT_VERSION)
+FORMAT_VERSION = 5
+"""5: each segment holds ``triple_ends`` (per triple: head, tail and passage vertex), so a
+graph read back takes removals in place; a removed phrase's row is named ``""``. 4: the
+manifest records the stamp of the store state the graph reflects (3: its generation only).
+Formats 3 and 4 are still read: such a graph rebuilds at its first removal (and has no
+stamp in format 3)."""
+READABLE_VERSIONS = (3, 4, FORMAT_VERSION)
 MAX_DELTAS = 16
 """Delta segments after which a save rewrites the base."""
 

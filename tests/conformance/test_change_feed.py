@@ -39,22 +39,36 @@ def _ranking(store: Store, graph: PPRGraph) -> list[list[tuple[str, float]]]:
     return [[(p.id, round(p.score, 9)) for p in retriever.retrieve(q, 10)] for q in QUERIES]
 
 
-def test_the_ppr_graph_brought_up_to_date_ranks_as_one_built_from_scratch(store: Store) -> None:
+def test_the_ppr_graph_brought_up_to_date_ranks_as_one_built_from_scratch(backend: Any, embedder: Embedder) -> None:
+    store = backend.open(embedder)  # the writer; the rankings read through ``reader``
+    reader = backend.open(embedder)  # (a retriever updates the graph after its store's commits)
     passages, triples = _corpus(0, 12)
     store.add_passages(passages)
     store.add_triples(triples)
-    graph = PPRGraph.build(store, store.embedder)
+    graph = PPRGraph.build(reader, embedder)
     more, more_triples = _corpus(12, 6)
     store.add_passages(more)
     store.add_triples(more_triples)
-    added = graph.update(store)
+    added = graph.update(reader)
     assert not added.rebuilt and (added.passages, added.triples) == (6, 18)  # from the feed
-    assert _ranking(store, graph) == _ranking(store, PPRGraph.build(store, store.embedder))
+    assert _ranking(reader, graph) == _ranking(reader, PPRGraph.build(reader, embedder))
     store.delete_passages([passages[3].id, more[0].id])
-    removed = graph.update(store)
-    assert removed.embedded == 0  # removals rebuild the edges, reusing every phrase vector
-    assert graph.generation == store.generation()
-    assert _ranking(store, graph) == _ranking(store, PPRGraph.build(store, store.embedder))
+    removed = graph.update(reader)
+    assert not removed.rebuilt and removed.embedded == 0  # taken out in place, from the feed
+    assert (removed.passages_removed, removed.triples_removed) == (2, 6)
+    assert graph.generation == reader.generation()
+    scratch = PPRGraph.build(reader, embedder)
+    assert _ranking(reader, graph) == _ranking(reader, scratch)
+    assert graph.edge_kinds() == scratch.edge_kinds()  # the same graph, numbered otherwise
+    # adds and deletes in one change: the deleted passage comes back, another goes
+    store.add_passages([passages[3]])
+    store.add_triples([t for t in triples if t.passage_id == passages[3].id])
+    store.delete_passages([passages[5].id])
+    mixed = graph.update(reader)
+    assert not mixed.rebuilt and (mixed.passages, mixed.passages_removed) == (1, 1)
+    scratch = PPRGraph.build(reader, embedder)
+    assert _ranking(reader, graph) == _ranking(reader, scratch)
+    assert graph.edge_kinds() == scratch.edge_kinds()
 
 
 def test_a_reader_in_a_snapshot_sees_one_commit_while_another_writes(
