@@ -433,7 +433,7 @@ def _assert_same_walk(store: EmbeddedStore, a: PPRGraph, b: PPRGraph, embedder: 
     np.testing.assert_allclose([p.score for p in ra], [p.score for p in rb], atol=1e-9)
 
 
-def test_deletion_rebuilds_without_embedding_again(tmp_path: Path) -> None:
+def test_deletion_is_taken_out_in_place_without_embedding_again(tmp_path: Path) -> None:
     passages, (first, second) = _batches()
     embedder = TableEmbedder(SYNONYMS)
     store = _store(tmp_path, TableEmbedder(SYNONYMS))  # the graph's embedder counts phrases only
@@ -443,7 +443,8 @@ def test_deletion_rebuilds_without_embedding_again(tmp_path: Path) -> None:
     embedder.embedded.clear()
     store.delete_passages([passages[3].id])
     stats = graph.update(store)
-    assert stats.rebuilt and stats.embedded == 0 and embedder.embedded == []
+    assert not stats.rebuilt and stats.embedded == 0 and embedder.embedded == []
+    assert (stats.passages_removed, stats.phrases_removed) == (1, 1)
     assert (
         graph.phrase_vertex("alpha second") is None and graph.passage_vertex(passages[3].id) is None
     )
