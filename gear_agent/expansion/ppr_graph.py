@@ -278,7 +278,8 @@ class PPRGraph:
         self._saved_at: Path | None = None
         self._deltas = 0
         self._ann_unsaved = False  # the phrase ANN was rebuilt after its file failed
-        self._renumbered = False  # a removal renumbered the vertices: the next save is a base
+        self._removed: tuple[list[str], list[str]] = ([], [])  # passages, triples: the next delta replays
+        self._needs_base = False  # a removal after unsaved adds: the next save writes the base
         self._saved_stamp: Stamp | None = None
         self._cache: dict[str, Any] = {}
 
@@ -515,8 +516,12 @@ class PPRGraph:
         phrase rows keep their numbers (the phrase ANN's keys): a removed phrase's row stays,
         named ``""``, out of every search.
         """
-        passages = {self._passage_vertex[p] for p in passage_ids if p in self._passage_vertex}
-        rows = [self._triple_ids.pop(t) for t in triple_ids if t in self._triple_ids]
+        replayable = (self._saved_at is not None and not self._needs_base and not self._unsaved_triples
+                      and self._saved == (self.n_vertices, len(self._phrases)))
+        passage_ids = [p for p in passage_ids if p in self._passage_vertex]
+        triple_ids = [t for t in triple_ids if t in self._triple_ids]
+        passages = {self._passage_vertex[p] for p in passage_ids}
+        rows = [self._triple_ids.pop(t) for t in triple_ids]
         ends = self._triple_ends
         live = ends[:, 2] >= 0
         gone = np.zeros(len(ends), bool)
@@ -529,6 +534,7 @@ class PPRGraph:
         if passages:  # triples the feed did not list, taken with their passage
             for tid in [t for t, r in self._triple_ids.items() if gone[r]]:
                 del self._triple_ids[tid]
+                triple_ids.append(tid)
         h, t, p = ends[gone].T
         remain = ends[live & ~gone]
         edges = self._edges
@@ -559,6 +565,13 @@ class PPRGraph:
         ends = self._triple_ends
         self._triple_ends = np.where(ends >= 0, number[np.maximum(ends, 0)], -1)
         self._renumber(alive, number)
+        if replayable:  # nothing unsaved before it: the next delta records it, a load replays it
+            self._removed[0].extend(passage_ids)
+            self._removed[1].extend(triple_ids)
+            self._saved = (self.n_vertices, len(self._phrases))
+        else:  # the unsaved rows are numbered as before the removal: a delta cannot hold them
+            self._unsaved_triples, self._unsaved_edges = [], []
+            self._needs_base = True
         return stats
 
     def _renumber(self, alive: np.ndarray, number: np.ndarray) -> None:
@@ -578,11 +591,8 @@ class PPRGraph:
             held = [r for r in dead_rows if r < self._ann_rows and self._eligible[r]]
             self._eligible = self._eligible.copy()
             self._eligible[dead_rows] = False
-            if self._ann is not None and held:
+            if self._ann is not None and held:  # its file keeps them: a load removes them again
                 self._ann.index.remove(np.asarray(held, np.uint64))
-                self._ann_unsaved = True
-        self._unsaved_triples, self._unsaved_edges = [], []
-        self._renumbered = True
         self._cache = {}
 
     def rebuild(self, store: Store, generation: int) -> None:
@@ -805,7 +815,7 @@ class PPRGraph:
                     manifest = files.read_manifest(path)
                 except ValueError:
                     manifest = None
-            if manifest is None or self._renumbered or not self._wrote(manifest):
+            if manifest is None or self._needs_base or not self._wrote(manifest):
                 self._save_base(path)
             else:
                 self._save_delta(path, manifest)
@@ -859,7 +869,8 @@ class PPRGraph:
             self._ann_unsaved = False
         manifest["generation"] = self.generation
         manifest["stamp"] = None if self.stamp is None else self.stamp.as_dict()
-        if vertex_from == self.n_vertices and not self._unsaved_triples:
+        removed_passages, removed_triples = self._removed
+        if vertex_from == self.n_vertices and not self._unsaved_triples and not (removed_passages or removed_triples):
             files.write_manifest(path, manifest)  # a newer commit that added nothing, or the ANN
             self._mark_saved(path, deltas=self._deltas)
             return
@@ -868,6 +879,8 @@ class PPRGraph:
         meta, arrays = self._segment(
             vertex_from, phrase_from, self._unsaved_triples, _Edges.join(self._unsaved_edges)
         )
+        if removed_passages or removed_triples:  # replayed before this segment's rows (load)
+            meta = {**meta, "removed_passages": removed_passages, "removed_triples": removed_triples}
         checksum = files.write_segment(target, meta, arrays)
         manifest["segments"].append({"file": target.name, "checksum": checksum})
         files.write_manifest(path, manifest)
@@ -875,7 +888,7 @@ class PPRGraph:
 
     def _mark_saved(self, path: Path, deltas: int) -> None:
         self._saved = (self.n_vertices, len(self._phrases))
-        self._renumbered = False
+        self._removed, self._needs_base = ([], []), False
         self._saved_stamp = self.stamp
         self._unsaved_triples, self._unsaved_edges = [], []
         self._saved_at, self._deltas = path, deltas
@@ -902,35 +915,17 @@ class PPRGraph:
                 f"{synonym_threshold}. Delete the file to rebuild it."
             )
         graph = cls(embedder, synonym_threshold, exact_max=exact_max)
-        vectors, edges, ends = [graph._vectors], [], [graph._triple_ends]
-        graph._thaw()
+        pending: list[tuple[dict[str, Any], dict[str, np.ndarray]]] = []
         for entry in manifest["segments"]:
             meta, arrays = files.read_segment(path.with_name(entry["file"]), entry["checksum"])
-            first = len(graph._names)
-            graph._names.extend(meta["names"])  # type: ignore[union-attr] - thawed above
-            graph._is_passage.extend(bool(x) for x in meta["is_passage"])  # type: ignore[union-attr]
-            for offset, (name, passage) in enumerate(zip(meta["names"], meta["is_passage"])):
-                (graph._passage_vertex if passage else graph._phrase_vertex)[name] = first + offset
-            graph._phrases.extend(meta["phrases"])  # type: ignore[union-attr]
-            first_row = len(graph._triple_ids)
-            graph._triple_ids.update(
-                (t, first_row + i) for i, t in enumerate(meta["triple_ids"]))
-            if "triple_ends" in arrays:  # format 5
-                ends.append(np.asarray(arrays["triple_ends"], np.int64).reshape(-1, 3))
-            else:
-                graph._ends_known = False
-            vectors.append(np.asarray(arrays["vectors"], dtype=np.float32))
-            edges.append(_Edges(arrays["keys"], arrays["relation"], arrays["synonym"],
-                                arrays["contains"]))
-        graph._phrase_rows = [graph._phrase_vertex.get(p, -1) for p in graph._phrases]  # "": removed
-        graph._triple_ends = np.concatenate(ends) if graph._ends_known else np.full(
-            (len(graph._triple_ids), 3), -1, np.int64)
-        graph._settle()
-        graph._vectors = np.vstack(vectors)
-        graph._eligible = np.fromiter(
-            (synonym_eligible(p) for p in graph._phrases), bool, len(graph._phrases)
-        )
-        graph._edges = _Edges.join(edges)
+            if meta.get("removed_passages") or meta.get("removed_triples"):
+                graph._take(pending)  # the removal is replayed on the graph it was made on
+                pending = []
+                if not graph._ends_known:
+                    raise ValueError(f"{path}: a segment removes triples its graph holds no ends of")
+                graph._remove(meta.get("removed_passages", ()), meta.get("removed_triples", ()))
+            pending.append((meta, arrays))
+        graph._take(pending)
         graph.stamp = Stamp.from_dict(manifest.get("stamp"))  # None in a file of format 3
         ann = manifest.get("ann")
         problem = None
@@ -942,6 +937,9 @@ class PPRGraph:
                 problem = str(exc)
         elif ann:
             problem = f"{ann.get('file')} is missing or fails its checksum"
+        if graph._ann is not None:  # rows removed since the ANN file was written leave it
+            dead = [r for r, v in enumerate(graph._phrase_rows[: graph._ann_rows]) if v < 0]
+            graph._ann.index.remove(np.asarray(dead, np.uint64))
         graph._mark_saved(path, deltas=len(manifest["segments"]) - 1)
         if problem is not None:  # rebuilt from the phrase vectors now, and saved with the graph
             logger.warning("rebuilding the phrase ANN of %s: %s", path, problem)
@@ -950,12 +948,46 @@ class PPRGraph:
             graph._ann_unsaved = True
         return graph
 
+    def _take(self, segments: Sequence[tuple[dict[str, Any], dict[str, np.ndarray]]]) -> None:
+        """Append saved segments (vertices, phrases and vectors, triples, edge rows)."""
+        if not segments:
+            return
+        vectors, edges, ends = [self._vectors], [self._edges], [self._triple_ends]
+        first_row = len(self._phrases)
+        self._thaw()
+        for meta, arrays in segments:
+            first = len(self._names)
+            self._names.extend(meta["names"])  # type: ignore[union-attr] - thawed above
+            self._is_passage.extend(bool(x) for x in meta["is_passage"])  # type: ignore[union-attr]
+            for offset, (name, passage) in enumerate(zip(meta["names"], meta["is_passage"])):
+                (self._passage_vertex if passage else self._phrase_vertex)[name] = first + offset
+            self._phrases.extend(meta["phrases"])  # type: ignore[union-attr]
+            first_triple = sum(len(e) for e in ends)
+            self._triple_ids.update((t, first_triple + i) for i, t in enumerate(meta["triple_ids"]))
+            if "triple_ends" in arrays:  # format 5
+                ends.append(np.asarray(arrays["triple_ends"], np.int64).reshape(-1, 3))
+            else:
+                self._ends_known = False
+                ends.append(np.full((len(meta["triple_ids"]), 3), -1, np.int64))
+            vectors.append(np.asarray(arrays["vectors"], dtype=np.float32))
+            edges.append(_Edges(arrays["keys"], arrays["relation"], arrays["synonym"],
+                                arrays["contains"]))
+        fresh = self._phrases[first_row:]
+        self._phrase_rows.extend(self._phrase_vertex.get(p, -1) for p in fresh)  # type: ignore[union-attr] - "": removed
+        self._settle()
+        self._triple_ends = np.concatenate(ends)
+        self._vectors = np.vstack(vectors)
+        self._eligible = np.concatenate(
+            [self._eligible, np.fromiter((synonym_eligible(p) for p in fresh), bool, len(fresh))])
+        self._edges = _Edges.join(edges)
+        self._cache = {}
+
     @property
     def unsaved(self) -> bool:
         """Whether the graph holds changes its last save does not (a rebuilt phrase ANN included)."""
         return (self._ann_unsaved or self._saved_stamp != self.stamp
                 or self._saved != (self.n_vertices, len(self._phrases)) or bool(self._unsaved_triples)
-                or self._renumbered)
+                or self._needs_base or bool(self._removed[0] or self._removed[1]))
 
 
 def load_or_build(

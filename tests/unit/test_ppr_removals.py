@@ -127,7 +127,7 @@ def _small_store(tmp_path: Path, embedder: Embedder) -> tuple[EmbeddedStore, lis
     return store, [p for p, _ in docs]
 
 
-def test_a_save_after_a_removal_writes_the_base_and_reads_back_as_built(tmp_path: Path) -> None:
+def test_a_removal_is_saved_as_a_delta_that_a_load_replays(tmp_path: Path) -> None:
     embedder = WordsEmbedder()
     store, passages = _small_store(tmp_path, embedder)
     path = tmp_path / "graph.npz"
@@ -135,16 +135,35 @@ def test_a_save_after_a_removal_writes_the_base_and_reads_back_as_built(tmp_path
     store.add_passages([make_passage("late", "a late passage")])
     graph.update(store)
     graph.save(path)  # adds only: a delta
-    assert len(files.read_manifest(path)["segments"]) == 2
     store.delete_passages([passages[0].id, passages[4].id])
     assert not graph.update(store).rebuilt and graph.unsaved
-    graph.save(path)  # the vertices were numbered again: a new base, the deltas gone
-    assert len(files.read_manifest(path)["segments"]) == 1 and not files.delta_path(path, 1).exists()
+    graph.save(path)  # a delta that lists what it removed
+    manifest = files.read_manifest(path)
+    assert len(manifest["segments"]) == 3
+    meta, _ = files.read_segment(files.delta_path(path, 2), manifest["segments"][2]["checksum"])
+    assert set(meta["removed_passages"]) == {passages[0].id, passages[4].id}
     loaded = PPRGraph.load(path, embedder, THRESHOLD)
+    assert loaded.edge_kinds() == graph.edge_kinds()
     _assert_as_built(store, loaded, embedder)
     store.delete_passages([passages[5].id])  # the graph read back takes removals in place too
     assert not loaded.update(store).rebuilt
     _assert_as_built(store, loaded, embedder)
+
+
+def test_a_removal_after_unsaved_adds_writes_the_base(tmp_path: Path) -> None:
+    embedder = WordsEmbedder()
+    store, passages = _small_store(tmp_path, embedder)
+    path = tmp_path / "graph.npz"
+    graph = load_or_build(store, embedder, THRESHOLD, path, compact=False)
+    late, late_triples = _document(20, [(0, 9), (9, 10)])
+    store.add_passages([late])
+    store.add_triples(late_triples)
+    graph.update(store)  # not saved: its rows are numbered as before the removal below
+    store.delete_passages([passages[1].id])
+    graph.update(store)
+    graph.save(path)
+    assert len(files.read_manifest(path)["segments"]) == 1 and not files.delta_path(path, 1).exists()
+    _assert_as_built(store, PPRGraph.load(path, embedder, THRESHOLD), embedder)
 
 
 def test_a_graph_read_from_files_without_triple_ends_rebuilds_at_a_removal(tmp_path: Path) -> None:
@@ -171,7 +190,8 @@ def test_a_graph_read_from_files_without_triple_ends_rebuilds_at_a_removal(tmp_p
 def test_a_removed_phrase_leaves_the_phrase_ann_and_every_search(tmp_path: Path) -> None:
     embedder = WordsEmbedder()
     store, passages = _small_store(tmp_path, embedder)
-    graph = PPRGraph.build(store, embedder, THRESHOLD, exact_max=0)  # the phrase ANN from the start
+    path = tmp_path / "graph.npz"
+    graph = load_or_build(store, embedder, THRESHOLD, path, compact=False, exact_max=0)  # the phrase ANN
     gone = [p for p in passages if p.id != passages[0].id]
     store.delete_passages([p.id for p in gone])
     stats = graph.update(store)
@@ -183,7 +203,8 @@ def test_a_removed_phrase_leaves_the_phrase_ann_and_every_search(tmp_path: Path)
         assert {graph.vertex_name(int(v)) for v in vertices} <= held
     eligible = [v for v in graph.phrase_rows() if v >= 0 and synonym_eligible(graph.vertex_name(int(v)))]
     assert graph._ann is not None and len(graph._ann) == len(eligible)
-    path = tmp_path / "graph.npz"
-    graph.save(path)
+    graph.save(path)  # a delta: the ANN file still holds the removed rows, a load takes them out
+    assert len(files.read_manifest(path)["segments"]) == 2
     loaded = PPRGraph.load(path, embedder, THRESHOLD, exact_max=0)
+    assert loaded._ann is not None and len(loaded._ann) == len(eligible)
     assert loaded.edge_kinds() == graph.edge_kinds() == PPRGraph.build(store, embedder, THRESHOLD).edge_kinds()
