@@ -35,9 +35,15 @@ same folder never matches a graph of another state) and :meth:`PPRGraph.update` 
 to the store's latest commit by the store's one rule
 (:func:`gear_agent.store.changes.bring_up_to_date`): it reads the store's change feed,
 embeds only phrases it does not hold yet and adds only new nodes and edges (new synonym
-pairs are searched between the new phrases and all phrases). When the changes remove
-passages or triples, it is rebuilt from the store, reusing the vectors of the phrases it
-held, so a rebuild embeds nothing again. It is never judged fresh by counting records:
+pairs are searched between the new phrases and all phrases). Removed passages and triples
+are taken out in place (:meth:`PPRGraph._remove`): the graph keeps, per triple, the
+vertices it joined (the store no longer has a removed record), so each removed triple
+gives back its relation count and its contains edges, a phrase no remaining triple names
+leaves with its synonym edges, and the remaining vertices are numbered again: the graph is
+then a from-scratch build's, edge for edge (with the exact synonym search; the phrase ANN's
+pairs depend on the order phrases arrived, as for adds). Only a stamp the store does not
+know, or a graph read from files of format 3 or 4 meeting a removal, is rebuilt (reusing
+the phrase vectors it held, so a rebuild embeds nothing again). It is never judged fresh by counting records:
 a delete followed by an add of as many leaves every count the same. Reads stream the
 triples in batches of ids, phrases and passage ids (never the texts of all of them). An
 update reports ``progress(stage, done, total)`` to the callback given (``read``, ``embed``,
@@ -45,6 +51,8 @@ update reports ``progress(stage, done, total)`` to the callback given (``read``,
 
 :meth:`PPRGraph.save` appends what changed since the last save as a delta file beside a
 base file, listed with checksums in a manifest (:mod:`gear_agent.expansion.ppr_graph_files`);
+a delta after a removal lists the passages and triples removed, which a load replays before
+the delta's rows (a removal that follows adds not yet saved makes the save rewrite the base);
 :meth:`PPRGraph.load` checks and reads them back and :meth:`update` then brings the graph up
 to date with the store. A file that fails its checksum makes :func:`load_or_build` rebuild.
 """
@@ -108,8 +116,8 @@ class UpdateStats:
     """What one :meth:`PPRGraph.update` did.
 
     Attributes:
-        rebuilt: True when the graph was built again from the store (records were deleted,
-            or the store could not list the changes).
+        rebuilt: True when the graph was built again from the store (the store could not
+            list the changes, or a graph read from files of format 3 or 4 met a removal).
         passages: Passage nodes added.
         triples: Triples newly taken in.
         phrases: Phrase nodes added.
@@ -457,8 +465,8 @@ class PPRGraph:
 
     # ---- updating -----------------------------------------------------------------
     def update(self, store: Store, progress: GraphProgress | None = None) -> UpdateStats:
-        """Bring the graph to the store's latest commit: take in what the commits since
-        :attr:`generation` added, or rebuild when they removed something.
+        """Bring the graph to the store's latest commit: take out what the commits since
+        :attr:`generation` removed and take in what they added (or rebuild, see the module).
 
         Embeds only phrases the graph does not hold; a rebuild reuses the vectors of the
         phrases it held. The generation and the records are read in one snapshot of the
