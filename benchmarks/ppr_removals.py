@@ -13,7 +13,11 @@ that plays the server:
   the graph's progress), and whether the graph was rebuilt (the ``read`` stage reads every
   triple only in a rebuild: its total is the store's triple count);
 * its ranking over the warm questions is compared with that of a graph built from scratch
-  on the same data (``same ranking``: ids and scores to 9 decimals).
+  on the same data (``same ranking``: ids and scores to 9 decimals), and so are its edges:
+  relation and contains edges, and the synonym pairs (with more than 20,000 eligible
+  phrases the synonym search is approximate, its pairs depend on the order phrases
+  arrived, so a graph brought up to date and a build differ there, for adds as for
+  removals).
 
 One table, one row per checkout:
 
@@ -120,10 +124,25 @@ def phase_serve(args: argparse.Namespace) -> dict[str, Any]:
         other = PPRRetriever(store, QueryEncoder(embedder), graph=graph, graph_path=None)
         return [[(p.id, round(p.score, 9)) for p in other.retrieve(q, 15)] for q in queries[1:11]]
 
+    def parts(graph: Any) -> tuple[dict[tuple[str, str], float], set[tuple[str, str]], set[tuple[str, str]]]:
+        relation, contains, synonym = {}, set(), set()
+        for a, b, count, cosine, joined, _ in graph.edge_kinds():
+            if count:
+                relation[(a, b)] = count
+            if joined:
+                contains.add((a, b))
+            if cosine:
+                synonym.add((a, b))
+        return relation, contains, synonym
+
     with store.snapshot():
-        same = ranking(retriever.graph) == ranking(PPRGraph.build(store, embedder))
+        held, scratch = retriever.graph, PPRGraph.build(store, embedder)
+        same = ranking(held) == ranking(scratch)
+        mine, theirs = parts(held), parts(scratch)
     return {"first_s": first, "warm_p50_s": statistics.median(warm), "after_s": after,
             "save_s": save_s, "rebuilt": rebuilt, "same_ranking": same,
+            "same_relation_contains": mine[:2] == theirs[:2], "synonym_pairs": len(theirs[2]),
+            "synonym_differ": len(mine[2] ^ theirs[2]),
             "deleted": deleted["deleted"], "passages": store.count("passage"), "triples": triples}
 
 
@@ -175,13 +194,15 @@ def main() -> None:
                 rows.append({"size": size, "code": str(code), **row})
                 shutil.rmtree(copy, ignore_errors=True)
     head = ("passages / triples after", "code", "deleted", "first ppr s", "warm p50 ms", "next ppr s",
-            "extra s", "of it save s", "rebuilt", "same ranking")
+            "extra s", "of it save s", "rebuilt", "same ranking", "same relation + contains edges",
+            "synonym pairs differing / built")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for r in rows:
         print(f"| {r['passages']:,} / {r['triples']:,} | {r['code']} | {r['deleted']:,} | "
               f"{r['first_s']:.1f} | {1000 * r['warm_p50_s']:.1f} | {r['after_s']:.2f} | "
-              f"{r['after_s'] - r['warm_p50_s']:.2f} | {r['save_s']:.2f} | {r['rebuilt']} | {r['same_ranking']} |")
+              f"{r['after_s'] - r['warm_p50_s']:.2f} | {r['save_s']:.2f} | {r['rebuilt']} | {r['same_ranking']} | "
+              f"{r['same_relation_contains']} | {r['synonym_differ']:,} / {r['synonym_pairs']:,} |")
 
 
 if __name__ == "__main__":
