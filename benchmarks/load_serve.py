@@ -217,18 +217,23 @@ def get_flood(index: Path | None, passages: int, clients: int, requests: int, co
                     rows.append((f"{path} (round {round_ + 1})", {**row, "RSS before MB": rss[-2],
                                                                   "RSS after MB": rss[-1]}))
         finally:
-            server.terminate()
-            try:
-                server.wait(30)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait(10)
+            stop(server)
     print(f"code: {code}; {clients} clients x {requests} GETs per route and round, {rounds} rounds")
     keys = list(rows[0][1])
     print("| route | " + " | ".join(keys) + " |")
     print("|---|" + "---|" * len(keys))
     for name, row in rows:
         print(f"| {name} | " + " | ".join(str(row[k]) for k in keys) + " |")
+
+
+def stop(server: subprocess.Popen) -> None:
+    """End a server process: a terminate, then a kill when it has not gone in 30 s."""
+    server.terminate()
+    try:
+        server.wait(30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait(10)
 
 
 def free_port() -> int:
