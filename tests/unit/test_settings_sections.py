@@ -46,10 +46,12 @@ EXPECTED = {
     "GEAR_LLM_CONCURRENCY": 4,
     "GEAR_EXTRACT_MAX_TOKENS": None,
     "GEAR_PROMPTS_DIR": None,
+    "GEAR_READER_PASSAGES": None,
+    "GEAR_READER_FULL_PASSAGES": None,
     "GEAR_RRF_K": 60,
     "GEAR_BASE_K": 15,
     "GEAR_TOP_K": 15,
-    "GEAR_BASE_RETRIEVER": "hybrid",
+    "GEAR_BASE_RETRIEVER": "ppr",
     "GEAR_LINK_MODE": None,
     "GEAR_BM25_TOKENIZER": "standard",
     "GEAR_BEAM_WIDTH": 10,
@@ -141,7 +143,7 @@ def test_every_variable_is_read_from_the_environment(clean_env: pytest.MonkeyPat
     samples = {"GEAR_BEAM_WIDTH": ("3", 3), "GEAR_LLM_MODEL": ("ollama:x", "ollama:x"),
                "GEAR_PPR_TITLE_WEIGHT": ("0.5", 0.5), "GEAR_SERVE_MAX_BATCH": ("2", 2),
                "GEAR_TRACE_DIR": ("t", Path("t")), "GEAR_LINK_MODE": ("bm25", "bm25"),
-               "GEAR_BASE_RETRIEVER": ("ppr", "ppr"), "GEAR_CHUNK_WORDS": ("50", 50),
+               "GEAR_BASE_RETRIEVER": ("hybrid", "hybrid"), "GEAR_CHUNK_WORDS": ("50", 50),
                "GEAR_ES_INDEX_PREFIX": ("x1", "x1"), "GEAR_EXPANSION": ("both", "both")}
     for variable, (text, _) in samples.items():
         clean_env.setenv(variable, text)
