@@ -77,8 +77,8 @@ def eval_(
         if sirerag is not None:
             from gear_agent.cli.sirerag_cmd import print_report, run_build, sirerag_settings
 
-            options = sirerag_settings(2, 1, 0, concurrency)
-            print_report(run_build(runtime.store, sirerag, options, runtime.settings))
+            options = sirerag_settings(runtime.settings, concurrency=concurrency)
+            print_report(run_build(runtime.store, sirerag, options))
         from gear_agent.store.nodes import node_store_of
 
         builders = {name: make_retriever(name, runtime) for name in names}
