@@ -26,8 +26,9 @@ def retriever_help(prefix: str) -> str:
             "`gear retrievers` says what each does.")
 
 
-def describe_score(kind: ScoreKind, score: float, rrf_k: int = 60) -> str:
-    """A score as a reader can take it: its kind, its value and, where it helps, a scale.
+def describe_score(kind: ScoreKind, score: float, rrf_k: int | None = None) -> str:
+    """A score as a reader can take it: its kind, its value and, where it helps, a scale
+    (``rrf_k``: the setting's default when None).
 
     Example:
         >>> describe_score("rrf", 2 / 61)
@@ -36,7 +37,9 @@ def describe_score(kind: ScoreKind, score: float, rrf_k: int = 60) -> str:
         'PPR 1.23%'
     """
     if kind == "rrf":
-        return f"RRF {score:.4f} = {score * (rrf_k + 1):.2f}× a first place"
+        from gear_agent.retrieval.fusion import rrf_constant
+
+        return f"RRF {score:.4f} = {score * (rrf_constant(rrf_k) + 1):.2f}× a first place"
     if kind == "cosine":
         return f"cosine {score:.3f}"
     if kind == "ppr":
