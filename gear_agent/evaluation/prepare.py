@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from gear_agent.config import GearSettings
+from gear_agent.config import GearSettings, GroundingSettings
 from gear_agent.embedding.sentence_transformer import canonical_model_name
 from gear_agent.indexing import IndexReport, Progress, add_passages, import_openie
 from gear_agent.ingest.corpus import read_corpus
@@ -16,10 +16,13 @@ EVAL_CACHE = Path(".gear/eval")
 
 def eval_index_dir(
     corpus: Path, openie: Path | None, model: str, cache: Path = EVAL_CACHE,
-    ground_openie: bool = False,
+    ground_openie: bool | None = None,
 ) -> Path:
     """A cache folder named by the corpus, the OpenIE file and the model (and whether
-    ungrounded OpenIE triples are left out), so reruns reuse it."""
+    ungrounded OpenIE triples are left out: ``ground_openie``, the setting's default when
+    None), so reruns reuse it."""
+    if ground_openie is None:
+        ground_openie = GroundingSettings.default_of("ground_openie")
     digest = hashlib.sha256()
     if ground_openie:  # a different set of triples; the default keeps earlier folders' names
         digest.update(b"ground_openie")

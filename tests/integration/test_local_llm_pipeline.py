@@ -149,7 +149,7 @@ def test_syncge_with_the_real_model(pipeline) -> None:
     assert runtime is not None, "indexing failed; see the extraction test"
     llm = LLMClient.from_settings(pipeline["settings"])
 
-    ranked = SyncGERetriever(index_parts(runtime), llm, "beam", settings=runtime.settings).retrieve(QUESTION, 5)
+    ranked = SyncGERetriever(index_parts(runtime), llm, settings=runtime.settings).retrieve(QUESTION, 5)
 
     assert 1 <= len(ranked) <= 5
     stored = {p.id for p in runtime.store.iter_passages()}

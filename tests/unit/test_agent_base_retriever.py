@@ -81,7 +81,7 @@ def test_the_agent_and_syncge_run_over_a_ppr_base(store) -> None:
     agent = build_graph(index_parts(runtime), client(scripted([READ, YES, "Sacramento County"])), runtime.settings).compile()
     result = agent.invoke({"question": QUESTION})
     assert result["answer"] == "Sacramento County" and result["passages"]
-    syncge = SyncGERetriever(index_parts(runtime), client(scripted([READ])), "beam", settings=runtime.settings)
+    syncge = SyncGERetriever(index_parts(runtime), client(scripted([READ])), settings=runtime.settings)
     ranked = syncge.retrieve(QUESTION, 5)
     assert pid("Folsom, California") in [p.id for p in ranked]
 

@@ -32,7 +32,7 @@ def runtime(tmp_path: Path):
 
 
 def test_syncge_is_base_plus_beam_from_linked_triples(runtime) -> None:
-    syncge = SyncGERetriever(index_parts(runtime), client(scripted([READ])), "beam", settings=runtime.settings)
+    syncge = SyncGERetriever(index_parts(runtime), client(scripted([READ])), settings=runtime.settings)
     ranked = syncge.retrieve(QUESTION, k=6)
     base = SearchRetriever(runtime.store, runtime.encode).retrieve(QUESTION, runtime.settings.base_k)
     start = triple_id(pid("Rainbow Bridge (Folsom)"), "Rainbow Bridge", "located in", "Folsom")
@@ -45,7 +45,7 @@ def test_syncge_is_base_plus_beam_from_linked_triples(runtime) -> None:
 
 
 def test_syncge_arun_reports_tokens(runtime) -> None:
-    syncge = SyncGERetriever(index_parts(runtime), client(scripted([READ])), "beam", settings=runtime.settings)
+    syncge = SyncGERetriever(index_parts(runtime), client(scripted([READ])), settings=runtime.settings)
     outcome = asyncio.run(syncge.arun(QUESTION, 5))
     assert isinstance(outcome, Outcome)
     assert 3 <= len(outcome.passage_ids) <= 5  # base_k=3 plus what the beams reach
@@ -58,11 +58,11 @@ def test_syncge_arun_reports_tokens(runtime) -> None:
 
 def test_syncge_refuses_an_empty_question(runtime) -> None:
     with pytest.raises(GearError):
-        SyncGERetriever(index_parts(runtime), client(scripted([])), "beam", settings=runtime.settings).retrieve("  ", 5)
+        SyncGERetriever(index_parts(runtime), client(scripted([])), settings=runtime.settings).retrieve("  ", 5)
 
 
 def test_gear_retriever_arun_gives_answer_tokens_iterations(runtime) -> None:
-    gear = GearRetriever(index_parts(runtime), client(scripted([READ, YES, "Sacramento County"])), "beam", settings=runtime.settings)
+    gear = GearRetriever(index_parts(runtime), client(scripted([READ, YES, "Sacramento County"])), settings=runtime.settings)
     outcome = asyncio.run(gear.arun(QUESTION, 4))
     assert outcome.answer == "Sacramento County"
     assert outcome.iterations == 1
@@ -100,7 +100,7 @@ def test_a_name_means_the_same_whatever_the_expansion_setting(runtime, monkeypat
 
 
 def test_gear_retriever_keeps_the_chains(runtime) -> None:
-    gear = GearRetriever(index_parts(runtime), client(scripted([READ, YES, "Sacramento County"])), "beam", settings=runtime.settings)
+    gear = GearRetriever(index_parts(runtime), client(scripted([READ, YES, "Sacramento County"])), settings=runtime.settings)
     ranked = gear.retrieve(QUESTION, 4)
     stored = {t.id for t in runtime.store.iter_triples()}
     chained = [p for p in ranked if p.chain]
@@ -117,7 +117,7 @@ def test_langchain_adapter_over_the_agent(runtime) -> None:
 
 
 def test_langchain_adapter_over_a_retriever(runtime) -> None:
-    syncge = SyncGERetriever(index_parts(runtime), client(scripted([READ, READ])), "beam", settings=runtime.settings)
+    syncge = SyncGERetriever(index_parts(runtime), client(scripted([READ, READ])), settings=runtime.settings)
     adapter = GearLangChainRetriever(retriever=syncge, store=runtime.store, k=4)
     docs = adapter.invoke(QUESTION)
     assert [d.metadata["id"] for d in docs] == [p.id for p in syncge.retrieve(QUESTION, 4)]
@@ -134,7 +134,7 @@ def test_gear_eval_gets_answers_tokens_and_iterations(runtime) -> None:
     from gear_agent.evaluation.dataset import Question
     from gear_agent.evaluation.runner import evaluate
 
-    gear = GearRetriever(index_parts(runtime), client(scripted([READ, YES, "Sacramento County"])), "beam", settings=runtime.settings)
+    gear = GearRetriever(index_parts(runtime), client(scripted([READ, YES, "Sacramento County"])), settings=runtime.settings)
     gold = (pid("Rainbow Bridge (Folsom)"), pid("Folsom, California"))
     question = Question("q1", QUESTION, ("Sacramento County",), gold)
     row = evaluate(gear, [question], ks=(5,))
