@@ -87,10 +87,10 @@ def build(
         "no summaries) or full (LLM propositions and both trees' recursive summaries)."))] = "ablation",
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Full mode: print the token and cost estimate and stop (calls no model).")] = False,
-    min_propositions: Annotated[int | None, typer.Option(min=1, metavar="N", help="Propositions an entity needs to make an aggregate [default: GEAR_SIRERAG_MIN_PROPOSITIONS, 2].")] = None,
-    min_passages: Annotated[int | None, typer.Option(min=1, metavar="N", help="Distinct passages an aggregate must span [default: GEAR_SIRERAG_MIN_PASSAGES, 1].")] = None,
-    seed: Annotated[int | None, typer.Option(metavar="N", help="Seed of the clustering (full mode) [default: GEAR_SIRERAG_SEED, 0].")] = None,
-    concurrency: Annotated[int | None, typer.Option(min=1, metavar="N", help="LLM calls in flight (full mode) [default: GEAR_SIRERAG_CONCURRENCY, 4].")] = None,
+    min_propositions: Annotated[int | None, typer.Option(min=1, metavar="N", help="Propositions an entity needs to make an aggregate (GEAR_SIRERAG_MIN_PROPOSITIONS; default: 2).")] = None,
+    min_passages: Annotated[int | None, typer.Option(min=1, metavar="N", help="Distinct passages an aggregate must span (GEAR_SIRERAG_MIN_PASSAGES; default: 1).")] = None,
+    seed: Annotated[int | None, typer.Option(metavar="N", help="Seed of the clustering (full mode) (GEAR_SIRERAG_SEED; default: 0).")] = None,
+    concurrency: Annotated[int | None, typer.Option(min=1, metavar="N", help="LLM calls in flight (full mode) (GEAR_SIRERAG_CONCURRENCY; default: 4).")] = None,
     index_dir: IndexOpt = None,
 ) -> None:
     """Build (or bring up to date) the SiReRAG pool of the index; prints nodes per level."""
