@@ -157,7 +157,7 @@ class _NotLoaded:
         )
 
 
-def describe_agent(settings: GearSettings | None = None) -> CompiledStateGraph:
+def describe_agent(settings: AgentSettings | None = None) -> CompiledStateGraph:
     """The agent's graph, its nodes, edges and input, output and context schemas, with no
     index, embedding model or chat model loaded: what a schema or drawing request needs
     (``langgraph dev`` and Studio ask for them before any run), so answering one needs no
