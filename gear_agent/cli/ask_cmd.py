@@ -54,7 +54,7 @@ def ask(
     with console.status("loading the embedding model and the index"):
         runtime = OpenIndex.open(settings)
     try:
-        agent = build_agent(settings, runtime=runtime)
+        agent = build_agent(settings, index=runtime)
         result = _run(agent, inputs, stream=stream and not as_json)
     finally:
         runtime.store.close()

@@ -88,7 +88,7 @@ def build_app(settings: GearSettings, host: str, *, playground: bool) -> Any:
 
     runtime = OpenIndex.open(settings)
     try:
-        agent = build_agent(settings, runtime=runtime)
+        agent = build_agent(settings, index=runtime)
     except LLMConfigError:
         from gear_agent.serve.app import NO_CHAT_MODEL
 

@@ -38,7 +38,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any, Any]:
     folder = tmp_path_factory.mktemp("door") / "index"
     s = make_settings(llm_max_retries=0, index_dir=folder, max_iterations=1)
     runtime = make_runtime(folder, s)
-    agent = build_agent(s, runtime=runtime, chat_model=StreamingChatModel(respond=reply))
+    agent = build_agent(s, index=runtime, chat_model=StreamingChatModel(respond=reply))
     return agent, s, runtime
 
 

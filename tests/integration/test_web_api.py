@@ -35,7 +35,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any, Any]:
     folder = tmp_path_factory.mktemp("web") / "index"
     settings = make_settings(llm_max_retries=0, index_dir=folder)  # the settings name the index served
     runtime = make_runtime(folder, settings)
-    agent = build_agent(settings, runtime=runtime, chat_model=StreamingChatModel(respond=reply))
+    agent = build_agent(settings, index=runtime, chat_model=StreamingChatModel(respond=reply))
     return agent, settings, runtime
 
 
