@@ -111,7 +111,7 @@ def serve_page(port: int, index: Path) -> None:
     settings = GearSettings(index_dir=index, embedding_model="hashing-384")
     runtime = OpenIndex.open(settings)
     agent = build_agent(settings, index=runtime, chat_model=ScriptedChatModel(respond=lambda _prompt: "{}"))
-    uvicorn.run(create_app(agent, settings, runtime=runtime), host="127.0.0.1", port=port,
+    uvicorn.run(create_app(agent, settings, index=runtime), host="127.0.0.1", port=port,
                 log_level="error")
 
 

@@ -94,7 +94,7 @@ def build_app(settings: GearSettings, host: str, *, playground: bool) -> Any:
 
         console.print(NO_CHAT_MODEL, highlight=False, markup=False, soft_wrap=True)
         agent = None
-    return create_app(agent, settings, playground=playground, runtime=runtime, host=host)
+    return create_app(agent, settings, playground=playground, index=runtime, host=host)
 
 
 def startup_lines(host: str, port: int, index: Path, *, playground: bool, read_only: bool = False) -> list[str]:

@@ -34,7 +34,7 @@ def health_of(settings) -> dict:  # noqa: ANN001
     runtime = OpenIndex(settings, embedder, store, QueryEncoder(embedder))
     agent = build_agent(settings, index=runtime, chat_model=StreamingChatModel(respond=lambda prompt: "{}"))
     try:
-        return TestClient(create_app(agent, settings, runtime=runtime), base_url="http://127.0.0.1").get("/ui/api/health").json()
+        return TestClient(create_app(agent, settings, index=runtime), base_url="http://127.0.0.1").get("/ui/api/health").json()
     finally:
         store.close()
 

@@ -40,7 +40,7 @@ def client(tmp_path: Path) -> TestClient:
     runtime = make_runtime(tmp_path / "index", settings)
     reply = lambda prompt: capable_reply(node_of(prompt), prompt)  # noqa: E731
     agent = build_agent(settings, index=runtime, chat_model=StreamingChatModel(respond=reply))
-    return TestClient(create_app(agent, settings, runtime=runtime), base_url="http://127.0.0.1")
+    return TestClient(create_app(agent, settings, index=runtime), base_url="http://127.0.0.1")
 
 
 def test_a_pdf_uploaded_as_base64_is_stored_page_by_page(client: TestClient) -> None:

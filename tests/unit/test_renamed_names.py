@@ -70,3 +70,18 @@ def test_the_open_index_is_named_index_and_runtime_still_works_with_a_warning(tm
     assert isinstance(gear.open_index, OpenIndex)
     with pytest.warns(DeprecationWarning, match=r"Gear.runtime is now Gear.open_index"):
         assert gear.runtime is gear.open_index
+
+
+def test_create_app_takes_the_open_index_as_index(tmp_path) -> None:
+    from support.tiny_corpus import make_runtime, make_settings
+
+    from gear_agent.serve.app import create_app
+
+    index = make_runtime(tmp_path / "index", make_settings(index_dir=tmp_path / "index"))
+    with pytest.warns(DeprecationWarning, match=r"create_app\(runtime=...\) is now create_app\(index=...\)"):
+        old = create_app(None, index.settings, runtime=index)
+    new = create_app(None, index.settings, index=index)
+    from fastapi.testclient import TestClient
+
+    for app in (old, new):  # the page is served over the index either way
+        assert TestClient(app, base_url="http://127.0.0.1").get("/ui/api/health").status_code == 200
