@@ -97,14 +97,14 @@ def search(
     from gear_agent.retrieval.registry import make_retriever
 
     with console.status("loading the embedding model and the index"):
-        runtime = OpenIndex.open(settings)
-    warn_without_triples(spec, runtime.store)
-    checked = checked_where(runtime.store, where)  # says so when no passage passes
+        index = OpenIndex.open(settings)
+    warn_without_triples(spec, index.store)
+    checked = checked_where(index.store, where)  # says so when no passage passes
     with ProgressBoard() as board, board.embedding():  # a PPR graph's first build is long
-        report_graph_build(runtime, board)
-        with runtime.store.snapshot():  # the ranking and the records of one commit
-            ranked = make_retriever(retriever, runtime).retrieve(question, k, checked)
-            records = passage_records(runtime.store, ranked)
+        report_graph_build(index, board)
+        with index.store.snapshot():  # the ranking and the records of one commit
+            ranked = make_retriever(retriever, index).retrieve(question, k, checked)
+            records = passage_records(index.store, ranked)
     if as_json:
         report = {
             "question": question,

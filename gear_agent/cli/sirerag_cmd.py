@@ -115,8 +115,8 @@ def build(
         return
     if mode == "full":
         require_llm(settings)
-    runtime = OpenIndex.open(settings)
-    print_report(run_build(runtime.store, mode, runtime.settings))
+    index = OpenIndex.open(settings)
+    print_report(run_build(index.store, mode, index.settings))
 
 
 @app.command("info", cls=GearCommand)

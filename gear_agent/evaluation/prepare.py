@@ -39,12 +39,12 @@ def prepare_index(
     settings: GearSettings, corpus: Path, openie: Path | None, progress: Progress
 ) -> tuple[OpenIndex, IndexReport]:
     """Open ``settings.index_dir``, add the corpus and OpenIE triples (no-ops when present)."""
-    runtime = OpenIndex.open(settings, create=True)
+    index = OpenIndex.open(settings, create=True)
     report = IndexReport()
     passages = read_corpus(corpus, settings.chunk_words, settings.chunk_overlap_words,
                            settings.record_max_words)
-    add_passages(runtime.store, passages, report, progress)
+    add_passages(index.store, passages, report, progress)
     if openie is not None:  # stored triples are no-ops: nothing is embedded twice
-        import_openie(runtime.store, openie, report, progress,
+        import_openie(index.store, openie, report, progress,
                       drop_ungrounded=settings.ground_openie)
-    return runtime, report
+    return index, report
