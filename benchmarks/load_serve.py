@@ -66,7 +66,7 @@ def serve_fake(port: int, folder: Path) -> None:
     runtime = make_runtime(folder / "index", settings)
     model = prompt_keyed_chat()
     model.delay_s = float(os.environ.get("LOAD_FAKE_DELAY_S", "0"))  # seconds per (async) call
-    agent = build_agent(settings, runtime=runtime, chat_model=model)
+    agent = build_agent(settings, index=runtime, chat_model=model)
     uvicorn.run(create_app(agent, settings), host="127.0.0.1", port=port, log_level="warning")
 
 
@@ -110,8 +110,8 @@ def serve_page(port: int, index: Path) -> None:
 
     settings = GearSettings(index_dir=index, embedding_model="hashing-384")
     runtime = OpenIndex.open(settings)
-    agent = build_agent(settings, runtime=runtime, chat_model=ScriptedChatModel(respond=lambda _prompt: "{}"))
-    uvicorn.run(create_app(agent, settings, runtime=runtime), host="127.0.0.1", port=port,
+    agent = build_agent(settings, index=runtime, chat_model=ScriptedChatModel(respond=lambda _prompt: "{}"))
+    uvicorn.run(create_app(agent, settings, index=runtime), host="127.0.0.1", port=port,
                 log_level="error")
 
 
