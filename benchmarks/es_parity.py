@@ -112,7 +112,6 @@ def build_from_vectors(data: Path, index: Path, es_env: dict[str, str], sirerag:
     """Build the Elasticsearch indices of ``es_env`` from the embedded ``index``'s vectors
     through the backend's write path, as ``gear eval`` would; returns the texts that had
     to be embedded after all (0 when the embedded index holds everything)."""
-    from gear_agent.cli.sirerag_cmd import sirerag_settings
     from gear_agent.indexing import IndexReport, add_passages, import_openie
     from gear_agent.ingest.corpus import read_corpus
     from gear_agent.sirerag import build_ablation
@@ -130,7 +129,7 @@ def build_from_vectors(data: Path, index: Path, es_env: dict[str, str], sirerag:
                                         settings.record_max_words), report)
         import_openie(store, next(data.glob("openie*.json")), report, drop_ungrounded=settings.ground_openie)
         if sirerag:
-            build_ablation(store, sirerag_settings(2, 1, 0, 1))
+            build_ablation(store, settings)  # its SiReRAG section: the defaults
     return embedder.misses
 
 

@@ -66,7 +66,7 @@ def serve_fake(port: int, folder: Path) -> None:
     runtime = make_runtime(folder / "index", settings)
     model = prompt_keyed_chat()
     model.delay_s = float(os.environ.get("LOAD_FAKE_DELAY_S", "0"))  # seconds per (async) call
-    agent = build_agent(settings, runtime=runtime, chat_model=model)
+    agent = build_agent(settings, index=runtime, chat_model=model)
     uvicorn.run(create_app(agent, settings), host="127.0.0.1", port=port, log_level="warning")
 
 
@@ -110,8 +110,8 @@ def serve_page(port: int, index: Path) -> None:
 
     settings = GearSettings(index_dir=index, embedding_model="hashing-384")
     runtime = OpenIndex.open(settings)
-    agent = build_agent(settings, runtime=runtime, chat_model=ScriptedChatModel(respond=lambda _prompt: "{}"))
-    uvicorn.run(create_app(agent, settings, runtime=runtime), host="127.0.0.1", port=port,
+    agent = build_agent(settings, index=runtime, chat_model=ScriptedChatModel(respond=lambda _prompt: "{}"))
+    uvicorn.run(create_app(agent, settings, index=runtime), host="127.0.0.1", port=port,
                 log_level="error")
 
 
@@ -217,18 +217,23 @@ def get_flood(index: Path | None, passages: int, clients: int, requests: int, co
                     rows.append((f"{path} (round {round_ + 1})", {**row, "RSS before MB": rss[-2],
                                                                   "RSS after MB": rss[-1]}))
         finally:
-            server.terminate()
-            try:
-                server.wait(30)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait(10)
+            stop(server)
     print(f"code: {code}; {clients} clients x {requests} GETs per route and round, {rounds} rounds")
     keys = list(rows[0][1])
     print("| route | " + " | ".join(keys) + " |")
     print("|---|" + "---|" * len(keys))
     for name, row in rows:
         print(f"| {name} | " + " | ".join(str(row[k]) for k in keys) + " |")
+
+
+def stop(server: subprocess.Popen) -> None:
+    """End a server process: a terminate, then a kill when it has not gone in 30 s."""
+    server.terminate()
+    try:
+        server.wait(30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait(10)
 
 
 def free_port() -> int:

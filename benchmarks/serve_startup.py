@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,15 +26,12 @@ import time
 from pathlib import Path
 
 import httpx
+from load_serve import free_port, stop
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "examples" / "demo"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def build_demo(index: Path, code: Path) -> None:
@@ -69,12 +65,7 @@ def one_start(index: Path, code: Path, limit_s: float) -> dict[str, object]:
                     pass
                 time.sleep(0.02)
     finally:
-        server.terminate()
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(10)
+        stop(server)
 
     def seconds(value: float | None) -> str:
         return "-" if value is None else f"{value:.2f}"

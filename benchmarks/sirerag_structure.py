@@ -98,7 +98,7 @@ def main() -> None:
     embed_s = time.perf_counter() - started
     llm = LLMClient(StandInChat(model_name=args.model))
     started = time.perf_counter()
-    report = build_full(store, llm, SiReRAGSettings(seed=args.seed))
+    report = build_full(store, llm, SiReRAGSettings(sirerag_seed=args.seed))
     build_s = time.perf_counter() - started
     print(f"passages: {store.count('passage'):,} (embedded in {embed_s:.0f} s); build {build_s:.0f} s "
           f"(clustering, embedding nodes; the stand-in answers at once)")

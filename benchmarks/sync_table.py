@@ -13,8 +13,12 @@ naming its subject):
 For each, the second run's counts: passages new, replaced, removed, unchanged; triples
 added, removed, unchanged; texts the embedder was given and extraction calls made.
 
+* with ``--pdf`` also a 50-page PDF (five paragraphs a page, written here with reportlab)
+  edited in one paragraph of page 25: pages are sections, so only that page's chunks move.
+
     python benchmarks/sync_table.py
     python benchmarks/sync_table.py --text /usr/share/common-licenses/GPL-3
+    python benchmarks/sync_table.py --pdf        # needs reportlab (pip install reportlab)
 """
 
 from __future__ import annotations
@@ -63,17 +67,42 @@ def fifty_pages() -> str:
                        + "." for n in range(250))
 
 
-def run(folder: Path, name: str, before: str, after: str) -> list[str]:
+def pdf_of(paragraphs: list[str], per_page: int = 5) -> bytes:
+    """The paragraphs laid out ``per_page`` to a page (reportlab, deterministic output)."""
+    import io
+
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.styles import getSampleStyleSheet
+    from reportlab.platypus import PageBreak, Paragraph, SimpleDocTemplate
+
+    out, style = io.BytesIO(), getSampleStyleSheet()["BodyText"]
+    story = []
+    for n, text in enumerate(paragraphs):
+        story.append(Paragraph(text, style))
+        if n % per_page == per_page - 1 and n + 1 < len(paragraphs):
+            story.append(PageBreak())
+    SimpleDocTemplate(out, pagesize=A4, invariant=1, title="Report").build(story)
+    return out.getvalue()
+
+
+def _write(doc: Path, content: str | bytes) -> None:
+    if isinstance(content, bytes):
+        doc.write_bytes(content)
+    else:
+        doc.write_text(content)
+
+
+def run(folder: Path, name: str, before: str | bytes, after: str | bytes) -> list[str]:
     doc = folder / "docs" / name
     doc.parent.mkdir(parents=True, exist_ok=True)
-    doc.write_text(before)
+    _write(doc, before)
     embedder = Embedder(64)
     chat = ScriptedChatModel(respond=reply)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         gear = Gear(folder / "ix", embedding_model=embedder, chat_model=chat, create=True)
         first = gear.index(doc.parent)
-        doc.write_text(after)
+        _write(doc, after)
         embedder.calls.clear()
         chat.calls.clear()
         second = gear.index(doc.parent)
@@ -87,6 +116,7 @@ def run(folder: Path, name: str, before: str, after: str) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--text", type=Path, help="A long text file to edit in its middle paragraph.")
+    parser.add_argument("--pdf", action="store_true", help="Also a 50-page PDF edited in one paragraph.")
     args = parser.parse_args()
     cases = [("Acme case (a.txt)", "a.txt", "Alice founded Acme in 1990. Acme makes rockets.",
               "Alice founded Acme in 1992. Acme makes boats.")]
@@ -97,6 +127,11 @@ def main() -> None:
     edited[middle] = edited[middle].rstrip() + " This sentence was added in the edit."
     label = args.text.name if args.text else "50 pages, 250 paragraphs"
     cases.append((f"{label}: one paragraph edited", "report.txt", long_text, "\n\n".join(edited)))
+    if args.pdf:
+        pages = fifty_pages().split("\n\n")
+        edited_pdf = pages.copy()
+        edited_pdf[122] = edited_pdf[122].rstrip() + " This sentence was added in the edit."  # page 25
+        cases.append(("50-page PDF: one paragraph of p. 25 edited", "report.pdf", pdf_of(pages), pdf_of(edited_pdf)))
     chunking = "all-MiniLM-L6-v2 tokens" if encoder_tokenizer(GearSettings()) else "words"
     print(f"chunks cut by {chunking}; the second run, after the edit:\n")
     print("| case | passages (first run) | new | replaced | removed | unchanged | triples added | "

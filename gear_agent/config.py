@@ -40,6 +40,17 @@ class Section(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_default=True)
 
+    @classmethod
+    def default_of(cls, name: str) -> Any:
+        """The declared default of setting ``name``: what a signature that defaults to None
+        means, so that the value is written once, here.
+
+        Example:
+            >>> RetrievalSettings.default_of("rrf_k")
+            60
+        """
+        return cls.model_fields[name].get_default(call_default_factory=True)
+
 
 def split_names(names: str) -> tuple[str, ...]:
     """Names from a comma-separated setting, stripped, empty ones left out.
@@ -474,6 +485,61 @@ class ElasticsearchSettings(Section):
         return settings
 
 
+class SiReRAGSettings(Section):
+    """How SiReRAG's trees are built (``gear sirerag build``, :mod:`gear_agent.sirerag`).
+
+    The names it had as a dataclass of its own (``min_propositions=``, ``seed=``, ...) are
+    still accepted by ``SiReRAGSettings(...)``, with a DeprecationWarning.
+
+    Example:
+        >>> SiReRAGSettings(sirerag_seed=3).sirerag_max_levels
+        3
+    """
+
+    sirerag_min_propositions: int = Field(
+        2, ge=1, description="An entity makes an aggregate when at least this many propositions "
+        "name it ('propositions sharing an entity'); 1 would make one per entity.")
+    sirerag_min_passages: int = Field(
+        1, ge=1, description="... and when they come from at least this many passages (2 keeps "
+        "only aggregates that relate passages to each other).")
+    sirerag_reduction_dim: int = Field(
+        10, ge=1, description="Dimensions the embeddings are reduced to before clustering (PCA; "
+        "RAPTOR reduces with UMAP to 10).")
+    sirerag_max_clusters: int = Field(
+        50, ge=1, description="The most mixture components the BIC search tries at one level.")
+    sirerag_threshold: float = Field(
+        0.1, gt=0, le=1, description="Soft clustering: a node joins every cluster whose "
+        "posterior is at least this (RAPTOR's 0.1); it always joins its most likely one.")
+    sirerag_max_cluster_size: int = Field(
+        12, ge=1, description="A cluster with more members is clustered again on its own "
+        "(RAPTOR reclusters clusters over its token budget).")
+    sirerag_max_levels: int = Field(3, ge=1, description="Summary levels above the leaves, at most.")
+    sirerag_stop_below: int = Field(
+        4, ge=1, description="A level with fewer nodes than this is not clustered further.")
+    sirerag_seed: int = Field(
+        0, description="Seed of the mixture fits (clustering is deterministic for a seed).")
+    sirerag_summary_max_words: int = Field(
+        100, ge=1, description="Length the summary prompt asks for.")
+    sirerag_concurrency: int = Field(4, ge=1, description="LLM calls in flight at once (full build).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short_names(cls, data: Any) -> Any:
+        """``min_propositions=``, ``seed=``, ... (the old dataclass's names) as
+        ``sirerag_min_propositions=``, ..."""
+        if cls is not SiReRAGSettings or not isinstance(data, dict):
+            return data
+        short = [name for name in data if f"sirerag_{name}" in cls.model_fields]
+        if short:
+            from gear_agent._deprecated import NEXT_REMOVAL, warn_deprecated
+
+            warn_deprecated(f"SiReRAGSettings({', '.join(short)}=...) is now "
+                            f"SiReRAGSettings({', '.join('sirerag_' + n for n in short)}=...)",
+                            removed_in=NEXT_REMOVAL, stacklevel=4)
+            data = {(f"sirerag_{k}" if k in short else k): v for k, v in data.items()}
+        return data
+
+
 class GearSettings(
     StoreSettings,
     SnapshotSettings,
@@ -484,6 +550,7 @@ class GearSettings(
     ServeSettings,
     TraceSettings,
     ElasticsearchSettings,
+    SiReRAGSettings,
     BaseSettings,
 ):
     """Configuration of the index, retrieval, expansion, the agent and its services: every

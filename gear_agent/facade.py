@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gear_agent._deprecated import NEXT_REMOVAL, warn_deprecated
 from gear_agent.config import GearSettings, settings_from
 from gear_agent.embedding import Embedder, make_embedder
 from gear_agent.errors import GearWarning
@@ -137,6 +138,11 @@ class Gear:
         **overrides: Any other setting by its field name (``top_k=10``, ``beam_width=5``,
             ``backend="elasticsearch"``, ``es_url=...``).
 
+    Attributes:
+        settings: The settings in force.
+        open_index: The open index: its settings, embedder, store and query encoder
+            (:class:`~gear_agent.open_index.OpenIndex`; formerly ``Gear.runtime``).
+
     Raises:
         SettingsError: A setting has a value that cannot be used.
         StoreError: The index cannot be opened (another embedding model, unreachable
@@ -170,7 +176,7 @@ class Gear:
         if new and create:
             warnings.warn(f"no index at {self.settings.index_dir}: created a new, empty one "
                           "(Gear(..., create=False) refuses instead)", GearWarning, stacklevel=2)
-        self.runtime = OpenIndex(self.settings, embedder, store, QueryEncoder(embedder))
+        self.open_index = OpenIndex(self.settings, embedder, store, QueryEncoder(embedder))
         self._chat_model = None if isinstance(chat_model, str) else chat_model
         self._llm: LLMClient | None = None
         self._agent: CompiledStateGraph | None = None
@@ -178,9 +184,15 @@ class Gear:
 
     # ---- parts -------------------------------------------------------------
     @property
+    def runtime(self) -> OpenIndex:
+        """Deprecated: the open index is :attr:`open_index`."""
+        warn_deprecated("Gear.runtime is now Gear.open_index", removed_in=NEXT_REMOVAL)
+        return self.open_index
+
+    @property
     def store(self) -> Any:
         """The index (a :class:`~gear_agent.store.base.Store`)."""
-        return self.runtime.store
+        return self.open_index.store
 
     @property
     def llm(self) -> LLMClient:
@@ -203,7 +215,7 @@ class Gear:
             from gear_agent.agent.parts import index_parts
 
             models = ChatModels(self.settings, self.llm)
-            parts = index_parts(self.runtime)
+            parts = index_parts(self.open_index)
             self._agent = build_graph(parts, models, self.settings).compile(name="gear")
         return self._agent
 
@@ -284,7 +296,7 @@ class Gear:
 
     def _chunker(self) -> Chunker:
         s = self.settings
-        return make_chunker(self.runtime.embedder.tokenizer(), s.chunk_words, s.chunk_overlap_words)
+        return make_chunker(self.open_index.embedder.tokenizer(), s.chunk_words, s.chunk_overlap_words)
 
     def estimate_cost(self, items: Item | Iterable[Item]) -> CostEstimate:
         """Tokens and dollars that extracting triples from ``items`` would cost; sends nothing."""
@@ -346,7 +358,7 @@ class Gear:
         spec = check_name(name)
         if spec.name not in self._retrievers:
             llm = self.llm if spec.needs_llm else None
-            self._retrievers[spec.name] = make_retriever(spec.name, self.runtime, llm)
+            self._retrievers[spec.name] = make_retriever(spec.name, self.open_index, llm)
         return self._retrievers[spec.name]
 
     def retrieve(
@@ -485,7 +497,7 @@ class Gear:
         where = backend(self.settings.backend).location(self.settings)
         return (
             f"Gear({where!r}, passages={self.store.count('passage')}, "
-            f"triples={self.store.count('triple')}, embedding_model={self.runtime.embedder.name!r})"
+            f"triples={self.store.count('triple')}, embedding_model={self.open_index.embedder.name!r})"
         )
 
 

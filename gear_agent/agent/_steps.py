@@ -198,6 +198,16 @@ def final_ranking(
     return fuse_passages(lists, k=k, rrf_k=settings.rrf_k)
 
 
+def named_for(family: str, expansion: Expansion) -> str:
+    """The retriever table's name of ``family`` (``syncge``, ``gear``) with ``expansion``.
+
+    Example:
+        >>> named_for("syncge", "beam"), named_for("gear", "ppr"), named_for("gear", "both")
+        ('syncge', 'gear-ppr', 'gear-fused')
+    """
+    return family + {"beam": "", "ppr": "-ppr", "both": "-fused"}.get(expansion, f"-{expansion}")
+
+
 __all__ = [
     "EXPANSIONS",
     "Expansion",
@@ -207,6 +217,7 @@ __all__ = [
     "final_ranking",
     "ground_triples",
     "link_triples",
+    "named_for",
     "passage_link",
     "ppr_expand",
     "read_reply",

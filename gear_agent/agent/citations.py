@@ -169,7 +169,9 @@ def quote_in(quote: str, text: str) -> bool:
     return f" {' '.join(words)} " in f" {' '.join(_WORD.findall(text.casefold()))} "
 
 
-def render_citations(answer: str | None, citations: Sequence[Citation]) -> str:
+def render_citations(
+    answer: str | None, citations: Sequence[Citation], locations: Mapping[str, str] | None = None
+) -> str:
     """The answer as a chat message: the answer with ``[n]`` markers, then its sources.
 
     Example:
@@ -179,6 +181,10 @@ def render_citations(answer: str | None, citations: Sequence[Citation]) -> str:
         <BLANKLINE>
         Sources:
         [1] Paris: "capital of France"
+
+    ``locations`` (passage id -> where it is, :func:`~gear_agent.ingest.location.cite_location`)
+    names each cited passage's file and page or section, as ``gear ask`` prints them:
+    ``[1] annual-report.pdf, p. 14 — Paris``.
     """
     if answer is None:
         return "I could not find an answer in the indexed passages."
@@ -188,7 +194,9 @@ def render_citations(answer: str | None, citations: Sequence[Citation]) -> str:
     lines = [f"{answer} {markers}", "", "Sources:"]
     for number, citation in enumerate(citations, start=1):
         quote = f': "{citation["quote"]}"' if citation.get("quote") else ""
-        lines.append(f"[{number}] {citation['title'] or citation['passage_id']}{quote}")
+        where = (locations or {}).get(citation["passage_id"], "")
+        head = " — ".join(part for part in (where, citation["title"] or citation["passage_id"]) if part)
+        lines.append(f"[{number}] {head}{quote}")
     return "\n".join(lines)
 
 

@@ -25,8 +25,10 @@ class GearRetriever(Retriever):
             index. An ``OpenIndex`` still works, with a DeprecationWarning (its settings
             when ``settings`` is None).
         llm: The client every LLM node calls.
-        expansion: ``beam`` (the paper's), ``ppr`` or ``both``.
-        name: The name shown in tables.
+        expansion: ``beam`` (the paper's), ``ppr`` or ``both``; ``settings.expansion``
+            when None.
+        name: The name shown in tables; the retriever table's (``gear``, ``gear-ppr``,
+            ``gear-fused``) for the expansion when None.
         base: The agent's base retriever (``gear-sirerag``: SiReRAG's pool); the configured
             base mode when None.
         settings: The loop's settings section (a ``GearSettings`` is one). Required with
@@ -42,15 +44,17 @@ class GearRetriever(Retriever):
         self,
         parts: IndexParts | OpenIndex,
         llm: LLMClient,
-        expansion: steps.Expansion = "beam",
-        name: str = "gear",
+        expansion: steps.Expansion | None = None,
+        name: str | None = None,
         base: Retriever | None = None,
         *,
         settings: AgentSettings | None = None,
     ) -> None:
         from gear_agent.agent.graph import build_graph
         parts, settings = parts_and_settings("GearRetriever", parts, settings)
-        self.parts, self.expansion, self.name = parts, expansion, name
+        expansion = expansion or settings.expansion
+        self.parts, self.expansion = parts, expansion
+        self.name = name or steps.named_for("gear", expansion)
         graph = build_graph(parts, llm, settings, expansion=expansion, base=base)
         self.agent = graph.compile(name="gear")
 

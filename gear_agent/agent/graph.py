@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from langgraph.graph import END, START, StateGraph
 
+from gear_agent._deprecated import NEXT_REMOVAL, warn_deprecated
 from gear_agent.agent import nodes
 from gear_agent.agent._steps import Expansion
 from gear_agent.agent.models import ChatModels
@@ -103,22 +104,25 @@ def build_graph(
 def build_agent(
     settings: GearSettings | None = None,
     *,
-    runtime: OpenIndex | None = None,
+    index: OpenIndex | None = None,
     chat_model: Any | None = None,
     checkpointer: Any | None = None,
     models: ChatModels | None = None,
+    runtime: OpenIndex | None = None,
 ) -> CompiledStateGraph:
     """The compiled GEAR agent.
 
     Args:
         settings: Settings; ``GearSettings()`` (environment ``GEAR_*``) when None, or
-            ``runtime.settings`` when a runtime is given.
-        runtime: An opened index; opened from the settings when None.
+            ``index.settings`` when an index is given.
+        index: An opened index (:class:`~gear_agent.open_index.OpenIndex`); opened from
+            the settings when None.
         chat_model: Any LangChain chat model; built from the settings
             (OPENAI_API_KEY / OPENAI_BASE_URL) when None.
         checkpointer: A LangGraph checkpointer (then pass a ``thread_id`` in the config).
         models: The chat models runs may choose from; built from the settings (the
             configured model, or ``chat_model``, plus ``GEAR_LLM_MODELS``) when None.
+        runtime: Deprecated name of ``index``.
 
     Returns:
         A compiled graph: ``invoke({"question": ...})`` or ``invoke({"messages": [...]})``
@@ -135,14 +139,19 @@ def build_agent(
         >>> agent = build_agent(GearSettings(index_dir="my-index"))  # doctest: +SKIP
         >>> agent.invoke({"question": "Who is the spouse of the Green performer?"})["answer"]  # doctest: +SKIP
     """
+    if runtime is not None:
+        warn_deprecated("build_agent(runtime=...) is now build_agent(index=...)", removed_in=NEXT_REMOVAL)
+        if index is not None:
+            raise TypeError("build_agent() takes index= or its old name runtime=, not both")
+        index = runtime
     if settings is None:
-        settings = runtime.settings if runtime is not None else GearSettings()
+        settings = index.settings if index is not None else GearSettings()
     if models is None:
         default = LLMClient.from_settings(settings, chat_model)  # fails fast
         models = ChatModels(settings, default)
-    if runtime is None:
-        runtime = OpenIndex.open(settings)
-    parts = index_parts(runtime.under(settings))
+    if index is None:
+        index = OpenIndex.open(settings)
+    parts = index_parts(index.under(settings))
     return build_graph(parts, models, settings).compile(checkpointer=checkpointer, name="gear")
 
 
@@ -157,7 +166,7 @@ class _NotLoaded:
         )
 
 
-def describe_agent(settings: GearSettings | None = None) -> CompiledStateGraph:
+def describe_agent(settings: AgentSettings | None = None) -> CompiledStateGraph:
     """The agent's graph, its nodes, edges and input, output and context schemas, with no
     index, embedding model or chat model loaded: what a schema or drawing request needs
     (``langgraph dev`` and Studio ask for them before any run), so answering one needs no

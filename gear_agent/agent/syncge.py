@@ -42,8 +42,10 @@ class SyncGERetriever(Retriever):
             ``OpenIndex`` still works, with a DeprecationWarning (its settings when
             ``settings`` is None).
         llm: The client the reader calls.
-        expansion: ``beam`` (the paper's Algorithm 1), ``ppr`` or ``both``.
-        name: The name shown in tables.
+        expansion: ``beam`` (the paper's Algorithm 1), ``ppr`` or ``both``;
+            ``settings.expansion`` when None.
+        name: The name shown in tables; the retriever table's (``syncge``, ``syncge-ppr``,
+            ``syncge-fused``) for the expansion when None.
         settings: The loop's section (``base_k``, ``rrf_k``, prompts, beam, ...); a
             ``GearSettings`` is one. Required with ``parts``.
 
@@ -57,14 +59,16 @@ class SyncGERetriever(Retriever):
         self,
         parts: IndexParts | OpenIndex,
         llm: LLMClient,
-        expansion: steps.Expansion = "beam",
-        name: str = "syncge",
+        expansion: steps.Expansion | None = None,
+        name: str | None = None,
         settings: AgentSettings | None = None,
     ) -> None:
+        self.parts, self.settings = parts_and_settings("SyncGERetriever", parts, settings)
+        expansion = expansion or self.settings.expansion
         if expansion not in steps.EXPANSIONS:
             raise ValueError(f"unknown expansion {expansion!r}; choose one of {steps.EXPANSIONS}")
-        self.parts, self.settings = parts_and_settings("SyncGERetriever", parts, settings)
-        self.llm, self.expansion, self.name = llm, expansion, name
+        self.llm, self.expansion = llm, expansion
+        self.name = name or steps.named_for("syncge", expansion)
 
     def _prepare(self, query: str, where: Where | None) -> tuple[str, list[RankedPassage], str]:
         s = self.settings

@@ -52,12 +52,12 @@ def ask(
     from gear_agent.open_index import OpenIndex
 
     with console.status("loading the embedding model and the index"):
-        runtime = OpenIndex.open(settings)
+        index = OpenIndex.open(settings)
     try:
-        agent = build_agent(settings, runtime=runtime)
+        agent = build_agent(settings, index=index)
         result = _run(agent, inputs, stream=stream and not as_json)
     finally:
-        runtime.store.close()
+        index.store.close()
     report = ask_report(text, result.state)
     if as_json:
         typer.echo(json.dumps(report, ensure_ascii=False, indent=2))

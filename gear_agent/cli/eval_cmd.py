@@ -72,24 +72,24 @@ def eval_(
     require_index(settings, missing_ok=True)  # a cached index of another model: say so now
     console.print(f"index: {folder}")
     with ProgressBoard() as board, board.embedding():
-        runtime, _ = prepare_index(settings, corpus, openie, board.stage)
-        report_graph_build(runtime, board)
+        index, _ = prepare_index(settings, corpus, openie, board.stage)
+        report_graph_build(index, board)
         if sirerag is not None:
             from gear_agent.cli.sirerag_cmd import print_report, run_build, sirerag_settings
 
-            options = sirerag_settings(2, 1, 0, concurrency)
-            print_report(run_build(runtime.store, sirerag, options, runtime.settings))
+            options = sirerag_settings(index.settings, concurrency=concurrency)
+            print_report(run_build(index.store, sirerag, options))
         from gear_agent.store.nodes import node_store_of
 
-        builders = {name: make_retriever(name, runtime) for name in names}
+        builders = {name: make_retriever(name, index) for name in names}
         for name in names:
-            warn_without_triples(check_name(name), runtime.store)
-            if name.endswith("sirerag") and not node_store_of(runtime.store).count():
+            warn_without_triples(check_name(name), index.store)
+            if name.endswith("sirerag") and not node_store_of(index.store).count():
                 console.print(f"[yellow]{name}: the index holds no SiReRAG nodes, so the pool is the "
                               "passages alone (build it with --sirerag ablation|full)[/]")
         embedded = board.counter("embed questions", unit="questions")
         for done, question in enumerate(qs, start=1):  # shared by every row, out of its ms/query
-            runtime.encode(question.question)
+            index.encode(question.question)
             embedded(done, len(qs))
         rows = []
         for name, retriever in builders.items():

@@ -117,12 +117,12 @@ def _question_graph(settings, question: str, retriever: str, k: int, options):
     require_index(settings)
     if spec.needs_llm:
         require_llm(settings)
-    runtime = OpenIndex.open(settings)
-    warn_without_triples(spec, runtime.store)
+    index = OpenIndex.open(settings)
+    warn_without_triples(spec, index.store)
     with ProgressBoard() as board, board.embedding():
-        report_graph_build(runtime, board)
-        ranked = make_retriever(retriever, runtime).retrieve(question, k)
-    return chains_graph(runtime.store, passage_records(runtime.store, ranked), options)
+        report_graph_build(index, board)
+        ranked = make_retriever(retriever, index).retrieve(question, k)
+    return chains_graph(index.store, passage_records(index.store, ranked), options)
 
 
 def _traced_passages(path: Path, run_id: str | None):

@@ -26,8 +26,9 @@ def retriever_help(prefix: str) -> str:
             "`gear retrievers` says what each does.")
 
 
-def describe_score(kind: ScoreKind, score: float, rrf_k: int = 60) -> str:
-    """A score as a reader can take it: its kind, its value and, where it helps, a scale.
+def describe_score(kind: ScoreKind, score: float, rrf_k: int | None = None) -> str:
+    """A score as a reader can take it: its kind, its value and, where it helps, a scale
+    (``rrf_k``: the setting's default when None).
 
     Example:
         >>> describe_score("rrf", 2 / 61)
@@ -36,7 +37,9 @@ def describe_score(kind: ScoreKind, score: float, rrf_k: int = 60) -> str:
         'PPR 1.23%'
     """
     if kind == "rrf":
-        return f"RRF {score:.4f} = {score * (rrf_k + 1):.2f}× a first place"
+        from gear_agent.retrieval.fusion import rrf_constant
+
+        return f"RRF {score:.4f} = {score * (rrf_constant(rrf_k) + 1):.2f}× a first place"
     if kind == "cosine":
         return f"cosine {score:.3f}"
     if kind == "ppr":
@@ -94,14 +97,14 @@ def search(
     from gear_agent.retrieval.registry import make_retriever
 
     with console.status("loading the embedding model and the index"):
-        runtime = OpenIndex.open(settings)
-    warn_without_triples(spec, runtime.store)
-    checked = checked_where(runtime.store, where)  # says so when no passage passes
+        index = OpenIndex.open(settings)
+    warn_without_triples(spec, index.store)
+    checked = checked_where(index.store, where)  # says so when no passage passes
     with ProgressBoard() as board, board.embedding():  # a PPR graph's first build is long
-        report_graph_build(runtime, board)
-        with runtime.store.snapshot():  # the ranking and the records of one commit
-            ranked = make_retriever(retriever, runtime).retrieve(question, k, checked)
-            records = passage_records(runtime.store, ranked)
+        report_graph_build(index, board)
+        with index.store.snapshot():  # the ranking and the records of one commit
+            ranked = make_retriever(retriever, index).retrieve(question, k, checked)
+            records = passage_records(index.store, ranked)
     if as_json:
         report = {
             "question": question,

@@ -86,15 +86,15 @@ def build_app(settings: GearSettings, host: str, *, playground: bool) -> Any:
     from gear_agent.open_index import OpenIndex
     from gear_agent.serve.app import create_app  # GearError with the pip hint if absent
 
-    runtime = OpenIndex.open(settings)
+    index = OpenIndex.open(settings)
     try:
-        agent = build_agent(settings, runtime=runtime)
+        agent = build_agent(settings, index=index)
     except LLMConfigError:
         from gear_agent.serve.app import NO_CHAT_MODEL
 
         console.print(NO_CHAT_MODEL, highlight=False, markup=False, soft_wrap=True)
         agent = None
-    return create_app(agent, settings, playground=playground, runtime=runtime, host=host)
+    return create_app(agent, settings, playground=playground, index=index, host=host)
 
 
 def startup_lines(host: str, port: int, index: Path, *, playground: bool, read_only: bool = False) -> list[str]:

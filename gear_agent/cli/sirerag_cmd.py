@@ -13,7 +13,7 @@ from gear_agent.cli.usage import CONTEXT, GearCommand, GearGroup
 
 if TYPE_CHECKING:
     from gear_agent.config import GearSettings
-    from gear_agent.sirerag import BuildReport, SiReRAGSettings
+    from gear_agent.sirerag import BuildReport
     from gear_agent.store import Store
 
 app = typer.Typer(
@@ -22,11 +22,11 @@ app = typer.Typer(
 )
 
 
-def sirerag_settings(min_propositions: int, min_passages: int, seed: int, concurrency: int) -> SiReRAGSettings:
-    from gear_agent.sirerag import SiReRAGSettings
-
-    return SiReRAGSettings(min_propositions=min_propositions, min_passages=min_passages, seed=seed,
-                           concurrency=concurrency)
+def sirerag_settings(settings: GearSettings, **options: int | None) -> GearSettings:
+    """``settings`` with the SiReRAG options given on the command line (``min_propositions=2``
+    sets ``sirerag_min_propositions``); options left as None keep the setting."""
+    given = {f"sirerag_{name}": value for name, value in options.items() if value is not None}
+    return settings.model_copy(update=given) if given else settings
 
 
 def check_mode(mode: str) -> str:
@@ -39,9 +39,9 @@ def check_mode(mode: str) -> str:
     return mode
 
 
-def run_build(store: Store, mode: str, settings: SiReRAGSettings, gear_settings: GearSettings) -> BuildReport:
-    """Build the pool in ``mode`` over an index's store (full mode: the chat model and the
-    prompts of ``gear_settings``' LLM and prompt sections)."""
+def run_build(store: Store, mode: str, settings: GearSettings) -> BuildReport:
+    """Build the pool in ``mode`` over an index's store with ``settings``' SiReRAG section
+    (full mode: also its chat model and prompts)."""
     from gear_agent.sirerag import build_ablation
 
     if check_mode(mode) == "ablation":
@@ -49,8 +49,8 @@ def run_build(store: Store, mode: str, settings: SiReRAGSettings, gear_settings:
     from gear_agent.llm.client import LLMClient
     from gear_agent.sirerag.build import build_full
 
-    llm = LLMClient.from_settings(gear_settings)
-    return build_full(store, llm, settings, prompts_dir=gear_settings.prompts_dir)
+    llm = LLMClient.from_settings(settings)
+    return build_full(store, llm, settings, prompts_dir=settings.prompts_dir)
 
 
 def print_report(report: BuildReport, counts: bool = True) -> None:
@@ -87,10 +87,10 @@ def build(
         "no summaries) or full (LLM propositions and both trees' recursive summaries)."))] = "ablation",
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Full mode: print the token and cost estimate and stop (calls no model).")] = False,
-    min_propositions: Annotated[int, typer.Option(min=1, metavar="N", help="Propositions an entity needs to make an aggregate.")] = 2,
-    min_passages: Annotated[int, typer.Option(min=1, metavar="N", help="Distinct passages an aggregate must span.")] = 1,
-    seed: Annotated[int, typer.Option(metavar="N", help="Seed of the clustering (full mode).")] = 0,
-    concurrency: Annotated[int, typer.Option(min=1, metavar="N", help="LLM calls in flight (full mode).")] = 4,
+    min_propositions: Annotated[int | None, typer.Option(min=1, metavar="N", help="Propositions an entity needs to make an aggregate (GEAR_SIRERAG_MIN_PROPOSITIONS; default: 2).")] = None,
+    min_passages: Annotated[int | None, typer.Option(min=1, metavar="N", help="Distinct passages an aggregate must span (GEAR_SIRERAG_MIN_PASSAGES; default: 1).")] = None,
+    seed: Annotated[int | None, typer.Option(metavar="N", help="Seed of the clustering (full mode) (GEAR_SIRERAG_SEED; default: 0).")] = None,
+    concurrency: Annotated[int | None, typer.Option(min=1, metavar="N", help="LLM calls in flight (full mode) (GEAR_SIRERAG_CONCURRENCY; default: 4).")] = None,
     index_dir: IndexOpt = None,
 ) -> None:
     """Build (or bring up to date) the SiReRAG pool of the index; prints nodes per level."""
@@ -98,15 +98,16 @@ def build(
     from gear_agent.open_index import OpenIndex
 
     check_mode(mode)
-    settings = load_settings(index_dir)
+    settings = load_settings(index_dir, sirerag_min_propositions=min_propositions,
+                             sirerag_min_passages=min_passages, sirerag_seed=seed,
+                             sirerag_concurrency=concurrency)
     require_index(settings)
-    options = sirerag_settings(min_propositions, min_passages, seed, concurrency)
     if mode == "full" and dry_run:
         from gear_agent.cli.checks import open_store_without_model
         from gear_agent.sirerag.cost import estimate_build_cost
 
         store = open_store_without_model(settings)
-        estimate = estimate_build_cost(store, settings, options)
+        estimate = estimate_build_cost(store, settings)
         results.print(estimate.describe(), highlight=False)
         return
     if dry_run:
@@ -114,8 +115,8 @@ def build(
         return
     if mode == "full":
         require_llm(settings)
-    runtime = OpenIndex.open(settings)
-    print_report(run_build(runtime.store, mode, options, runtime.settings))
+    index = OpenIndex.open(settings)
+    print_report(run_build(index.store, mode, index.settings))
 
 
 @app.command("info", cls=GearCommand)

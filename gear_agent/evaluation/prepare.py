@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from gear_agent.config import GearSettings
+from gear_agent.config import GearSettings, GroundingSettings
 from gear_agent.embedding.sentence_transformer import canonical_model_name
 from gear_agent.indexing import IndexReport, Progress, add_passages, import_openie
 from gear_agent.ingest.corpus import read_corpus
@@ -16,10 +16,13 @@ EVAL_CACHE = Path(".gear/eval")
 
 def eval_index_dir(
     corpus: Path, openie: Path | None, model: str, cache: Path = EVAL_CACHE,
-    ground_openie: bool = False,
+    ground_openie: bool | None = None,
 ) -> Path:
     """A cache folder named by the corpus, the OpenIE file and the model (and whether
-    ungrounded OpenIE triples are left out), so reruns reuse it."""
+    ungrounded OpenIE triples are left out: ``ground_openie``, the setting's default when
+    None), so reruns reuse it."""
+    if ground_openie is None:
+        ground_openie = GroundingSettings.default_of("ground_openie")
     digest = hashlib.sha256()
     if ground_openie:  # a different set of triples; the default keeps earlier folders' names
         digest.update(b"ground_openie")
@@ -36,12 +39,12 @@ def prepare_index(
     settings: GearSettings, corpus: Path, openie: Path | None, progress: Progress
 ) -> tuple[OpenIndex, IndexReport]:
     """Open ``settings.index_dir``, add the corpus and OpenIE triples (no-ops when present)."""
-    runtime = OpenIndex.open(settings, create=True)
+    index = OpenIndex.open(settings, create=True)
     report = IndexReport()
     passages = read_corpus(corpus, settings.chunk_words, settings.chunk_overlap_words,
                            settings.record_max_words)
-    add_passages(runtime.store, passages, report, progress)
+    add_passages(index.store, passages, report, progress)
     if openie is not None:  # stored triples are no-ops: nothing is embedded twice
-        import_openie(runtime.store, openie, report, progress,
+        import_openie(index.store, openie, report, progress,
                       drop_ungrounded=settings.ground_openie)
-    return runtime, report
+    return index, report

@@ -67,16 +67,16 @@ def open_benchmark(benchmark: Benchmark, data: Path, settings: GearSettings) -> 
     settings = settings.model_copy(update={"bm25_tokenizer": "word"})
     folder = eval_index_dir(corpus, openie, settings.embedding_model,
                             ground_openie=settings.ground_openie)
-    runtime, _ = prepare_index(settings.model_copy(update={"index_dir": folder}), corpus,
+    index, _ = prepare_index(settings.model_copy(update={"index_dir": folder}), corpus,
                                openie, lambda *a, **k: None)
-    return runtime
+    return index
 
 
-def replay_index(runtime: OpenIndex, benchmark: Benchmark, data: Path, **changes: Any) -> OpenIndex:
+def replay_index(index: OpenIndex, benchmark: Benchmark, data: Path, **changes: Any) -> OpenIndex:
     """The same index with the replay's settings (and ``changes``, e.g. ``base_retriever``):
     its LLM retrievers read the dataset's recorded replies. The caller sets
     :data:`REPLAY_ENDPOINT` in the environment."""
-    settings = runtime.settings.model_copy(update={
+    settings = index.settings.model_copy(update={
         **REPLAY_SETTINGS, "llm_cache_dir": benchmark.path(data, benchmark.replay), **changes,
     })
-    return OpenIndex(settings, runtime.embedder, runtime.store, runtime.encode)
+    return OpenIndex(settings, index.embedder, index.store, index.encode)

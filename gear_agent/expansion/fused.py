@@ -13,6 +13,7 @@ from gear_agent.expansion.naive_ge import NaiveGERetriever
 from gear_agent.expansion.ppr import PPRRetriever
 from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request, fuse_passages
+from gear_agent.retrieval.fusion import rrf_constant
 
 
 class FusedExpansionRetriever(Retriever):
@@ -23,8 +24,8 @@ class FusedExpansionRetriever(Retriever):
         >>> fused.retrieve("Who founded ...?", k=15)  # doctest: +SKIP
     """
 
-    def __init__(self, naive_ge: NaiveGERetriever, ppr: PPRRetriever, rrf_k: int = 60) -> None:
-        self.naive_ge, self.ppr, self.rrf_k = naive_ge, ppr, rrf_k
+    def __init__(self, naive_ge: NaiveGERetriever, ppr: PPRRetriever, rrf_k: int | None = None) -> None:
+        self.naive_ge, self.ppr, self.rrf_k = naive_ge, ppr, rrf_constant(rrf_k)
         self.name = f"{naive_ge.name}+ppr"
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="gear-expand")
 

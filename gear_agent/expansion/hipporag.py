@@ -109,7 +109,7 @@ def hipporag_scores(
 class HippoRAGRetriever(Retriever):
     """``hipporag``: HippoRAG 1's PPR over the phrase graph from the query's nearest phrases.
 
-    Shares the graph of the runtime's :class:`~gear_agent.expansion.ppr.PPRRetriever`.
+    Shares the graph of the open index's :class:`~gear_agent.expansion.ppr.PPRRetriever`.
 
     Args:
         ppr: The ``ppr`` retriever whose store, encoder and graph it uses.
@@ -117,7 +117,7 @@ class HippoRAGRetriever(Retriever):
             ``ppr_tolerance``); the ``ppr`` retriever's when None.
 
     Example:
-        >>> HippoRAGRetriever(runtime.ppr_retriever(), settings).retrieve("Who ...?", 5)  # doctest: +SKIP
+        >>> HippoRAGRetriever(index.ppr_retriever(), settings).retrieve("Who ...?", 5)  # doctest: +SKIP
     """
 
     name = "hipporag"

@@ -7,15 +7,19 @@ list by RRF. Every returned passage carries the triple chain that reached it.
 
 from __future__ import annotations
 
+from gear_agent.config import RetrievalSettings
 from gear_agent.expansion.beam import TripleBeamSearch, beams_to_passages
 from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request, fuse_passages
 from gear_agent.retrieval.filtering import keep_passing
+from gear_agent.retrieval.fusion import rrf_constant
 from gear_agent.retrieval.search import QueryEncoder
 
 
 class NaiveGERetriever(Retriever):
     """``{base}+naive_ge``: base retrieval, beam search from the base passages' triples, RRF.
+
+    ``base_k`` and ``rrf_k`` are the settings' defaults when None.
 
     Example:
         >>> naive = NaiveGERetriever(SearchRetriever(store, encode, "hybrid"), beam, encode)  # doctest: +SKIP
@@ -24,10 +28,11 @@ class NaiveGERetriever(Retriever):
 
     def __init__(
         self, base: Retriever, beam: TripleBeamSearch, encode: QueryEncoder,
-        base_k: int = 15, rrf_k: int = 60,
+        base_k: int | None = None, rrf_k: int | None = None,
     ) -> None:
         self.base, self.beam, self.encode = base, beam, encode
-        self.base_k, self.rrf_k = base_k, rrf_k
+        self.base_k = RetrievalSettings.default_of("base_k") if base_k is None else base_k
+        self.rrf_k = rrf_constant(rrf_k)
         self.name = f"{base.name}+naive_ge"
 
     def expand(self, query: str, base_list: list[RankedPassage]) -> list[RankedPassage]:

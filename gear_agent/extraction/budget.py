@@ -10,7 +10,7 @@ from gear_agent.errors import SettingsError
 from gear_agent.llm.pricing import cost_usd
 
 if TYPE_CHECKING:
-    from gear_agent.config import GearSettings
+    from gear_agent.config import LLMSettings
 
 
 @dataclass(frozen=True)
@@ -43,8 +43,8 @@ class ExtractionBudget:
                              "lacks: give a token budget instead (GEAR_EXTRACT_MAX_TOKENS)")
 
     @classmethod
-    def of(cls, settings: GearSettings, max_usd: float | None = None) -> ExtractionBudget | None:
-        """The budget the settings (``extract_max_tokens``) and ``max_usd`` set, or None."""
+    def of(cls, settings: LLMSettings, max_usd: float | None = None) -> ExtractionBudget | None:
+        """The budget the LLM section (``extract_max_tokens``) and ``max_usd`` set, or None."""
         if settings.extract_max_tokens is None and max_usd is None:
             return None
         return cls(settings.extract_max_tokens, max_usd, settings.llm_model)

@@ -139,8 +139,9 @@ def check_request(query: object, k: object) -> None:
         raise RunOptionError(f"k must be a whole number >= 1, got {k!r}")
 
 
-def fuse_passages(lists: list[list[RankedPassage]], k: int, rrf_k: int = 60) -> list[RankedPassage]:
-    """RRF of ranked passage lists; each passage keeps the first non-empty chain it had.
+def fuse_passages(lists: list[list[RankedPassage]], k: int, rrf_k: int | None = None) -> list[RankedPassage]:
+    """RRF of ranked passage lists; each passage keeps the first non-empty chain it had
+    (``rrf_k``: the setting's default when None).
 
     Example:
         >>> a = [RankedPassage("p1", 1.0), RankedPassage("p2", 0.5)]

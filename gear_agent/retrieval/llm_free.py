@@ -31,8 +31,8 @@ ScoreKind = Literal["bm25", "cosine", "rrf", "ppr"]
 Fusion score (sum of ``1 / (rrf_k + rank)`` over the fused lists) or a PPR probability."""
 
 Builder = Callable[["OpenIndex", "LLMClient | None"], "Retriever"]
-"""Builds a retriever over a runtime; LLM retrievers use the client given (or one from the
-runtime's settings when None)."""
+"""Builds a retriever over an open index; LLM retrievers use the client given (or one from
+the index's settings when None)."""
 
 
 @dataclass(frozen=True)
@@ -57,10 +57,10 @@ class RetrieverSpec:
 
 
 def _base(mode: str) -> Builder:
-    def build(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
+    def build(index: OpenIndex, llm: LLMClient | None) -> Retriever:
         from gear_agent.retrieval.search import SearchRetriever
 
-        return SearchRetriever(runtime.store, runtime.encode, mode, runtime.settings.rrf_k)
+        return SearchRetriever(index.store, index.encode, mode, index.settings.rrf_k)
 
     return build
 
@@ -68,40 +68,40 @@ def _base(mode: str) -> Builder:
 def naive_ge(mode: str) -> Builder:
     """The builder of ``{mode}+naive_ge``."""
 
-    def build(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
+    def build(index: OpenIndex, llm: LLMClient | None) -> Retriever:
         from gear_agent.expansion.beam import TripleBeamSearch
         from gear_agent.expansion.naive_ge import NaiveGERetriever
         from gear_agent.retrieval.search import SearchRetriever
 
-        s = runtime.settings
-        base = SearchRetriever(runtime.store, runtime.encode, mode, s.rrf_k)
-        beam = TripleBeamSearch(runtime.store, runtime.sequence_encoder(), s, llm_in_loop=False)
-        return NaiveGERetriever(base, beam, runtime.encode, s.base_k, s.rrf_k)
+        s = index.settings
+        base = SearchRetriever(index.store, index.encode, mode, s.rrf_k)
+        beam = TripleBeamSearch(index.store, index.sequence_encoder(), s, llm_in_loop=False)
+        return NaiveGERetriever(base, beam, index.encode, s.base_k, s.rrf_k)
 
     return build
 
 
-def _ppr(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
-    return runtime.ppr_retriever()
+def _ppr(index: OpenIndex, llm: LLMClient | None) -> Retriever:
+    return index.ppr_retriever()
 
 
-def _hipporag(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
+def _hipporag(index: OpenIndex, llm: LLMClient | None) -> Retriever:
     from gear_agent.expansion.hipporag import HippoRAGRetriever
 
-    return HippoRAGRetriever(runtime.ppr_retriever())
+    return HippoRAGRetriever(index.ppr_retriever())
 
 
-def _fused(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
+def _fused(index: OpenIndex, llm: LLMClient | None) -> Retriever:
     from gear_agent.expansion.fused import FusedExpansionRetriever
 
-    naive = naive_ge("hybrid")(runtime, llm)
-    return FusedExpansionRetriever(naive, runtime.ppr_retriever(), runtime.settings.rrf_k)  # type: ignore[arg-type]
+    naive = naive_ge("hybrid")(index, llm)
+    return FusedExpansionRetriever(naive, index.ppr_retriever(), index.settings.rrf_k)  # type: ignore[arg-type]
 
 
-def _sirerag(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
+def _sirerag(index: OpenIndex, llm: LLMClient | None) -> Retriever:
     from gear_agent.sirerag.retriever import SiReRAGRetriever
 
-    return SiReRAGRetriever(runtime.store, runtime.encode)
+    return SiReRAGRetriever(index.store, index.encode)
 
 
 _DESCRIBED = {
@@ -162,10 +162,10 @@ def check_llm_free(name: str) -> RetrieverSpec:
     return spec
 
 
-def make_llm_free(name: str, runtime: OpenIndex) -> Retriever:
-    """Build the LLM-free retriever ``name`` over the runtime's index.
+def make_llm_free(name: str, index: OpenIndex) -> Retriever:
+    """Build the LLM-free retriever ``name`` over the open ``index``.
 
     Raises:
         UnknownNameError: ``name`` is not an LLM-free retriever.
     """
-    return check_llm_free(name).build(runtime, None)
+    return check_llm_free(name).build(index, None)

@@ -49,64 +49,64 @@ DEFAULT_WHY = (
 """Why :data:`DEFAULT_RETRIEVER` is the default, with its figures (``gear retrievers``)."""
 
 
-def _client(runtime: OpenIndex, llm: LLMClient | None) -> LLMClient:
+def _client(index: OpenIndex, llm: LLMClient | None) -> LLMClient:
     from gear_agent.llm.client import LLMClient
 
-    return llm if llm is not None else LLMClient.from_settings(runtime.settings)
+    return llm if llm is not None else LLMClient.from_settings(index.settings)
 
 
-def _hipporag_ner(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
+def _hipporag_ner(index: OpenIndex, llm: LLMClient | None) -> Retriever:
     from gear_agent.expansion.hipporag_ner import HippoRAGNERRetriever, make_query_ner
 
-    settings = runtime.settings
-    ner = make_query_ner(_client(runtime, llm), prompts_dir=settings.prompts_dir,
+    settings = index.settings
+    ner = make_query_ner(_client(index, llm), prompts_dir=settings.prompts_dir,
                          deadline_s=settings.deadline_s or None)
-    return HippoRAGNERRetriever(runtime.ppr_retriever(), ner)
+    return HippoRAGNERRetriever(index.ppr_retriever(), ner)
 
 
-def _ppr_filter(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
+def _ppr_filter(index: OpenIndex, llm: LLMClient | None) -> Retriever:
     from gear_agent.expansion.ppr import PPRRetriever
     from gear_agent.expansion.ppr_filter import make_llm_filter
 
-    settings = runtime.settings
-    llm_filter = make_llm_filter(_client(runtime, llm), prompts_dir=settings.prompts_dir)
-    graph = runtime.ppr_retriever().graph
-    ppr_settings = runtime.ppr_retriever().settings
-    filtered = PPRRetriever(runtime.store, runtime.encode, ppr_settings, llm_filter, graph=graph)
+    settings = index.settings
+    llm_filter = make_llm_filter(_client(index, llm), prompts_dir=settings.prompts_dir)
+    graph = index.ppr_retriever().graph
+    ppr_settings = index.ppr_retriever().settings
+    filtered = PPRRetriever(index.store, index.encode, ppr_settings, llm_filter, graph=graph)
     filtered.name = "ppr+filter"
     return filtered
 
 
 def _syncge(expansion: str, name: str) -> Builder:
-    def build(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
+    def build(index: OpenIndex, llm: LLMClient | None) -> Retriever:
         from gear_agent.agent.parts import index_parts
         from gear_agent.agent.syncge import SyncGERetriever
 
-        return SyncGERetriever(index_parts(runtime), _client(runtime, llm), expansion, name,  # type: ignore[arg-type]
-                               settings=runtime.settings)
+        return SyncGERetriever(index_parts(index), _client(index, llm), expansion, name,  # type: ignore[arg-type]
+                               settings=index.settings)
 
     return build
 
 
 def _gear(expansion: str, name: str) -> Builder:
-    def build(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
+    def build(index: OpenIndex, llm: LLMClient | None) -> Retriever:
         from gear_agent.agent.gear_retriever import GearRetriever
         from gear_agent.agent.parts import index_parts
 
-        return GearRetriever(index_parts(runtime), _client(runtime, llm), expansion, name,  # type: ignore[arg-type]
-                             settings=runtime.settings)
+        return GearRetriever(index_parts(index), _client(index, llm), expansion, name,  # type: ignore[arg-type]
+                             settings=index.settings)
 
     return build
 
 
-def _gear_sirerag(runtime: OpenIndex, llm: LLMClient | None) -> Retriever:
+def _gear_sirerag(index: OpenIndex, llm: LLMClient | None) -> Retriever:
     from gear_agent.agent.gear_retriever import GearRetriever
     from gear_agent.agent.parts import index_parts
     from gear_agent.sirerag.retriever import SiReRAGRetriever
 
-    base = SiReRAGRetriever(runtime.store, runtime.encode)
-    return GearRetriever(index_parts(runtime), _client(runtime, llm), "ppr", "gear-sirerag",
-                         base=base, settings=runtime.settings)
+    base = SiReRAGRetriever(index.store, index.encode)
+    return GearRetriever(index_parts(index), _client(index, llm), "ppr", "gear-sirerag",
+                         base=base, settings=index.settings)
 
 
 _SPECS: list[RetrieverSpec] = [
@@ -166,16 +166,16 @@ def check_name(name: str) -> RetrieverSpec:
     return spec
 
 
-def make_retriever(name: str, runtime: OpenIndex, llm: LLMClient | None = None) -> Retriever:
-    """Build the retriever called ``name`` over the runtime's index.
+def make_retriever(name: str, index: OpenIndex, llm: LLMClient | None = None) -> Retriever:
+    """Build the retriever called ``name`` over the open ``index``.
 
     Args:
         name: A name of :data:`RETRIEVERS`.
-        runtime: The opened index.
-        llm: The chat client for LLM retrievers; built from the runtime's settings when
+        index: The opened index.
+        llm: The chat client for LLM retrievers; built from the index's settings when
             None (which fails at once, in one line, when no model is configured).
 
     Raises:
         UnknownNameError: The name is unknown; the message lists the known ones.
     """
-    return check_name(name).build(runtime, llm)
+    return check_name(name).build(index, llm)

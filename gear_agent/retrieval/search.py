@@ -11,7 +11,7 @@ from gear_agent._deprecated import NEXT_REMOVAL, moved_names
 from gear_agent.embedding.base import Embedder
 from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
-from gear_agent.retrieval.fusion import rrf
+from gear_agent.retrieval.fusion import rrf, rrf_constant
 from gear_agent.store.base import Store
 from gear_agent.types import BASE_MODES, Collection, Hit
 
@@ -34,11 +34,11 @@ def search(
     query: str,
     k: int,
     mode: str = "hybrid",
-    rrf_k: int = 60,
+    rrf_k: int | None = None,
     where: Where | None = None,
 ) -> list[Hit]:
-    """Top ``k`` ids of a collection by BM25, by cosine, or by RRF of both (each asked for ``k``);
-    with ``where``, among the passages that pass it (for triples: triples of such passages).
+    """Top ``k`` ids of a collection by BM25, by cosine, or by RRF of both (each asked for ``k``;
+    ``rrf_k``: the setting's default when None); with ``where``, among the passages that pass it (for triples: triples of such passages).
 
     Raises:
         ValueError: ``mode`` is not one of ``bm25``, ``dense``, ``hybrid``.
@@ -65,10 +65,10 @@ class SearchRetriever(Retriever):
         >>> [p.id for p in retriever.retrieve("Who founded Rome?", k=5)]  # doctest: +SKIP
     """
 
-    def __init__(self, store: Store, encode: QueryEncoder, mode: str = "hybrid", rrf_k: int = 60):
+    def __init__(self, store: Store, encode: QueryEncoder, mode: str = "hybrid", rrf_k: int | None = None):
         if mode not in BASE_MODES:
             raise ValueError(f"unknown retrieval mode {mode!r}; choose one of {', '.join(BASE_MODES)}")
-        self.store, self.encode, self.mode, self.rrf_k = store, encode, mode, rrf_k
+        self.store, self.encode, self.mode, self.rrf_k = store, encode, mode, rrf_constant(rrf_k)
         self.name = mode
 
     def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:

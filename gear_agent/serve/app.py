@@ -17,6 +17,7 @@ import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
+from gear_agent._deprecated import NEXT_REMOVAL, warn_deprecated
 from gear_agent.errors import GearError
 
 try:
@@ -137,13 +138,14 @@ def create_app(
     *,
     callbacks: list[BaseCallbackHandler] | None = None,
     playground: bool = True,
-    runtime: OpenIndex | None = None,
+    index: OpenIndex | None = None,
     llm: LLMClient | None = None,
     host: str | None = None,
     read_only: bool | None = None,
+    runtime: OpenIndex | None = None,
 ) -> FastAPI:
     """The FastAPI app serving ``agent`` under ``/gear`` and ``GET /health``, and, given
-    the ``runtime`` the agent was built on, the web page at ``/`` (Ask, Explore, Documents;
+    the ``index`` the agent was built on, the web page at ``/`` (Ask, Explore, Documents;
     :mod:`gear_agent.serve.web`).
 
     Args:
@@ -155,13 +157,14 @@ def create_app(
             ``settings.trace_dir`` is set and None is given.
         playground: Serve the LangServe playgrounds (``/gear/playground/``, and the
             readable ``/gear/ask/playground/``).
-        runtime: The index the agent runs on; the web page is served when given.
+        index: The open index the agent runs on; the web page is served when given.
         llm: The chat client the page's document extraction uses; built from the
             settings on first use when None.
         host: The address the server is bound to (allowed as a ``Host`` besides loopback
             and ``serve_allowed_hosts``: :mod:`gear_agent.serve.site_guard`).
         read_only: Serve no route that writes to the index; ``settings.serve_read_only``
             when None.
+        runtime: Deprecated name of ``index``.
 
     Raises:
         GearError: ``GEAR_SERVE_CORS_ORIGINS='*'`` beside write routes without the opt-in.
@@ -173,8 +176,13 @@ def create_app(
         >>> app = create_app(build_agent(settings), settings)  # doctest: +SKIP
         >>> uvicorn.run(app, host="127.0.0.1", port=8000)  # doctest: +SKIP
     """
+    if runtime is not None:
+        warn_deprecated("create_app(runtime=...) is now create_app(index=...)", removed_in=NEXT_REMOVAL)
+        if index is not None:
+            raise TypeError("create_app() takes index= or its old name runtime=, not both")
+        index = runtime
     read_only = settings.serve_read_only if read_only is None else read_only
-    check_cors(settings, writes=runtime is not None and not read_only)
+    check_cors(settings, writes=index is not None and not read_only)
     if callbacks is None and settings.trace_dir is not None:
         from gear_agent.tracing.jsonl_tracer import JsonlTracer
 
@@ -192,7 +200,7 @@ def create_app(
         async def no_agent(rest: str) -> JSONResponse:
             return JSONResponse(status_code=503, content={"message": NO_CHAT_MODEL})
 
-    if runtime is not None:
+    if index is not None:
         from gear_agent.retrieval.registry import make_retriever
         from gear_agent.serve.web import WebPage, add_web_routes
 
@@ -200,9 +208,9 @@ def create_app(
             return llm if llm is not None else LLMClient.from_settings(settings)
 
         def retriever_of(name: str) -> Retriever:
-            return make_retriever(name, runtime)
+            return make_retriever(name, index)
 
-        page = WebPage(agent, runtime.store, runtime.settings, chat_client, retriever_of,
+        page = WebPage(agent, index.store, index.settings, chat_client, retriever_of,
                        read_only=read_only, no_agent=None if agent is not None else NO_CHAT_MODEL)
         add_web_routes(app, page)
 

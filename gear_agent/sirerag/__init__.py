@@ -8,7 +8,7 @@ summaries). Nodes live in the store beside passages and triples, each knowing it
 
 Example:
     >>> from gear_agent.sirerag import build_ablation, SiReRAGRetriever  # doctest: +SKIP
-    >>> build_ablation(runtime.store).level_rows()  # doctest: +SKIP
+    >>> build_ablation(index.store).level_rows()  # doctest: +SKIP
 """
 
 from gear_agent.sirerag.build import build_ablation

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gear_agent.config import SiReRAGSettings
 from gear_agent.ids import node_id
 from gear_agent.sirerag.propositions import Proposition
 from gear_agent.types import Node
@@ -23,7 +24,8 @@ def aggregate_text(propositions: Sequence[Proposition]) -> str:
 
 
 def group_by_entity(
-    propositions: Sequence[Proposition], min_propositions: int = 2, min_passages: int = 1
+    propositions: Sequence[Proposition], min_propositions: int | None = None,
+    min_passages: int | None = None,
 ) -> list[Node]:
     """One aggregate node per entity named by enough propositions.
 
@@ -33,8 +35,10 @@ def group_by_entity(
 
     Args:
         propositions: Every proposition, in reading order (passage by passage).
-        min_propositions: Fewest propositions an entity needs.
-        min_passages: Fewest distinct passages they must come from.
+        min_propositions: Fewest propositions an entity needs (``sirerag_min_propositions``
+            when None).
+        min_passages: Fewest distinct passages they must come from (``sirerag_min_passages``
+            when None).
 
     Example:
         >>> from gear_agent.sirerag.propositions import Proposition as P
@@ -42,6 +46,10 @@ def group_by_entity(
         >>> [(n.entity, n.text, n.passage_ids) for n in group_by_entity(props)]
         [('a', 'A founded B\\nA married C', ('p1', 'p2'))]
     """
+    if min_propositions is None:
+        min_propositions = SiReRAGSettings.default_of("sirerag_min_propositions")
+    if min_passages is None:
+        min_passages = SiReRAGSettings.default_of("sirerag_min_passages")
     groups: dict[str, list[int]] = {}
     for index, proposition in enumerate(propositions):
         for entity in proposition.entities:

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
+from gear_agent.config import SiReRAGSettings
 from gear_agent.llm.client import LLMClient
 from gear_agent.prompts import load_prompt
 from gear_agent.sirerag.aggregates import group_by_entity
 from gear_agent.sirerag.extract import extract_propositions
 from gear_agent.sirerag.propositions import Proposition, from_triples
 from gear_agent.sirerag.report import BuildReport
-from gear_agent.sirerag.settings import SiReRAGSettings
 from gear_agent.sirerag.tree import Leaf, build_levels
 from gear_agent.store.base import Store
 from gear_agent.store.nodes import NodeStore, node_store_of
@@ -80,7 +80,7 @@ def build_ablation(store: Store, settings: SiReRAGSettings | None = None) -> Bui
         generation = store.generation()
         propositions = from_triples(store.iter_triples())
     report.propositions = len(propositions)
-    aggregates = group_by_entity(propositions, settings.min_propositions, settings.min_passages)
+    aggregates = group_by_entity(propositions, settings.sirerag_min_propositions, settings.sirerag_min_passages)
     stored = [n.id for n in nodes.iter_nodes()]
     sync_nodes(nodes, aggregates, stored, report)
     nodes.set_meta({"mode": "ablation", GENERATION_KEY: str(generation)})
@@ -131,7 +131,7 @@ async def _build_full(
     todo = [p for p in passages if p.id not in known]
     if todo:
         outcome = await extract_propositions(todo, llm, load_prompt("sirerag_propositions", prompts_dir),
-                                             settings.concurrency)
+                                             settings.sirerag_concurrency)
         nodes.set_meta({
             f"{PROPOSITIONS_KEY}{pid}": json.dumps([[p.text, list(p.entities)] for p in props], ensure_ascii=False)
             for pid, props in outcome.propositions.items()
@@ -148,7 +148,7 @@ async def _build_full(
     propositions = [prop for p in passages for prop in known.get(p.id, [])]
     report.propositions = len(propositions)
     before = list(nodes.iter_nodes())
-    aggregates = group_by_entity(propositions, settings.min_propositions, settings.min_passages)
+    aggregates = group_by_entity(propositions, settings.sirerag_min_propositions, settings.sirerag_min_passages)
     sync_nodes(nodes, aggregates, [], report)
     summary_prompt = load_prompt("sirerag_summary", prompts_dir)
     kept: set[str] = {a.id for a in aggregates}

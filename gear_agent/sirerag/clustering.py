@@ -3,7 +3,7 @@
 Embeddings are reduced in dimension, a Gaussian mixture is fitted with the number of
 components that minimises the BIC, and every item joins each cluster whose posterior
 probability reaches a threshold (so one item may sit in several clusters) as well as its
-most likely one. A cluster larger than ``max_cluster_size`` is clustered again on its own.
+most likely one. A cluster larger than ``sirerag_max_cluster_size`` is clustered again on its own.
 
 Reduction is PCA rather than RAPTOR's UMAP: scikit-learn's PCA with the full SVD is exact
 and deterministic, and umap-learn would add numba to the install for a step whose role
@@ -13,20 +13,14 @@ clustering runs), a well-kept library, rather than hand-made EM.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from gear_agent._deprecated import NEXT_REMOVAL, moved_names
+from gear_agent.config import SiReRAGSettings
 
-@dataclass(frozen=True)
-class ClusterSettings:
-    """Knobs of :func:`soft_clusters` (see :class:`gear_agent.sirerag.SiReRAGSettings`)."""
-
-    reduction_dim: int = 10
-    max_clusters: int = 50
-    threshold: float = 0.1
-    max_cluster_size: int = 12
-    seed: int = 0
+__getattr__ = moved_names(__name__, {"ClusterSettings": ("gear_agent.config", "SiReRAGSettings")},
+                          "the clustering knobs are the sirerag_* fields of the SiReRAG section",
+                          removed_in=NEXT_REMOVAL)
 
 
 def _import_sklearn():  # noqa: ANN202 - module objects
@@ -64,13 +58,13 @@ def candidate_sizes(largest: int) -> list[int]:
     return [*sizes, largest] if largest >= 1 else [1]
 
 
-def _mixture(points: np.ndarray, settings: ClusterSettings) -> np.ndarray:
+def _mixture(points: np.ndarray, settings: SiReRAGSettings) -> np.ndarray:
     """Posterior probabilities (items × components) of the BIC-best mixture."""
     _, GaussianMixture = _import_sklearn()
     n = len(points)
     best, best_bic = None, np.inf
-    for components in candidate_sizes(min(settings.max_clusters, n - 1)):
-        model = GaussianMixture(n_components=components, random_state=settings.seed, reg_covar=1e-4)
+    for components in candidate_sizes(min(settings.sirerag_max_clusters, n - 1)):
+        model = GaussianMixture(n_components=components, random_state=settings.sirerag_seed, reg_covar=1e-4)
         model.fit(points)
         bic = model.bic(points)
         if bic < best_bic:
@@ -79,7 +73,7 @@ def _mixture(points: np.ndarray, settings: ClusterSettings) -> np.ndarray:
     return best.predict_proba(points)
 
 
-def soft_clusters(vectors: np.ndarray, settings: ClusterSettings | None = None) -> list[list[int]]:
+def soft_clusters(vectors: np.ndarray, settings: SiReRAGSettings | None = None) -> list[list[int]]:
     """Clusters of the rows of ``vectors`` (indices, ascending), possibly overlapping.
 
     Every row is in at least one cluster; clusters are in a fixed order (by their first
@@ -88,12 +82,12 @@ def soft_clusters(vectors: np.ndarray, settings: ClusterSettings | None = None) 
     Example:
         >>> rng = np.random.default_rng(0)
         >>> a, b = rng.normal(0, 0.01, (5, 8)) + 1, rng.normal(0, 0.01, (5, 8)) - 1
-        >>> soft_clusters(np.vstack([a, b]), ClusterSettings(reduction_dim=2))
+        >>> soft_clusters(np.vstack([a, b]), SiReRAGSettings(sirerag_reduction_dim=2))
         [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]
     """
     from threadpoolctl import threadpool_limits
 
-    settings = settings or ClusterSettings()
+    settings = settings or SiReRAGSettings()
     vectors = np.asarray(vectors, dtype=np.float32)
     with threadpool_limits(1):  # small matrices: BLAS threads only contend (5x slower on 2 cores)
         clusters = _cluster(vectors, np.arange(len(vectors)), settings, depth=0)
@@ -101,13 +95,13 @@ def soft_clusters(vectors: np.ndarray, settings: ClusterSettings | None = None) 
     return [list(c) for c in sorted(unique, key=lambda c: (c[0], len(c), c))]
 
 
-def _cluster(vectors: np.ndarray, members: np.ndarray, settings: ClusterSettings, depth: int) -> list[list[int]]:
+def _cluster(vectors: np.ndarray, members: np.ndarray, settings: SiReRAGSettings, depth: int) -> list[list[int]]:
     n = len(members)
     if n <= 2:
         return [sorted(int(m) for m in members)] if n else []
-    points = _reduce(vectors[members], settings.reduction_dim)
+    points = _reduce(vectors[members], settings.sirerag_reduction_dim)
     probabilities = _mixture(points, settings)
-    chosen = probabilities >= settings.threshold
+    chosen = probabilities >= settings.sirerag_threshold
     chosen[np.arange(n), probabilities.argmax(axis=1)] = True
     found: list[list[int]] = []
     for column in range(chosen.shape[1]):
@@ -115,19 +109,19 @@ def _cluster(vectors: np.ndarray, members: np.ndarray, settings: ClusterSettings
         if len(local) == 0:
             continue
         cluster = members[local]
-        if len(cluster) > settings.max_cluster_size and len(cluster) < n and depth < 8:
+        if len(cluster) > settings.sirerag_max_cluster_size and len(cluster) < n and depth < 8:
             found.extend(_cluster(vectors, cluster, settings, depth + 1))
-        elif len(cluster) > settings.max_cluster_size and len(cluster) == n:
+        elif len(cluster) > settings.sirerag_max_cluster_size and len(cluster) == n:
             found.extend(_split(vectors, cluster, settings))  # one component took everything
         else:
             found.append(sorted(int(m) for m in cluster))
     return found
 
 
-def _split(vectors: np.ndarray, members: np.ndarray, settings: ClusterSettings) -> list[list[int]]:
+def _split(vectors: np.ndarray, members: np.ndarray, settings: SiReRAGSettings) -> list[list[int]]:
     """Hard split of a cluster the mixture would not divide: chunks of nearby items along
     the first principal direction, each at most ``max_cluster_size``."""
     points = _reduce(vectors[members], 1)[:, 0]
     order = members[np.argsort(points, kind="stable")]
-    size = settings.max_cluster_size
+    size = settings.sirerag_max_cluster_size
     return [sorted(int(m) for m in order[i : i + size]) for i in range(0, len(order), size)]

@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gear_agent.config import SiReRAGSettings
 from gear_agent.llm.pricing import cost_usd
 from gear_agent.llm.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from gear_agent.prompts import load_prompt
 from gear_agent.sirerag.build import PROPOSITIONS_KEY
-from gear_agent.sirerag.settings import SiReRAGSettings
 from gear_agent.sirerag.summaries import CHILD_MAX_CHARS
 from gear_agent.store.base import Store
 from gear_agent.store.nodes import node_store_of
@@ -86,10 +86,10 @@ class BuildEstimate:
 def _tree_tokens(count: int, member_tokens: float, fixed: int, settings: SiReRAGSettings) -> tuple[int, int, int]:
     """Modelled (calls, input, output) of one tree's summary levels above ``count`` leaves."""
     calls = input_tokens = output_tokens = 0
-    per_cluster = min(CLUSTER_SIZE, float(settings.max_cluster_size))
-    summary_tokens = settings.summary_max_words * TOKENS_PER_WORD
-    for _ in range(settings.max_levels):
-        if count < settings.stop_below:
+    per_cluster = min(CLUSTER_SIZE, float(settings.sirerag_max_cluster_size))
+    summary_tokens = settings.sirerag_summary_max_words * TOKENS_PER_WORD
+    for _ in range(settings.sirerag_max_levels):
+        if count < settings.sirerag_stop_below:
             break
         clusters = max(1, round(count / per_cluster))
         calls += clusters
@@ -107,14 +107,14 @@ def estimate_build_cost(store: Store, gear: GearSettings, settings: SiReRAGSetti
     Example:
         >>> estimate_build_cost(store, GearSettings()).describe()  # doctest: +SKIP
     """
-    settings = settings or SiReRAGSettings()
+    settings = settings or gear
     model = gear.llm_model
     nodes = node_store_of(store)
     done = {k[len(PROPOSITIONS_KEY):] for k in nodes.meta_items(PROPOSITIONS_KEY)}
     propositions = load_prompt("sirerag_propositions", gear.prompts_dir)
     summary = load_prompt("sirerag_summary", gear.prompts_dir)
     fixed_extract = count_tokens(propositions.format(title="", passage=""), model) + MESSAGE_OVERHEAD_TOKENS
-    fixed_summary = count_tokens(summary.format(texts="", max_words=settings.summary_max_words), model) + MESSAGE_OVERHEAD_TOKENS
+    fixed_summary = count_tokens(summary.format(texts="", max_words=settings.sirerag_summary_max_words), model) + MESSAGE_OVERHEAD_TOKENS
     calls = ext_in = ext_out = 0
     passages = 0
     passage_tokens = 0

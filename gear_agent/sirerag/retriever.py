@@ -44,7 +44,7 @@ class SiReRAGRetriever(Retriever):
         depth: :data:`POOL_DEPTH`.
 
     Example:
-        >>> retriever = SiReRAGRetriever(runtime.store, runtime.encode)  # doctest: +SKIP
+        >>> retriever = SiReRAGRetriever(index.store, index.encode)  # doctest: +SKIP
         >>> [p.id for p in retriever.retrieve("Who founded the Kestrel Observatory?", 5)]  # doctest: +SKIP
     """
 

@@ -2,8 +2,8 @@
 
 Leaves are passages (the similarity tree) or proposition aggregates (the relatedness
 tree). Each level above is built from the one below by :func:`soft_clusters` and one LLM
-summary per cluster, until a level is small (``stop_below``), one cluster holds it all,
-or ``max_levels`` is reached. A summary's provenance is its children's passages in turn.
+summary per cluster, until a level is small (``sirerag_stop_below``), one cluster holds it all,
+or ``sirerag_max_levels`` is reached. A summary's provenance is its children's passages in turn.
 
 Incremental: a cluster whose members are exactly those of a stored summary of the same
 tree and level keeps that summary (no LLM call, nothing embedded). Adding passages can
@@ -18,12 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gear_agent.config import SiReRAGSettings
 from gear_agent.ids import node_id
 from gear_agent.llm.client import LLMClient
 from gear_agent.prompts import Prompt
-from gear_agent.sirerag.clustering import ClusterSettings, soft_clusters
+from gear_agent.sirerag.clustering import soft_clusters
 from gear_agent.sirerag.report import BuildReport
-from gear_agent.sirerag.settings import SiReRAGSettings
 from gear_agent.sirerag.summaries import SummaryCalls, summarise
 from gear_agent.store.nodes import NodeStore
 from gear_agent.types import Node, TreeName
@@ -36,11 +36,6 @@ class Leaf:
     id: str
     text: str
     passage_ids: tuple[str, ...]
-
-
-def cluster_settings(settings: SiReRAGSettings) -> ClusterSettings:
-    return ClusterSettings(settings.reduction_dim, settings.max_clusters, settings.threshold,
-                           settings.max_cluster_size, settings.seed)
 
 
 def summary_node(tree: TreeName, level: int, text: str, members: Sequence[Leaf]) -> Node:
@@ -77,15 +72,15 @@ async def build_levels(
     built: list[Node] = []
     current, matrix = list(leaves), vectors
     calls = SummaryCalls()
-    for level in range(1, settings.max_levels + 1):
-        if len(current) < settings.stop_below:
+    for level in range(1, settings.sirerag_max_levels + 1):
+        if len(current) < settings.sirerag_stop_below:
             break
-        clusters = soft_clusters(matrix, cluster_settings(settings))
+        clusters = soft_clusters(matrix, settings)
         members = [[current[i] for i in cluster] for cluster in clusters]
         keys = [tuple(m.id for m in group) for group in members]
         missing = [i for i, key in enumerate(keys) if (level, key) not in stored]
         texts = await summarise([[m.text for m in members[i]] for i in missing], llm, prompt,
-                                settings.summary_max_words, settings.concurrency, calls)
+                                settings.sirerag_summary_max_words, settings.sirerag_concurrency, calls)
         fresh = dict(zip(missing, texts))
         level_nodes = [stored[(level, key)] if i not in fresh else summary_node(tree, level, fresh[i], members[i])
                        for i, key in enumerate(keys)]

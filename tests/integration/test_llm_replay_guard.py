@@ -25,7 +25,10 @@ from gear_agent.evaluation.replay import BENCHMARKS, REPLAY_ENDPOINT, open_bench
 from gear_agent.llm.tokens import tokenizer_label
 from gear_agent.retrieval.registry import make_retriever
 
-pytestmark = [pytest.mark.shared, pytest.mark.slow]
+# Building both dev sets' indexes with the real encoder is the slow part (about four minutes
+# on two idle cores; more on a busy machine): the module may take longer than the suite's
+# per-test limit, which guards against hangs, not against this known cost.
+pytestmark = [pytest.mark.shared, pytest.mark.slow, pytest.mark.timeout(2400)]
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 QUESTIONS = 4

@@ -163,7 +163,7 @@ def test_gear_agent_answers_with_the_real_model(pipeline) -> None:
     runtime = pipeline["runtime"]
     assert runtime is not None, "indexing failed; see the extraction test"
     traces = pipeline["folder"] / "traces"
-    agent = build_agent(pipeline["settings"], runtime=runtime)
+    agent = build_agent(pipeline["settings"], index=runtime)
 
     state = agent.invoke({"question": QUESTION}, config={"callbacks": [JsonlTracer(traces)]})
 

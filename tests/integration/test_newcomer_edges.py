@@ -241,7 +241,7 @@ def test_trace_show_prints_errors_and_answers_readably(tmp_path: Path) -> None:
             return RuntimeError("the model server closed the connection")
         return capable_reply(node, prompt)
 
-    agent = build_agent(settings, runtime=runtime, chat_model=ScriptedChatModel(respond=reply))
+    agent = build_agent(settings, index=runtime, chat_model=ScriptedChatModel(respond=reply))
     tracer = JsonlTracer(tmp_path / "traces")
     agent.invoke({"question": QUESTION}, config={"callbacks": [tracer]})
     with pytest.raises(LLMCallError):

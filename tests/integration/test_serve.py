@@ -63,7 +63,7 @@ def server(tmp_path_factory) -> Iterator[dict[str, Any]]:
     settings = make_settings(max_question_chars=MAX_CHARS, llm_max_retries=0,
                              trace_dir=folder / "traces")
     runtime = make_runtime(folder / "index", settings)
-    agent = build_agent(settings, runtime=runtime, chat_model=prompt_keyed_chat())
+    agent = build_agent(settings, index=runtime, chat_model=prompt_keyed_chat())
     app = create_app(agent, settings)
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
     uv = uvicorn.Server(config)
@@ -355,7 +355,7 @@ def test_gear_runnable_checks_direct_python_calls(tmp_path: Path) -> None:
     from gear_agent.serve.app import gear_runnable
 
     settings = make_settings(max_question_chars=MAX_CHARS)
-    agent = build_agent(settings, runtime=make_runtime(tmp_path / "index", settings),
+    agent = build_agent(settings, index=make_runtime(tmp_path / "index", settings),
                         chat_model=prompt_keyed_chat())
     runnable = gear_runnable(agent, settings)
     with pytest.raises(ValidationError, match="at least 1 character"):

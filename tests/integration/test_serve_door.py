@@ -38,14 +38,14 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any, Any]:
     folder = tmp_path_factory.mktemp("door") / "index"
     s = make_settings(llm_max_retries=0, index_dir=folder, max_iterations=1)
     runtime = make_runtime(folder, s)
-    agent = build_agent(s, runtime=runtime, chat_model=StreamingChatModel(respond=reply))
+    agent = build_agent(s, index=runtime, chat_model=StreamingChatModel(respond=reply))
     return agent, s, runtime
 
 
 @pytest.fixture(scope="module")
 def client(served) -> TestClient:
     agent, s, runtime = served
-    return TestClient(create_app(agent, s, runtime=runtime), base_url=LOCAL, raise_server_exceptions=False)
+    return TestClient(create_app(agent, s, index=runtime), base_url=LOCAL, raise_server_exceptions=False)
 
 
 @pytest.mark.parametrize("name", ["..", ".", "...", "/", "a" * 300, "é" * 150, "x\x00.txt"])
@@ -88,7 +88,7 @@ def test_lists_come_a_page_at_a_time(client: TestClient, served) -> None:
 
 def test_without_a_chat_model_search_explore_and_documents_work(served) -> None:
     _, s, runtime = served
-    http = TestClient(create_app(None, s, runtime=runtime), base_url=LOCAL)
+    http = TestClient(create_app(None, s, index=runtime), base_url=LOCAL)
     config = http.get("/ui/api/config").json()
     assert config["no_agent"] == NO_CHAT_MODEL and AGENT not in config["retrievers"]
     assert http.get("/health").json()["llm_model"] is None
@@ -104,7 +104,7 @@ def test_without_a_chat_model_search_explore_and_documents_work(served) -> None:
 
 def test_read_only_serves_the_page_and_the_agent_but_no_writes(served) -> None:
     agent, s, runtime = served
-    http = TestClient(create_app(agent, s, runtime=runtime, read_only=True), base_url=LOCAL)
+    http = TestClient(create_app(agent, s, index=runtime, read_only=True), base_url=LOCAL)
     before = runtime.store.count("passage")
     assert http.get("/ui/api/config").json()["read_only"] is True
     deleted = http.post("/ui/api/documents/delete", json={"source": "tiny"})
@@ -118,8 +118,8 @@ def test_the_wildcard_cors_setting_is_refused_beside_writes(served) -> None:
     agent, s, runtime = served
     wildcard = s.model_copy(update={"serve_cors_origins": "*"})
     with pytest.raises(Exception, match="GEAR_SERVE_CORS_ANY_ORIGIN_WRITES"):
-        create_app(agent, wildcard, runtime=runtime)
-    create_app(agent, wildcard, runtime=runtime, read_only=True)  # nothing to write: allowed
+        create_app(agent, wildcard, index=runtime)
+    create_app(agent, wildcard, index=runtime, read_only=True)  # nothing to write: allowed
 
 
 # ---- no 500, whatever arrives ---------------------------------------------------------------

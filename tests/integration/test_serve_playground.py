@@ -31,7 +31,7 @@ def served(tmp_path_factory) -> tuple[Any, Any]:
     folder = tmp_path_factory.mktemp("ask")
     settings = make_settings(llm_max_retries=0)
     runtime = make_runtime(folder / "index", settings)
-    return build_agent(settings, runtime=runtime, chat_model=ScriptedChatModel(respond=citing_reply)), settings
+    return build_agent(settings, index=runtime, chat_model=ScriptedChatModel(respond=citing_reply)), settings
 
 
 @pytest.fixture(scope="module")

@@ -35,14 +35,14 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any, Any]:
     folder = tmp_path_factory.mktemp("web") / "index"
     settings = make_settings(llm_max_retries=0, index_dir=folder)  # the settings name the index served
     runtime = make_runtime(folder, settings)
-    agent = build_agent(settings, runtime=runtime, chat_model=StreamingChatModel(respond=reply))
+    agent = build_agent(settings, index=runtime, chat_model=StreamingChatModel(respond=reply))
     return agent, settings, runtime
 
 
 @pytest.fixture(scope="module")
 def client(served) -> TestClient:
     agent, settings, runtime = served
-    return TestClient(create_app(agent, settings, runtime=runtime), base_url="http://127.0.0.1")
+    return TestClient(create_app(agent, settings, index=runtime), base_url="http://127.0.0.1")
 
 
 def events(text: str) -> list[tuple[str, dict[str, Any]]]:
@@ -200,9 +200,9 @@ def test_the_page_is_mounted_only_with_a_runtime(served) -> None:
 
 def test_page_routes_keep_the_servers_limits(served) -> None:
     agent, settings, runtime = served
-    guarded = TestClient(create_app(agent, make_settings(api_key="k", index_dir=settings.index_dir), runtime=runtime), base_url="http://127.0.0.1")
+    guarded = TestClient(create_app(agent, make_settings(api_key="k", index_dir=settings.index_dir), index=runtime), base_url="http://127.0.0.1")
     assert guarded.get("/ui/api/health").status_code == 401
     assert guarded.get("/ui/api/health", headers={"Authorization": "Bearer k"}).status_code == 200
-    form = TestClient(create_app(agent, settings, runtime=runtime), base_url="http://127.0.0.1").post(
+    form = TestClient(create_app(agent, settings, index=runtime), base_url="http://127.0.0.1").post(
         "/ui/api/documents/stream", data={"text": "x"})
     assert form.status_code == 415

@@ -32,9 +32,9 @@ def health_of(settings) -> dict:  # noqa: ANN001
     store.add_triples([Triple(triple_id(p.id, *spo), *spo, p.id) for p in passages for spo in CORPUS[p.title][1]])
     store.mark_extracted([p.id for p in passages])
     runtime = OpenIndex(settings, embedder, store, QueryEncoder(embedder))
-    agent = build_agent(settings, runtime=runtime, chat_model=StreamingChatModel(respond=lambda prompt: "{}"))
+    agent = build_agent(settings, index=runtime, chat_model=StreamingChatModel(respond=lambda prompt: "{}"))
     try:
-        return TestClient(create_app(agent, settings, runtime=runtime), base_url="http://127.0.0.1").get("/ui/api/health").json()
+        return TestClient(create_app(agent, settings, index=runtime), base_url="http://127.0.0.1").get("/ui/api/health").json()
     finally:
         store.close()
 

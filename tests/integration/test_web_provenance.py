@@ -35,8 +35,8 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
     folder = tmp_path_factory.mktemp("ppr") / "index"
     settings = make_settings(llm_max_retries=0, index_dir=folder, expansion="ppr", top_k=6)
     runtime = make_runtime(folder, settings)
-    agent = build_agent(settings, runtime=runtime, chat_model=StreamingChatModel(respond=reply))
-    return TestClient(create_app(agent, settings, runtime=runtime), base_url="http://127.0.0.1")
+    agent = build_agent(settings, index=runtime, chat_model=StreamingChatModel(respond=reply))
+    return TestClient(create_app(agent, settings, index=runtime), base_url="http://127.0.0.1")
 
 
 def result_of(text: str) -> dict[str, Any]:

@@ -67,9 +67,9 @@ def serving(index_dir: Path, embedding_model: str, token_delay_s: float = 0.03,
     runtime = OpenIndex.open(settings)
     if model is None:
         model = StreamingChatModel(respond=demo_reply, token_delay_s=token_delay_s, usage=(300, 12))
-    agent = build_agent(settings, runtime=runtime, chat_model=model)
+    agent = build_agent(settings, index=runtime, chat_model=model)
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(agent, settings, runtime=runtime),
+    server = uvicorn.Server(uvicorn.Config(create_app(agent, settings, index=runtime),
                                            host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, name="gear-web-test", daemon=True)
     thread.start()

@@ -208,7 +208,7 @@ def test_build_agent_with_checkpointer(tmp_path: Path) -> None:
 
     runtime = make_runtime(tmp_path / "index")
     agent = build_agent(
-        runtime=runtime,
+        index=runtime,
         chat_model=scripted([READ_2, YES, "Sacramento County"]),
         checkpointer=InMemorySaver(),
     )
@@ -225,7 +225,7 @@ def test_a_thread_takes_a_second_question_afresh(tmp_path: Path) -> None:
 
     runtime = make_runtime(tmp_path / "index")
     replies = [READ_2, YES, "Sacramento County", READ_1, YES, "Folsom"]
-    agent = build_agent(runtime=runtime, chat_model=scripted(replies), checkpointer=InMemorySaver())
+    agent = build_agent(index=runtime, chat_model=scripted(replies), checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "t1"}}
     agent.invoke({"question": QUESTION}, config)
     second = agent.invoke({"question": "Where is the Rainbow Bridge?"}, config)

@@ -56,7 +56,7 @@ def runtime(tmp_path: Path) -> OpenIndex:
 
 
 def test_run_events_give_node_updates_then_the_answer_word_by_word(runtime: OpenIndex) -> None:
-    agent = build_agent(runtime=runtime, chat_model=StreamingChatModel(respond=reply))
+    agent = build_agent(index=runtime, chat_model=StreamingChatModel(respond=reply))
     events = list(run_events(agent, {"question": QUESTION}))
     tokens = [e.data["text"] for e in events if e.kind == "token"]
     assert tokens == ["Sacramento", " County"]  # the QA reply's words, no JSON, no other node's
@@ -73,7 +73,7 @@ async def _collect(agent):
 
 
 def test_a_model_that_does_not_stream_gives_no_tokens_and_the_same_answer(runtime: OpenIndex) -> None:
-    agent = build_agent(runtime=runtime, chat_model=ScriptedChatModel(respond=reply))
+    agent = build_agent(index=runtime, chat_model=ScriptedChatModel(respond=reply))
     events = list(run_events(agent, {"question": QUESTION}))
     assert not [e for e in events if e.kind == "token"]
     assert events[-1].data["answer"] == ANSWER
@@ -103,7 +103,7 @@ def test_the_first_words_arrive_before_the_answer_is_finished(runtime: OpenIndex
     words = '{"answer": "' + " ".join(["word"] * 20) + '", "citations": []}'
     model = StreamingChatModel(respond=lambda p: words if node_of(p) == "answer" else reply(p),
                                token_delay_s=0.01)
-    events = list(run_events(build_agent(runtime=runtime, chat_model=model), {"question": QUESTION}))
+    events = list(run_events(build_agent(index=runtime, chat_model=model), {"question": QUESTION}))
     kinds = [(e.kind, e.node) for e in events]
     tokens = [i for i, k in enumerate(kinds) if k[0] == "token"]
     assert len(tokens) == 20 and tokens[-1] < kinds.index(("update", "answer"))

@@ -68,3 +68,12 @@ def test_gear_ask_citations_carry_the_location(folder: Path, tmp_path: Path) -> 
     cited = answer.citations[0]
     assert cited.location == cited.passage.location
     assert cited.location.startswith(("two-columns.pdf, p. ", "guide.md"))
+
+
+def test_the_chat_message_names_where_each_cited_passage_is() -> None:
+    from gear_agent.agent.citations import render_citations
+
+    text = render_citations("Eight euros", [{"passage_id": "p1", "title": "Guide", "quote": None},
+                                            {"passage_id": "p2", "title": "Notes", "quote": None}],
+                            {"p1": "guide.md, § Tickets", "p2": ""})
+    assert text.splitlines()[-2:] == ["[1] guide.md, § Tickets — Guide", "[2] Notes"]

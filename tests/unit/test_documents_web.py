@@ -39,8 +39,8 @@ def client(tmp_path: Path) -> TestClient:
     settings = make_settings(llm_max_retries=0, index_dir=tmp_path / "index")
     runtime = make_runtime(tmp_path / "index", settings)
     reply = lambda prompt: capable_reply(node_of(prompt), prompt)  # noqa: E731
-    agent = build_agent(settings, runtime=runtime, chat_model=StreamingChatModel(respond=reply))
-    return TestClient(create_app(agent, settings, runtime=runtime), base_url="http://127.0.0.1")
+    agent = build_agent(settings, index=runtime, chat_model=StreamingChatModel(respond=reply))
+    return TestClient(create_app(agent, settings, index=runtime), base_url="http://127.0.0.1")
 
 
 def test_a_pdf_uploaded_as_base64_is_stored_page_by_page(client: TestClient) -> None:

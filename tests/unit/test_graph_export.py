@@ -173,7 +173,7 @@ def test_a_traced_runs_chains_export_and_draw(tmp_path: Path) -> None:
     replies = [json.dumps({"triples": [["Rainbow Bridge", "located in", "Folsom"]]}),
                json.dumps({"answerable": True, "answer": "Sacramento County", "reason": None}),
                "Sacramento County"]
-    agent = build_agent(runtime.settings, runtime=runtime, chat_model=scripted(replies))
+    agent = build_agent(runtime.settings, index=runtime, chat_model=scripted(replies))
     state = agent.invoke({"question": "In which county is the Rainbow Bridge?"},
                          config={"callbacks": [JsonlTracer(tmp_path / "traces")]})
     trace = tmp_path / "traces" / FILE_NAME

@@ -56,7 +56,7 @@ def test_rows_are_unique_described_and_the_default_exists() -> None:
 
 def test_every_name_builds_and_ranks(gear: Gear) -> None:
     for name, spec in RETRIEVERS.items():
-        ranked = make_retriever(name, gear.runtime, gear.llm if spec.needs_llm else None).retrieve(
+        ranked = make_retriever(name, gear.open_index, gear.llm if spec.needs_llm else None).retrieve(
             QUESTION, 2
         )
         assert 1 <= len(ranked) <= 2, name
@@ -68,9 +68,9 @@ def test_llm_rows_need_a_model_and_free_rows_do_not(gear: Gear, monkeypatch) -> 
     for name, spec in RETRIEVERS.items():
         if spec.needs_llm:
             with pytest.raises(LLMConfigError):
-                make_retriever(name, gear.runtime)
+                make_retriever(name, gear.open_index)
         else:
-            make_retriever(name, gear.runtime)
+            make_retriever(name, gear.open_index)
 
 
 def test_hipporag_has_an_llm_row_of_its_own(gear: Gear) -> None:

@@ -46,10 +46,12 @@ EXPECTED = {
     "GEAR_LLM_CONCURRENCY": 4,
     "GEAR_EXTRACT_MAX_TOKENS": None,
     "GEAR_PROMPTS_DIR": None,
+    "GEAR_READER_PASSAGES": None,  # added with the reader budget (issue 37)
+    "GEAR_READER_FULL_PASSAGES": None,
     "GEAR_RRF_K": 60,
     "GEAR_BASE_K": 15,
     "GEAR_TOP_K": 15,
-    "GEAR_BASE_RETRIEVER": "hybrid",
+    "GEAR_BASE_RETRIEVER": "ppr",  # was hybrid; ppr by default since issue 37
     "GEAR_LINK_MODE": None,
     "GEAR_BM25_TOKENIZER": "standard",
     "GEAR_BEAM_WIDTH": 10,
@@ -111,6 +113,18 @@ EXPECTED = {
     "GEAR_SNAPSHOT_EVERY": 0.0,  # added with snapshots (issue 36)
     "GEAR_SNAPSHOT_KEEP": 3,
     "GEAR_ES_SNAPSHOT_REPOSITORY": None,
+    # SiReRAG's build knobs, a dataclass of their own until issue 39 made them a section
+    "GEAR_SIRERAG_MIN_PROPOSITIONS": 2,
+    "GEAR_SIRERAG_MIN_PASSAGES": 1,
+    "GEAR_SIRERAG_REDUCTION_DIM": 10,
+    "GEAR_SIRERAG_MAX_CLUSTERS": 50,
+    "GEAR_SIRERAG_THRESHOLD": 0.1,
+    "GEAR_SIRERAG_MAX_CLUSTER_SIZE": 12,
+    "GEAR_SIRERAG_MAX_LEVELS": 3,
+    "GEAR_SIRERAG_STOP_BELOW": 4,
+    "GEAR_SIRERAG_SEED": 0,
+    "GEAR_SIRERAG_SUMMARY_MAX_WORDS": 100,
+    "GEAR_SIRERAG_CONCURRENCY": 4,
 }
 
 SECTIONS = [c for c in vars(config).values()
@@ -141,7 +155,7 @@ def test_every_variable_is_read_from_the_environment(clean_env: pytest.MonkeyPat
     samples = {"GEAR_BEAM_WIDTH": ("3", 3), "GEAR_LLM_MODEL": ("ollama:x", "ollama:x"),
                "GEAR_PPR_TITLE_WEIGHT": ("0.5", 0.5), "GEAR_SERVE_MAX_BATCH": ("2", 2),
                "GEAR_TRACE_DIR": ("t", Path("t")), "GEAR_LINK_MODE": ("bm25", "bm25"),
-               "GEAR_BASE_RETRIEVER": ("ppr", "ppr"), "GEAR_CHUNK_WORDS": ("50", 50),
+               "GEAR_BASE_RETRIEVER": ("hybrid", "hybrid"), "GEAR_CHUNK_WORDS": ("50", 50),
                "GEAR_ES_INDEX_PREFIX": ("x1", "x1"), "GEAR_EXPANSION": ("both", "both")}
     for variable, (text, _) in samples.items():
         clean_env.setenv(variable, text)

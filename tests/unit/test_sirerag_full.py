@@ -17,14 +17,15 @@ from gear_agent.llm.client import LLMClient
 from gear_agent.parsing.errors import ParseError
 from gear_agent.sirerag import SiReRAGSettings
 from gear_agent.sirerag.build import build_full
-from gear_agent.sirerag.clustering import ClusterSettings, soft_clusters
+from gear_agent.sirerag.clustering import soft_clusters
 from gear_agent.sirerag.cost import estimate_build_cost
 from gear_agent.sirerag.extract import parse_propositions
 from gear_agent.store.embedded import EmbeddedStore
 from gear_agent.types import Passage
 
-SETTINGS = SiReRAGSettings(reduction_dim=2, max_clusters=4, max_cluster_size=4, stop_below=3,
-                           max_levels=3, seed=7, concurrency=2)
+SETTINGS = SiReRAGSettings(sirerag_reduction_dim=2, sirerag_max_clusters=4, sirerag_max_cluster_size=4,
+                           sirerag_stop_below=3, sirerag_max_levels=3, sirerag_seed=7,
+                           sirerag_concurrency=2)
 TOPICS = [
     ("Kestrel Observatory", "Oskar Brenner founded the Kestrel Observatory. Marela Voss worked at the Kestrel Observatory."),
     ("Oskar Brenner", "Oskar Brenner married Ilse Brenner. Oskar Brenner was born in Kiel."),
@@ -161,12 +162,13 @@ def two_groups(seed: int = 0) -> np.ndarray:
 def test_clustering_is_deterministic_for_a_seed_and_covers_every_row() -> None:
     rng = np.random.default_rng(3)
     vectors = rng.normal(size=(40, 16)).astype(np.float32)
-    settings = ClusterSettings(reduction_dim=4, max_clusters=6, max_cluster_size=8, seed=11)
+    settings = SiReRAGSettings(sirerag_reduction_dim=4, sirerag_max_clusters=6,
+                               sirerag_max_cluster_size=8, sirerag_seed=11)
     first = soft_clusters(vectors, settings)
     assert soft_clusters(vectors.copy(), settings) == first
     assert {i for c in first for i in c} == set(range(40))
     assert all(1 <= len(c) <= 8 for c in first)
-    assert soft_clusters(two_groups(), ClusterSettings(reduction_dim=2, seed=5)) == [
+    assert soft_clusters(two_groups(), SiReRAGSettings(sirerag_reduction_dim=2, sirerag_seed=5)) == [
         list(range(6)), list(range(6, 12))]
 
 

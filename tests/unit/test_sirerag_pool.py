@@ -61,8 +61,25 @@ def test_backends_without_nodes_say_so() -> None:
         node_store_of(FakeStore())
 
 
-def test_settings_are_typed_defaults() -> None:
-    assert SiReRAGSettings().min_propositions == 2
+def test_settings_are_a_section_of_gear_settings(monkeypatch) -> None:
+    from gear_agent.config import GearSettings
+
+    assert SiReRAGSettings().sirerag_min_propositions == 2
+    assert issubclass(GearSettings, SiReRAGSettings)
+    monkeypatch.setenv("GEAR_SIRERAG_SEED", "7")
+    assert GearSettings().sirerag_seed == 7
+    with pytest.raises(ValueError, match="sirerag_min_passages"):
+        SiReRAGSettings(sirerag_min_passages=0)
+
+
+def test_the_old_setting_names_still_build_with_a_warning() -> None:
+    with pytest.warns(DeprecationWarning, match=r"SiReRAGSettings\(min_propositions, seed=...\) is now"):
+        old = SiReRAGSettings(min_propositions=3, seed=5)
+    assert old == SiReRAGSettings(sirerag_min_propositions=3, sirerag_seed=5)
+    from gear_agent.sirerag import clustering
+
+    with pytest.warns(DeprecationWarning, match="ClusterSettings"):
+        assert clustering.ClusterSettings is SiReRAGSettings
 
 
 def test_the_pool_records_the_commit_it_reflects(tmp_path) -> None:

@@ -33,7 +33,7 @@ def runtime(tmp_path_factory):
 
 
 def traced_run(runtime, tracer: JsonlTracer, *, use_async: bool = False) -> dict:
-    agent = build_agent(runtime.settings, runtime=runtime, chat_model=scripted(TWO_HOPS))
+    agent = build_agent(runtime.settings, index=runtime, chat_model=scripted(TWO_HOPS))
     config = {"callbacks": [tracer]}
     if use_async:
         return asyncio.run(agent.ainvoke({"question": QUESTION}, config=config))
@@ -81,7 +81,7 @@ def test_trace_is_a_consistent_run_tree(runtime, tmp_path: Path, use_async: bool
 
 
 def test_failed_run_is_traced_with_its_error(runtime, tmp_path: Path) -> None:
-    agent = build_agent(runtime.settings.model_copy(update={"llm_max_retries": 0}), runtime=runtime,
+    agent = build_agent(runtime.settings.model_copy(update={"llm_max_retries": 0}), index=runtime,
                         chat_model=scripted([READ_1, ValueError("model broke")]))
     with pytest.raises(Exception, match="model broke"):
         agent.invoke({"question": QUESTION}, config={"callbacks": [JsonlTracer(tmp_path)]})
