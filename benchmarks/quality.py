@@ -174,6 +174,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--concurrency", type=int, default=8, help="Replayed questions in flight.")
     parser.add_argument("--markdown", type=Path, help="Write the tables into this file's block.")
     parser.add_argument("--json", type=Path, help="Write every row to this JSON file.")
+    parser.add_argument("--dataset", choices=["MuSiQue", "HotpotQA"],
+                        help="Only this dataset (default: both).")
     parser.add_argument("--embedding-model", help="The indexes' embedding model (default: "
                         "GEAR_EMBEDDING_MODEL, else all-MiniLM-L6-v2), and a table of each "
                         "index's build time, size on disk and query embedding time.")
@@ -195,6 +197,8 @@ def main(argv: list[str] | None = None) -> None:
     base = None
     index_rows: list[list[str]] = []
     for benchmark in BENCHMARKS:
+        if args.dataset and benchmark.name != args.dataset:
+            continue
         questions_file = benchmark.path(DATA, "questions.json")
         if not questions_file.is_file():
             raise SystemExit(f"benchmark data not found at {questions_file}")
@@ -223,6 +227,8 @@ def main(argv: list[str] | None = None) -> None:
                                    [header, ["---"] * len(header), *index_rows]))
     text = "\n\n".join([recall_table(results, names + llm_names), *costs])
     command = "python benchmarks/quality.py" + (" --no-llm" if args.no_llm else "")
+    if args.dataset:
+        command += f" --dataset {args.dataset}"
     if args.embedding_model:
         command += f" --embedding-model {args.embedding_model}"
     if args.base:
