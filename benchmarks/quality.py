@@ -19,6 +19,11 @@ the first recording's rows)::
     python benchmarks/quality.py --base hybrid           # the LLM rows with the old base
     python benchmarks/quality.py --no-llm                # the LLM-free table only
     python benchmarks/quality.py --markdown docs/quality.md   # and write them into the doc
+    python benchmarks/quality.py --no-llm --embedding-model all-mpnet-base-v2   # another encoder
+
+``--embedding-model`` builds (or reuses) the indexes under that model and adds a table of
+their cost: seconds to build (embedding passages, triples and phrases; "reused" when the
+index was there already), size on disk, and ms to embed a question.
 
 ``--markdown`` replaces what stands between ``<!-- quality:begin -->`` and
 ``<!-- quality:end -->`` in the file. ms per question excludes the query's embedding
@@ -45,11 +50,38 @@ BEGIN, END = "<!-- quality:begin -->", "<!-- quality:end -->"
 KS = (2, 5, 10, 15)
 
 
-def _runtime(benchmark: Any) -> Any:
+def _runtime(benchmark: Any, model: str | None = None) -> Any:
     from gear_agent.cli.common import load_settings
     from gear_agent.evaluation.replay import open_benchmark
 
-    return open_benchmark(benchmark, DATA, load_settings(None))
+    return open_benchmark(benchmark, DATA, load_settings(None, embedding_model=model))
+
+
+def _index_cost(benchmark: Any, model: str, questions: list) -> tuple[Any, list[str]]:
+    """The dataset's index under ``model`` and the cells of its cost row: build seconds
+    (or "reused"), MiB on disk when opened (the PPR graph's file, written by the first
+    ``ppr`` query, not yet in a fresh build's), ms to embed one question (none cached
+    before; the model warmed up by one text first)."""
+    from gear_agent.cli.common import load_settings
+    from gear_agent.evaluation.prepare import eval_index_dir
+
+    settings = load_settings(None, embedding_model=model)
+    folder = eval_index_dir(benchmark.path(DATA, "corpus.json"),
+                            benchmark.path(DATA, benchmark.openie), settings.embedding_model,
+                            ground_openie=settings.ground_openie)
+    existed = folder.exists()
+    started = time.perf_counter()
+    runtime = _runtime(benchmark, model)
+    built = time.perf_counter() - started
+    size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+    runtime.embedder.embed(["warm-up"])  # the model's first pass is not a question's cost
+    started = time.perf_counter()
+    for question in questions:
+        runtime.encode(question.question)
+    embed_ms = (time.perf_counter() - started) * 1000 / max(1, len(questions))
+    build = "reused" if existed else f"{built:,.0f}"
+    return runtime, [benchmark.name, runtime.embedder.name, build, f"{size / 2**20:,.1f}",
+                     f"{embed_ms:.1f}"]
 
 
 def _sirerag_pool(runtime: Any) -> None:
@@ -145,6 +177,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--concurrency", type=int, default=8, help="Replayed questions in flight.")
     parser.add_argument("--markdown", type=Path, help="Write the tables into this file's block.")
     parser.add_argument("--json", type=Path, help="Write every row to this JSON file.")
+    parser.add_argument("--dataset", choices=["MuSiQue", "HotpotQA"],
+                        help="Only this dataset (default: both).")
+    parser.add_argument("--embedding-model", help="The indexes' embedding model (default: "
+                        "GEAR_EMBEDDING_MODEL, else all-MiniLM-L6-v2), and a table of each "
+                        "index's build time, size on disk and query embedding time.")
     args = parser.parse_args(argv)
 
     from gear_agent.cli.progress import quiet_third_party
@@ -161,12 +198,19 @@ def main(argv: list[str] | None = None) -> None:
     payload: dict[str, Any] = {}
     llm_names: list[str] = []
     base = None
+    index_rows: list[list[str]] = []
     for benchmark in BENCHMARKS:
+        if args.dataset and benchmark.name != args.dataset:
+            continue
         questions_file = benchmark.path(DATA, "questions.json")
         if not questions_file.is_file():
             raise SystemExit(f"benchmark data not found at {questions_file}")
         questions = load_questions(questions_file)[: args.limit]
-        runtime = _runtime(benchmark)
+        if args.embedding_model:
+            runtime, cost = _index_cost(benchmark, args.embedding_model, questions)
+            index_rows.append(cost)
+        else:
+            runtime = _runtime(benchmark)
         if "sirerag" in names:
             _sirerag_pool(runtime)
         rows = _rows(benchmark.name, runtime, names, questions)
@@ -180,8 +224,16 @@ def main(argv: list[str] | None = None) -> None:
             costs.append(cost_table(benchmark.name, llm_rows))
         results[benchmark.name] = {r.retriever: r for r in rows}
         payload[benchmark.name] = [r.as_json() for r in rows]
+    if index_rows:
+        header = ["dataset", "model", "build s", "index MiB", "query embedding ms/q"]
+        costs.insert(0, "\n".join("| " + " | ".join(r) + " |" for r in
+                                   [header, ["---"] * len(header), *index_rows]))
     text = "\n\n".join([recall_table(results, names + llm_names), *costs])
     command = "python benchmarks/quality.py" + (" --no-llm" if args.no_llm else "")
+    if args.dataset:
+        command += f" --dataset {args.dataset}"
+    if args.embedding_model:
+        command += f" --embedding-model {args.embedding_model}"
     if args.base:
         command += f" --base {args.base}"
     note = f"`{command}`"

