@@ -88,7 +88,7 @@ def _sirerag_pool(runtime: Any) -> None:
     """SiReRAG's LLM-free ablation pool (what ``gear eval --sirerag ablation`` builds)."""
     from gear_agent.sirerag import SiReRAGSettings, build_ablation
 
-    build_ablation(runtime.store, SiReRAGSettings(min_propositions=2, min_passages=1, seed=0))
+    build_ablation(runtime.store, SiReRAGSettings(sirerag_min_propositions=2, sirerag_min_passages=1, sirerag_seed=0))
 
 
 def _rows(label: str, runtime: Any, names: list[str], questions: list,
