@@ -16,7 +16,7 @@ from gear_agent.cli.common import IndexOpt, console, load_settings, reports_erro
 @reports_errors
 def index(
     corpus: Annotated[Path, typer.Argument(
-        metavar="CORPUS", help="HippoRAG corpus .json ([{title, text}]), .jsonl, or a folder of .txt/.md.")],
+        metavar="CORPUS", help="HippoRAG corpus .json ([{title, text}]), .jsonl, a document (.pdf, .html, .docx, .md, .txt), or a folder of them.")],
     openie: Annotated[Path | None, typer.Option(
         metavar="FILE", help="Import HippoRAG OpenIE triples from this file.")] = None,
     extract: Annotated[bool, typer.Option(
