@@ -428,6 +428,22 @@ class TraceSettings(Section):
     trace_max_bytes: int = Field(20_000_000, ge=10_000, description="Rotate a trace file past this.")
 
 
+def _prefixed_names(section: type[BaseModel], data: Any, prefix: str) -> Any:
+    """A section's old short field names (``url=``) as its prefixed ones (``es_url=``),
+    with a DeprecationWarning: the one rename shim of every section that gained a prefix."""
+    if not isinstance(data, dict):
+        return data
+    short = [name for name in data if f"{prefix}{name}" in section.model_fields]
+    if short:
+        from gear_agent._deprecated import NEXT_REMOVAL, warn_deprecated
+
+        warn_deprecated(f"{section.__name__}({', '.join(short)}=...) is now "
+                        f"{section.__name__}({', '.join(prefix + n for n in short)}=...)",
+                        removed_in=NEXT_REMOVAL, stacklevel=5)
+        data = {(f"{prefix}{k}" if k in short else k): v for k, v in data.items()}
+    return data
+
+
 class ElasticsearchSettings(Section):
     """The Elasticsearch backend's cluster, credentials and index names
     (:mod:`gear_agent.store.es_client`, ``GEAR_BACKEND=elasticsearch``).
@@ -463,17 +479,7 @@ class ElasticsearchSettings(Section):
     @classmethod
     def _short_names(cls, data: Any) -> Any:
         """``url=``, ``index_prefix=``, ... (the old dataclass's names) as ``es_url=``, ..."""
-        if cls is not ElasticsearchSettings or not isinstance(data, dict):
-            return data
-        short = [name for name in data if f"es_{name}" in cls.model_fields]
-        if short:
-            from gear_agent._deprecated import NEXT_REMOVAL, warn_deprecated
-
-            warn_deprecated(f"ElasticsearchSettings({', '.join(short)}=...) is now "
-                            f"ElasticsearchSettings({', '.join('es_' + n for n in short)}=...)",
-                            removed_in=NEXT_REMOVAL, stacklevel=4)
-            data = {(f"es_{k}" if k in short else k): v for k, v in data.items()}
-        return data
+        return data if cls is not ElasticsearchSettings else _prefixed_names(cls, data, "es_")
 
     @classmethod
     def from_gear(cls, settings: ElasticsearchSettings) -> ElasticsearchSettings:
@@ -527,17 +533,7 @@ class SiReRAGSettings(Section):
     def _short_names(cls, data: Any) -> Any:
         """``min_propositions=``, ``seed=``, ... (the old dataclass's names) as
         ``sirerag_min_propositions=``, ..."""
-        if cls is not SiReRAGSettings or not isinstance(data, dict):
-            return data
-        short = [name for name in data if f"sirerag_{name}" in cls.model_fields]
-        if short:
-            from gear_agent._deprecated import NEXT_REMOVAL, warn_deprecated
-
-            warn_deprecated(f"SiReRAGSettings({', '.join(short)}=...) is now "
-                            f"SiReRAGSettings({', '.join('sirerag_' + n for n in short)}=...)",
-                            removed_in=NEXT_REMOVAL, stacklevel=4)
-            data = {(f"sirerag_{k}" if k in short else k): v for k, v in data.items()}
-        return data
+        return data if cls is not SiReRAGSettings else _prefixed_names(cls, data, "sirerag_")
 
 
 class GearSettings(
