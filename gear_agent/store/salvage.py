@@ -19,8 +19,10 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -146,46 +148,43 @@ def _proven_rows(source: sqlite3.Connection, root: Path, collection: str, start:
     return rows
 
 
-def _passages(source: sqlite3.Connection, root: Path, start: int,
-              dimension: int) -> tuple[list[Passage], np.ndarray, list[bool], list[int]]:
-    vectors = _proven_rows(source, root, "passage", start, dimension)
-    found, rows, marks, taken = [], [], [], []
+def _proven_records(source: sqlite3.Connection, sql: str, start: int, parse: Callable[[tuple], Any],
+                    vectors: dict[int, np.ndarray]) -> tuple[list[Any], list[np.ndarray], list[tuple]]:
+    """The rows from ``start`` (``sql``: the row number first) whose record parses and whose
+    vector proved itself: the records, their vectors and each row's columns. A damaged page
+    ends the read; what was read before it is kept."""
+    found, rows, taken = [], [], []
     try:
-        cursor = source.execute(f"SELECT {PASSAGE_COLUMNS}, extracted FROM passages WHERE row >= ? ORDER BY row",
-                                (start,))
-        for *columns, extracted in cursor:
+        for columns in source.execute(sql, (start,)):
             try:
-                passage = passage_from_row(tuple(columns), root)
+                record = parse(tuple(columns))
             except IndexCorruptError:
                 continue
             if columns[0] in vectors:
-                found.append(passage)
+                found.append(record)
                 rows.append(vectors[columns[0]])
-                marks.append(bool(extracted))
-                taken.append(int(columns[0]))
+                taken.append(tuple(columns))
     except sqlite3.Error:
         pass  # a damaged page: what was read before it is kept
-    return found, _matrix(rows, dimension), marks, taken
+    return found, rows, taken
+
+
+def _passages(source: sqlite3.Connection, root: Path, start: int,
+              dimension: int) -> tuple[list[Passage], np.ndarray, list[bool], list[int]]:
+    vectors = _proven_rows(source, root, "passage", start, dimension)
+    found, rows, taken = _proven_records(
+        source, f"SELECT {PASSAGE_COLUMNS}, extracted FROM passages WHERE row >= ? ORDER BY row", start,
+        lambda columns: passage_from_row(columns[:-1], root), vectors)
+    return found, _matrix(rows, dimension), [bool(c[-1]) for c in taken], [int(c[0]) for c in taken]
 
 
 def _triples(source: sqlite3.Connection, root: Path, start: int,
              dimension: int) -> tuple[list[Triple], np.ndarray, list[int]]:
     vectors = _proven_rows(source, root, "triple", start, dimension)
-    found, rows, taken = [], [], []
-    try:
-        for columns in source.execute(f"SELECT {TRIPLE_COLUMNS} FROM {TRIPLE_FROM} WHERE t.row >= ? ORDER BY t.row",
-                                      (start,)):
-            try:
-                triple = triple_from_row(tuple(columns), root)
-            except IndexCorruptError:
-                continue
-            if columns[0] in vectors:
-                found.append(triple)
-                rows.append(vectors[columns[0]])
-                taken.append(int(columns[0]))
-    except sqlite3.Error:
-        pass
-    return found, _matrix(rows, dimension), taken
+    found, rows, taken = _proven_records(
+        source, f"SELECT {TRIPLE_COLUMNS} FROM {TRIPLE_FROM} WHERE t.row >= ? ORDER BY t.row", start,
+        lambda columns: triple_from_row(columns, root), vectors)
+    return found, _matrix(rows, dimension), [int(c[0]) for c in taken]
 
 
 def _matrix(rows: list[np.ndarray], dimension: int) -> np.ndarray:
