@@ -7,14 +7,13 @@ import json
 import os
 import stat
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any
 
 from gear_agent.errors import GearError, GearWarning
 from gear_agent.ids import passage_id
-from gear_agent.ingest.documents import DOCUMENT_SUFFIXES, DocumentReadError, read_document
+from gear_agent.ingest.documents import DOCUMENT_SUFFIXES, DocumentReadError, Section, read_document
 from gear_agent.text.chunking import chunk_text
 from gear_agent.text.json_input import JSONInputError, load_json
 from gear_agent.text.token_chunking import Chunker, TokenCounter, WordCounter
@@ -273,18 +272,6 @@ def read_jsonl_corpus(
                                   record_max_words)
 
 
-class Section(NamedTuple):
-    """One part of a document that chunks do not cross (a page, a section under a heading).
-
-    Attributes:
-        text: Its text; blank lines separate paragraphs.
-        metadata: Kept on each of its passages (``page``, ``heading``, ...): JSON values.
-    """
-
-    text: str
-    metadata: Mapping[str, Any] = MappingProxyType({})
-
-
 def word_chunker(max_words: int = 200, overlap_words: int = 30) -> Chunker:
     """The chunker where the embedder has no tokenizer: ``max_words`` words a chunk, title
     included, ``overlap_words`` shared by the windows of a long paragraph.
@@ -323,20 +310,19 @@ def count_cut(passages: Iterable[Passage], chunker: Chunker) -> int:
 
 
 def passages_of_sections(
-    title: str, sections: Iterable[Section | tuple[str, Mapping[str, Any]]], source: str, where: str,
-    chunker: Chunker,
+    title: str, sections: Iterable[Section], source: str, where: str, chunker: Chunker,
 ) -> Iterator[Passage]:
     """The passages of a document read as sections: each section chunked on its own (no
     chunk crosses two), the document's ``title`` on every chunk, the section's metadata kept.
 
     Example:
-        >>> [p.metadata for p in passages_of_sections("Report", [("Intro text.", {"page": 1}),
-        ...     ("More text.", {"page": 2})], "r.pdf", "r.pdf", word_chunker())]
+        >>> [p.metadata for p in passages_of_sections("Report", [Section("Intro text.", page=1),
+        ...     Section("More text.", page=2)], "r.pdf", "r.pdf", word_chunker())]
         [{'page': 1}, {'page': 2}]
     """
-    for text, metadata in sections:
-        for chunk in chunker.chunks(text, title):
-            passage = _passage(title, chunk, source, where, dict(metadata))
+    for section in sections:
+        for chunk in chunker.chunks(section.text, title):
+            passage = _passage(title, chunk, source, where, section.metadata())
             if passage:
                 yield passage
 
@@ -413,7 +399,7 @@ def read_document_file(
     for note in document.notes:
         warnings.warn(note, GearWarning, stacklevel=2)
     title = document.title or path.stem.replace("_", " ")
-    yield from passages_of_sections(title, [(section.text, section.metadata()) for section in document.sections],
+    yield from passages_of_sections(title, document.sections,
                                     source, str(path), chunker or word_chunker(max_words, overlap_words))
 
 

@@ -65,7 +65,7 @@ def test_short_paragraphs_are_joined_up_to_half_the_budget() -> None:
 
 
 def test_sections_are_never_crossed_and_keep_their_metadata() -> None:
-    sections = [Section("Page one text. " * 3, {"page": 1}), Section("Page two.", {"page": 2})]
+    sections = [Section("Page one text. " * 3, page=1), Section("Page two.", page=2)]
     passages = list(passages_of_sections("Report", sections, "r.pdf", "r.pdf", word_chunker(200, 30)))
     assert [p.metadata for p in passages] == [{"page": 1}, {"page": 2}]
     assert all(p.title == "Report" for p in passages)
