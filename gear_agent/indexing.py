@@ -73,7 +73,6 @@ class IndexReport:
     extraction: ExtractionSummary | None = None
     warnings: list[str] = field(default_factory=list)
 
-
     @property
     def passages_unchanged(self) -> int:
         """Passages read that were stored already (kept, not embedded again)."""
