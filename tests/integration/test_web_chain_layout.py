@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("langserve", reason="the serve extra is not installed (pip install gear-agent[serve])")
 
 from support.demo_chat import QUESTION  # noqa: E402
-from support.web_page import browser_missing, build_demo_index, chromium, serving  # noqa: E402
+from support.web_page import browser_missing, chromium, serving_demo  # noqa: E402
 
 from gear_agent.serve._graph_svg import chain_svg  # noqa: E402
 
@@ -57,11 +57,9 @@ LABELS = """() => {
 
 @pytest.fixture(scope="module")
 def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    index = tmp_path_factory.mktemp("layout") / "index"
-    build_demo_index(index, "hashing-384")
     with pytest.MonkeyPatch.context() as env:
         env.setenv("GEAR_EXPANSION", "ppr")  # the agent expands through PPR
-        with serving(index, "hashing-384") as base:
+        with serving_demo(tmp_path_factory.mktemp("layout")) as base:
             yield base
 
 

@@ -21,7 +21,7 @@ import pytest
 pytest.importorskip("langserve", reason="the serve extra is not installed (pip install gear-agent[serve])")
 
 from support.demo_chat import ANSWER, QUESTION, QUOTE  # noqa: E402
-from support.web_page import browser_missing, build_demo_index, chromium, serving  # noqa: E402
+from support.web_page import browser_missing, chromium, serving_demo  # noqa: E402
 
 MISSING = browser_missing()
 if MISSING and os.environ.get("CI") == "true":
@@ -33,9 +33,7 @@ TIMEOUT_MS = 30_000
 
 @pytest.fixture(scope="module")
 def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    index = tmp_path_factory.mktemp("web") / "index"
-    build_demo_index(index, "hashing-384")
-    with serving(index, "hashing-384") as base:
+    with serving_demo(tmp_path_factory.mktemp("web")) as base:
         yield base
 
 

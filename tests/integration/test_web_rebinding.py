@@ -28,9 +28,8 @@ from support.web_page import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_FLAGS,
     browser_missing,
-    build_demo_index,
     free_port,
-    serving,
+    serving_demo,
 )
 
 MISSING = browser_missing()
@@ -77,9 +76,7 @@ def attack_page(target: str) -> str:
 
 @pytest.fixture(scope="module")
 def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    index = tmp_path_factory.mktemp("rebind") / "index"
-    build_demo_index(index, "hashing-384")
-    with serving(index, "hashing-384") as base:
+    with serving_demo(tmp_path_factory.mktemp("rebind")) as base:
         yield base
 
 

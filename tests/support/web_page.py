@@ -92,6 +92,15 @@ def serving(index_dir: Path, embedding_model: str, token_delay_s: float = 0.03,
         runtime.store.close()
 
 
+@contextmanager
+def serving_demo(folder: Path) -> Iterator[str]:
+    """The demo corpus indexed under ``folder`` (stand-in embedder ``hashing-384``) and
+    served as :func:`serving` serves it; yields its URL."""
+    build_demo_index(folder / "index", "hashing-384")
+    with serving(folder / "index", "hashing-384") as url:
+        yield url
+
+
 def browser_missing() -> str | None:
     """Why the browser cannot run here, or None when it can."""
     try:
