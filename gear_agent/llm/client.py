@@ -14,7 +14,6 @@ import random
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
@@ -23,6 +22,7 @@ from langchain_core.runnables import RunnableConfig
 from gear_agent.llm.cache import CachedReply, ResponseCache, cache_key
 from gear_agent.llm.errors import EmptyReplyError, LLMCallError, LLMDeadlineError
 from gear_agent.llm.messages import PromptInput, content_text, to_messages
+from gear_agent.llm.reply import LLMReply
 from gear_agent.llm.response_format import (
     ReplySchema,
     ResponseFormatMode,
@@ -37,30 +37,6 @@ if TYPE_CHECKING:
     from gear_agent.config import LLMSettings
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class LLMReply:
-    """The text of one chat reply and what it cost.
-
-    Attributes:
-        text: The reply's text (never empty: empty replies are retried, then raise).
-        input_tokens: Billed prompt tokens; reported by the model, else counted or estimated.
-        output_tokens: Billed completion tokens, likewise.
-        cached: True when the reply came from the on-disk cache; then both token
-            counts are 0, because nothing was billed.
-        counted_input: Prompt tokens counted with the model's tokenizer
-            (:func:`~gear_agent.llm.tokens.count_message_tokens`), whether or not the reply
-            was cached: what the call costs, the same for a replayed and a live call.
-        counted_output: Completion tokens counted likewise.
-    """
-
-    text: str
-    input_tokens: int
-    output_tokens: int
-    cached: bool = False
-    counted_input: int = 0
-    counted_output: int = 0
 
 
 def _unwrap(model: Any) -> Any:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from typing_extensions import TypedDict  # pydantic reads it on Python < 3.12 (graph schemas)
 
 if TYPE_CHECKING:
-    from gear_agent.llm.client import LLMReply
+    from gear_agent.llm.reply import LLMReply
 
 
 class NodeUsage(TypedDict):
@@ -66,7 +66,7 @@ def usage_of_call(node: str, reply: LLMReply) -> UsageDict:
     """The usage record of one LLM call made by ``node``.
 
     Example:
-        >>> from gear_agent.llm.client import LLMReply
+        >>> from gear_agent.llm.reply import LLMReply
         >>> usage_of_call("reader", LLMReply("x", 0, 0, cached=True, counted_input=10,
         ...                                  counted_output=2))["by_node"]
         {'reader': {'input': 0, 'output': 0, 'calls': 1, 'counted_input': 10, 'counted_output': 2}}
