@@ -29,7 +29,13 @@ from gear_agent.llm.response_format import (
     check_mode,
     response_format,
 )
-from gear_agent.llm.retry import RetryPolicy, SharedPause, backoff_delay, is_retriable, retry_after_s
+from gear_agent.llm.retry import (
+    RetryPolicy,
+    SharedPause,
+    backoff_delay,
+    is_retriable,
+    retry_after_s,
+)
 from gear_agent.llm.tokens import count_message_tokens, count_tokens, reported_usage
 from gear_agent.llm.usage import TokenUsage
 
