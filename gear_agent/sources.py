@@ -157,12 +157,14 @@ def plan_sync(
         by_source.setdefault(passage.source, []).append(passage)
     names = SourceNames(store)
     owned = list(dict.fromkeys(sources))
+    names_of = {source: names.of_file(source) for source in owned}
+    stored_ids = store.passage_ids_of_sources([n for found in names_of.values() for n in found])
     synced, claimed = [], set()
     for source in owned:
         held = by_source.get(source, [])
-        source_names = names.of_file(source)
+        source_names = names_of[source]
         claimed.update(source_names)
-        old = [i for name in source_names for i in store.passage_ids_of_source(name)]
+        old = [i for name in source_names for i in stored_ids[name]]
         stale = list(dict.fromkeys(i for i in old if i not in read_ids))
         new = [p for p in held if p.id not in stored]
         synced.append(SourceSync(source, new, stale, len(held) - len(new)))
@@ -171,10 +173,9 @@ def plan_sync(
     loose = [p for p in others if p.id not in stored]
     pruned: dict[str, list[str]] = {}
     for folder in prune:
-        for name in names.under(folder):
-            if name in owned_set or name in claimed or name in pruned:
-                continue
-            gone = [i for i in store.passage_ids_of_source(name) if i not in read_ids]
+        left = [n for n in names.under(folder) if n not in owned_set and n not in claimed and n not in pruned]
+        for name, ids_now in store.passage_ids_of_sources(left).items():
+            gone = [i for i in ids_now if i not in read_ids]
             if gone:
                 pruned[name] = gone
     return SyncPlan(synced, loose, pruned, len(others) - len(loose))
@@ -189,7 +190,8 @@ def sync_passages(
 
     Each source's stale passages are deleted (with their triples, graph edges and every
     structure derived from them) and its new passages added in ONE commit (a group of
-    sources per commit, :meth:`Store.replace_passages`), so a reader, or an index reopened
+    sources per commit, :meth:`Store.replace_passages`; on Elasticsearch published as one
+    generation, :mod:`gear_agent.store.es_sync`), so a reader, or an index reopened
     after a crash, sees a source's old version or its new one, never both and never
     neither. Unchanged passages are kept untouched: not embedded, not extracted again (new
     ones are left unextracted for the extraction that follows). Sources gone from a

@@ -48,6 +48,9 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 GENERATION_FIELD = "generation"
 """The field every passage and triple document carries: the generation that wrote it."""
+RETIRED_FIELD = "retired"
+"""The generation that removed a document a sync replaced (:mod:`gear_agent.store.es_sync`):
+hidden from readers once it is published, deleted after."""
 LOCK_STALE_S = 300.0
 """A lock not renewed for this long is taken over (its writer died)."""
 LOCK_WAIT_S = 600.0
@@ -85,12 +88,13 @@ def deleted_query(since: int, now: int) -> dict[str, Any]:
 
 
 def visible_at(generation: int) -> dict[str, Any]:
-    """Documents written by generation ``generation`` or before (or before the feed): what
-    a search inside a snapshot taken at ``generation`` may return. Said as "not written
-    later", a range that matches only the few documents of later commits, so the filter
-    costs next to nothing (a range matching every document would be evaluated over all of
-    them by every kNN search)."""
-    return {"bool": {"must_not": [{"range": {GENERATION_FIELD: {"gt": generation}}}]}}
+    """Documents written by generation ``generation`` or before (or before the feed) and not
+    retired by it: what a search at ``generation`` may return. Said as "not written later,
+    not retired", ranges that match only the few documents of later commits or waiting to be
+    deleted, so the filter costs next to nothing (a range matching every document would be
+    evaluated over all of them by every kNN search)."""
+    return {"bool": {"must_not": [{"range": {GENERATION_FIELD: {"gt": generation}}},
+                                  {"range": {RETIRED_FIELD: {"lte": generation}}}]}}
 
 
 BY_RECORD: tuple[tuple[str, str], ...] = (("collection", "asc"), ("doc_id", "asc"))
@@ -196,6 +200,16 @@ class ChangeFeed:
         the lock is renewed when it is due (a long write calls this as it goes)."""
         self._wrote = True
         self.renew()
+
+    def publish(self) -> None:
+        """Inside :meth:`writing`: publish what the generation being written wrote now, and
+        go on writing the next one (published when the block ends, if it writes anything)."""
+        if not self._held or self._writing is None:
+            raise StoreError("publish() is only called while writing")
+        if self._wrote:
+            self.renew()
+            self._publish(self._writing)
+            self._writing, self._wrote = self._writing + 1, False
 
     def _publish(self, generation: int) -> None:
         with translate_errors(f"publishing generation {generation} in {self.index!r}"):
