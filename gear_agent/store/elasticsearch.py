@@ -52,6 +52,7 @@ from gear_agent.store.es_client import (
     translate_errors,
 )
 from gear_agent.store.es_mappings import (
+    FEED_FIELDS,
     TEXT_FIELD,
     VECTOR_FIELD,
     IndexNames,
@@ -221,7 +222,7 @@ class ElasticsearchStore(AtomicSync, Store):
         if mapping is None:
             return
         check_mapping(name, mapping, collection, self.embedding_model, self.dimension, self.tokenizer)
-        if any(f not in (mapping.get("properties") or {}) for f in ("generation", "retired")):  # made before
+        if any(f not in (mapping.get("properties") or {}) for f in FEED_FIELDS):  # made before them
             with translate_errors(f"adding the change feed's field to index {name!r}"):
                 es.indices.put_mapping(index=name, **feed_mapping())
         if ((mapping.get("_meta") or {}).get("gear_agent") or {}).get("schema_version") == 1:

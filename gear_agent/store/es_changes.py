@@ -201,16 +201,6 @@ class ChangeFeed:
         self._wrote = True
         self.renew()
 
-    def publish(self) -> None:
-        """Inside :meth:`writing`: publish what the generation being written wrote now, and
-        go on writing the next one (published when the block ends, if it writes anything)."""
-        if not self._held or self._writing is None:
-            raise StoreError("publish() is only called while writing")
-        if self._wrote:
-            self.renew()
-            self._publish(self._writing)
-            self._writing, self._wrote = self._writing + 1, False
-
     def _publish(self, generation: int) -> None:
         with translate_errors(f"publishing generation {generation} in {self.index!r}"):
             self.client.index(index=self.index, id=_GENERATION_ID, document={
