@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from gear_agent.store import es_queries as q
 from gear_agent.store.base import Store
@@ -89,17 +89,18 @@ class AtomicSync:
         opened read-only) there are no generations: the old way, add then delete.
 
         Raises:
-            BulkWriteError: a write failed; what was written stays unpublished or hidden
-                until the next sync settles it (step 1), the old passages stay shown.
+            BulkWriteError: a write failed. As after every failed write on Elasticsearch,
+                what landed is published when the commit ends: the new passages written so
+                far show, and of the old ones those not retired yet, until the source is
+                synced again (its stale passages are then retired, those left over deleted).
         """
         feed = self._feed
         if feed is None:
             return Store.replace_passages(self, remove, add)
-        with self._commit() as generation:
-            assert generation is not None  # a store with a feed stamps every commit
+        with self._commit() as generation:  # a store with a feed stamps every commit
             self._settle_retired(feed.published())
             result = self.add_passages(add)
-            self._retire(remove, generation)
+            self._retire(remove, cast(int, generation))
         return result  # published when the commit ends: the new passages appear, the old go
 
     def passage_ids_of_sources(  # type: ignore[misc]
