@@ -405,9 +405,11 @@ class LLMClient:
         """The wait for the shared ``Retry-After`` pause before an attempt (0.0: none, or
         one this call waited for already) and the pause end now waited for; raises when the
         pause ends past the deadline."""
+        if self.pause.until <= seen:
+            return 0.0, seen
         until, wait = self.pause.seen()
-        if until <= seen or wait <= 0:
-            return 0.0, max(seen, until)
+        if wait <= 0:
+            return 0.0, until
         if end is not None and self._clock() + wait >= end:
             raise self._deadline_error(budget_s, attempt - 1, node, None)
         return wait, until

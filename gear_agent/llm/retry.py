@@ -241,9 +241,16 @@ class SharedPause:
         """Seconds until the pause ends (0.0 when there is none)."""
         return self.seen()[1]
 
+    @property
+    def until(self) -> float:
+        """The pause's end in clock time (0.0 before any pause); reads no clock."""
+        return self._until
+
     def seen(self) -> tuple[float, float]:
         """The pause's end (clock time; 0.0 before any) and the seconds left until it, read
         together: a call that waits for them remembers the end, and waits again only for a
-        pause that ends later."""
+        pause that ends later. Before any pause the clock is not read."""
         with self._lock:
+            if self._until <= 0.0:
+                return 0.0, 0.0
             return self._until, max(0.0, self._until - self._clock())
