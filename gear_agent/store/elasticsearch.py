@@ -727,8 +727,8 @@ class ElasticsearchStore(AtomicSync, Store):
     def _seen_generation(self) -> int | None:
         """The generation searches show: the snapshot's inside :meth:`snapshot`, else the
         published one (one real-time ``GET``); None (everything) on an index without a feed
-        and while this store is writing, so a writer's searches see its own writes."""
-        if self._feed is None or self._feed.pending is not None:
+        and in the thread writing, so a writer's searches see its own writes."""
+        if self._feed is None or self._feed.writing_here:
             return None
         pinned = getattr(self._pinned, "generation", None)
         return int(self._feed.published() if pinned is None else pinned)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -136,6 +137,7 @@ class ChangeFeed:
         self._lock_version: tuple[int, int] | None = None  # (seq_no, primary_term) of our lock
         self._renewed = 0.0
         self._writing: int | None = None  # the generation being written while the lock is held
+        self._thread: int | None = None  # the thread writing it
         self._wrote = False
 
     # ---- opening ----------------------------------------------------------------------
@@ -177,7 +179,7 @@ class ChangeFeed:
                 self._held -= 1
             return
         self._acquire()
-        self._held, self._wrote = 1, False
+        self._held, self._wrote, self._thread = 1, False, threading.get_ident()
         try:
             self._writing = self.published() + 1
             yield self._writing
@@ -187,13 +189,19 @@ class ChangeFeed:
                     self.renew()  # renewed within 30 s, or now: never publish over a writer that took it
                     self._publish(self._writing)
             finally:
-                self._held, self._writing, self._wrote = 0, None, False
+                self._held, self._writing, self._wrote, self._thread = 0, None, False, None
                 self._release()
 
     @property
     def pending(self) -> int | None:
         """The generation being written (published when the lock is let go), or None."""
         return self._writing
+
+    @property
+    def writing_here(self) -> bool:
+        """Whether this thread is the one writing (its searches see what it has not published;
+        other threads of the process read the published generation, as other processes do)."""
+        return self._writing is not None and self._thread == threading.get_ident()
 
     def wrote(self) -> None:
         """Note that the generation being written changed something (it will be published);

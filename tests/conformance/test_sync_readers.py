@@ -70,22 +70,25 @@ def test_a_reader_never_sees_both_versions_or_neither(backend: Any, embedder: An
 
         monkeypatch.setattr(writer, "_write", write_then_look)
     stop = threading.Event()
-    poller = Reader(backend.open(embedder), versions)  # and a thread polling on its own store
+    poller = Reader(backend.open(embedder), versions)  # a thread polling on its own store
+    neighbour = Reader(writer, versions)  # and one on the writer's (a server's other requests)
 
-    def poll() -> None:
+    def poll(reader: Reader) -> None:
         while not stop.is_set():
-            poller.look()
+            reader.look()
 
-    thread = threading.Thread(target=poll)
-    thread.start()
+    threads = [threading.Thread(target=poll, args=(r,)) for r in (poller, neighbour)]
+    for thread in threads:
+        thread.start()
     try:
         for n in range(1, rounds + 1):
             sync(writer, version(n - 1), version(n))
             reader.look()
     finally:
         stop.set()
-        thread.join(timeout=60)
-    for seen in (reader.seen, poller.seen):
+        for thread in threads:
+            thread.join(timeout=60)
+    for seen in (reader.seen, poller.seen, neighbour.seen):
         assert (seen["both"], seen["neither"], seen["partial"]) == (0, 0, 0), seen
     assert reader.seen["whole"] >= rounds
     hits = writer.bm25_search("passage", "river rises", 100, where={"source": SOURCE})
