@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from gear_agent.filters import MAX_VALUES, Condition, FilterError, Where
 from gear_agent.indexing import PASSAGE_BATCH, IndexReport, Progress
 from gear_agent.store.base import Store
 from gear_agent.types import Passage
@@ -156,12 +157,14 @@ def plan_sync(
         by_source.setdefault(passage.source, []).append(passage)
     names = SourceNames(store)
     owned = list(dict.fromkeys(sources))
+    names_of = {source: names.of_file(source) for source in owned}
+    stored_ids = store.passage_ids_of_sources([n for found in names_of.values() for n in found])
     synced, claimed = [], set()
     for source in owned:
         held = by_source.get(source, [])
-        source_names = names.of_file(source)
+        source_names = names_of[source]
         claimed.update(source_names)
-        old = [i for name in source_names for i in store.passage_ids_of_source(name)]
+        old = [i for name in source_names for i in stored_ids[name]]
         stale = list(dict.fromkeys(i for i in old if i not in read_ids))
         new = [p for p in held if p.id not in stored]
         synced.append(SourceSync(source, new, stale, len(held) - len(new)))
@@ -170,10 +173,9 @@ def plan_sync(
     loose = [p for p in others if p.id not in stored]
     pruned: dict[str, list[str]] = {}
     for folder in prune:
-        for name in names.under(folder):
-            if name in owned_set or name in claimed or name in pruned:
-                continue
-            gone = [i for i in store.passage_ids_of_source(name) if i not in read_ids]
+        left = [n for n in names.under(folder) if n not in owned_set and n not in claimed and n not in pruned]
+        for name, ids_now in store.passage_ids_of_sources(left).items():
+            gone = [i for i in ids_now if i not in read_ids]
             if gone:
                 pruned[name] = gone
     return SyncPlan(synced, loose, pruned, len(others) - len(loose))
@@ -188,7 +190,8 @@ def sync_passages(
 
     Each source's stale passages are deleted (with their triples, graph edges and every
     structure derived from them) and its new passages added in ONE commit (a group of
-    sources per commit, :meth:`Store.replace_passages`), so a reader, or an index reopened
+    sources per commit, :meth:`Store.replace_passages`; on Elasticsearch published as one
+    generation, :mod:`gear_agent.store.es_sync`), so a reader, or an index reopened
     after a crash, sees a source's old version or its new one, never both and never
     neither. Unchanged passages are kept untouched: not embedded, not extracted again (new
     ones are left unextracted for the extraction that follows). Sources gone from a
@@ -351,3 +354,52 @@ def delete_passages(
     counts = {p.id: counts[p.id] for p in passages}
     return DeleteResult(passages, sum(counts.values()), counts, unknown, source, matched, similar, dry_run,
                         matched_sources)
+
+
+def path_aware_where(where: Where | None) -> Where | None:
+    """``where`` with its ``source`` tests made path-aware: a value that names a file or a
+    folder (:func:`~gear_agent.ingest.corpus.is_path_like`: relative, ``./``, absolute, a
+    symlink, ``~``) also matches its canonical form
+    (:func:`~gear_agent.ingest.corpus.canonical_source`), and a source test matches a file
+    or every file under a folder, so ``source=docs`` run from the folder above ``docs``
+    finds ``/home/me/docs/a.txt`` and ``/home/me/docs/sub/b.md``, as ``gear delete
+    --source docs`` does. The value as typed is kept too (a caller's own id such as a URL;
+    the relative sources older indexes stored, typed from the folder they were indexed
+    in); ``=`` becomes ``$in`` and ``!=`` ``$nin`` over the two. Paths resolve against
+    this process's working folder; no request is made. Other keys and operators are left
+    as they are.
+
+    Raises:
+        FilterError: a ``$in`` or ``$nin`` would name more than a filter takes (1,024).
+
+    Example:
+        >>> from gear_agent.filters import parse_where
+        >>> path_aware_where(parse_where(["source=./docs/"]))  # doctest: +SKIP
+        Where(conditions=(Condition(key='source', op='in', value=('./docs/', '/home/me/docs')),))
+        >>> str(path_aware_where(parse_where(["source=wiki"])))  # not a path: as given
+        'source="wiki"'
+    """
+    from gear_agent.ingest.corpus import canonical_source, is_path_like
+
+    if where is None:
+        return None
+    conditions = []
+    for condition in where.conditions:
+        if condition.key != "source" or condition.op not in ("eq", "ne", "in", "nin"):
+            conditions.append(condition)
+            continue
+        values: list[object] = []
+        for value in condition.values():
+            values.append(value)
+            if isinstance(value, str) and is_path_like(value):
+                values.append(canonical_source(value))
+        unique = tuple(dict.fromkeys(values))
+        if unique == condition.values():
+            conditions.append(condition)
+            continue
+        if len(unique) > MAX_VALUES:
+            raise FilterError(f"bad filter {condition}: its paths name {len(unique)} sources; "
+                              f"a filter takes at most {MAX_VALUES}")
+        op = {"eq": "in", "ne": "nin"}.get(condition.op, condition.op)
+        conditions.append(Condition("source", op, unique))  # type: ignore[arg-type]
+    return Where(tuple(conditions))

@@ -201,7 +201,7 @@ def make_start(store: Store, settings: AgentSettings, models: Models | None = No
                 "no question: give 'question', or 'messages' ending with a human message"
             )
         question = steps.check_question(raw, settings.max_question_chars)
-        checked_where(store, state.get("where"))  # a bad or empty filter fails here
+        where = checked_where(store, state.get("where"))  # a bad or empty filter fails here
         if models is not None:
             _client(models, config)  # an unknown or unbuildable model fails here, before any work
         budget = run_deadline_s(state, config, settings.deadline_s)
@@ -227,6 +227,8 @@ def make_start(store: Store, settings: AgentSettings, models: Models | None = No
             "passages": [],
             "tokens": Overwrite(empty_usage()),
         }
+        if where is not None:  # its source paths canonical, for every search of the run
+            update["where"] = where.to_dict()
         for option, high in (("max_iterations", 16), ("top_k", None)):
             if state.get(option) is not None:
                 update[option] = check_run_option(option, state.get(option), 1, high)

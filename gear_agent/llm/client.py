@@ -29,7 +29,13 @@ from gear_agent.llm.response_format import (
     check_mode,
     response_format,
 )
-from gear_agent.llm.retry import RetryPolicy, backoff_delay, is_retriable, retry_after_s
+from gear_agent.llm.retry import (
+    RetryPolicy,
+    SharedPause,
+    backoff_delay,
+    is_retriable,
+    retry_after_s,
+)
 from gear_agent.llm.tokens import count_message_tokens, count_tokens, reported_usage
 from gear_agent.llm.usage import TokenUsage
 
@@ -121,6 +127,8 @@ class LLMClient:
         response_format_mode: How calls that pass a ``schema`` ask for JSON (see
             :mod:`gear_agent.llm.response_format`); ``"text"`` sends nothing extra.
         clock: Monotonic seconds, for deadlines (patch in tests).
+        pause: The ``Retry-After`` pause every call honours (:class:`SharedPause`); a new
+            one for this client when left out, so all workers of a run share it.
 
     Example:
         >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
@@ -142,6 +150,7 @@ class LLMClient:
         rng: random.Random | None = None,
         response_format_mode: ResponseFormatMode = "text",
         clock: Callable[[], float] = time.monotonic,
+        pause: SharedPause | None = None,
     ) -> None:
         self.model = model
         self.response_format_mode = check_mode(response_format_mode)
@@ -156,6 +165,7 @@ class LLMClient:
         self._async_sleep = async_sleep
         self._rng = rng or random.Random()
         self._clock = clock
+        self.pause = pause or SharedPause(clock)
 
     @classmethod
     def from_settings(cls, settings: LLMSettings, model: Any | None = None) -> LLMClient:
@@ -221,9 +231,12 @@ class LLMClient:
         if hit is not None:
             return hit
         end = None if deadline_s is None else self._clock() + deadline_s
-        attempt = 0
+        attempt, seen = 0, 0.0
         while True:
             attempt += 1
+            wait, seen = self._pause_or_raise(seen, end, deadline_s, attempt, node)
+            if wait:
+                self._sleep(wait)
             left = self._left_or_raise(end, deadline_s, attempt, node, None)
             try:
                 message = _bounded(
@@ -234,7 +247,8 @@ class LLMClient:
             except _OutOfTime:
                 raise self._deadline_error(deadline_s, attempt, node, None) from None
             except Exception as exc:  # classified below: retried, or re-raised as LLMCallError
-                self._sleep(self._wait_or_raise(exc, attempt, node, end, deadline_s))
+                delay, seen = self._wait_or_raise(exc, attempt, node, end, deadline_s)
+                self._sleep(delay)
                 continue
             return self._record(key, node, reply)
 
@@ -260,9 +274,12 @@ class LLMClient:
         if hit is not None:
             return hit
         end = None if deadline_s is None else self._clock() + deadline_s
-        attempt = 0
+        attempt, seen = 0, 0.0
         while True:
             attempt += 1
+            wait, seen = self._pause_or_raise(seen, end, deadline_s, attempt, node)
+            if wait:
+                await self._async_sleep(wait)
             left = self._left_or_raise(end, deadline_s, attempt, node, None)
             call = self.model.ainvoke(messages, config=self._config(config, node), **extra)
             try:
@@ -276,7 +293,8 @@ class LLMClient:
                 timed_out = isinstance(exc, (TimeoutError, asyncio.TimeoutError))
                 if end is not None and timed_out and self._clock() >= end:
                     raise self._deadline_error(deadline_s, attempt, node, None) from None
-                await self._async_sleep(self._wait_or_raise(exc, attempt, node, end, deadline_s))
+                delay, seen = self._wait_or_raise(exc, attempt, node, end, deadline_s)
+                await self._async_sleep(delay)
                 continue
             return self._record(key, node, reply)
 
@@ -357,15 +375,33 @@ class LLMClient:
             raise self._deadline_error(budget_s, attempt - 1, node, last)
         return left
 
+    def _pause_or_raise(
+        self, seen: float, end: float | None, budget_s: float | None, attempt: int, node: str
+    ) -> tuple[float, float]:
+        """The wait for the shared ``Retry-After`` pause before an attempt (0.0: none, or
+        one this call waited for already) and the pause end now waited for; raises when the
+        pause ends past the deadline."""
+        if self.pause.until <= seen:
+            return 0.0, seen
+        until, wait = self.pause.seen()
+        if wait <= 0:
+            return 0.0, until
+        if end is not None and self._clock() + wait >= end:
+            raise self._deadline_error(budget_s, attempt - 1, node, None)
+        return wait, until
+
     def _wait_or_raise(
         self, exc: Exception, attempt: int, node: str, end: float | None, budget_s: float | None
-    ) -> float:
-        """The wait before the next attempt; raises when there is none, or when the wait
-        would end past the deadline (waiting for nothing helps nobody)."""
+    ) -> tuple[float, float]:
+        """The wait before the next attempt (its own backoff, or longer while the shared
+        pause lasts) and the pause end it covers; raises when there is none, or when the
+        wait would end past the deadline (waiting for nothing helps nobody)."""
         delay = self._delay_or_raise(exc, attempt, node)
+        until, paused = self.pause.seen()
+        delay = max(delay, paused)
         if end is not None and self._clock() + delay >= end:
             raise self._deadline_error(budget_s, attempt, node, exc) from exc
-        return delay
+        return delay, until
 
     def _delay_or_raise(self, exc: Exception, attempt: int, node: str) -> float:
         retriable = is_retriable(exc)
@@ -378,7 +414,10 @@ class LLMClient:
                 retriable=retriable,
                 endpoint=self.endpoint,
             ) from exc
-        delay = backoff_delay(attempt, self.retry, self._rng, retry_after_s(exc))
+        retry_after = retry_after_s(exc)
+        if retry_after is not None:  # the server's word holds for every call of this client
+            self.pause.hold(min(retry_after, self.retry.max_retry_after_s))
+        delay = backoff_delay(attempt, self.retry, self._rng, retry_after)
         logger.info(
             "LLM call (model=%s, node=%s) failed with %s: %s; retry %d/%d in %.1fs",
             self.model_name,

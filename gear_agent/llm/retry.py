@@ -6,6 +6,10 @@ httpx or the standard library), empty replies (no text, or no choices at all), a
 response bodies that are not JSON (an empty 200, a proxy's error page).
 Everything else (bad request, authentication, a bug) fails at once: asking again
 gives the same answer.
+
+A server's ``Retry-After`` is honoured by every call of the client, not only the one that
+got it (:class:`SharedPause`): concurrent extraction workers that each backed off on their
+own would keep hitting a rate limit the server asked them all to wait out.
 """
 
 from __future__ import annotations
@@ -13,7 +17,9 @@ from __future__ import annotations
 import email.utils
 import json
 import random
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 
@@ -200,3 +206,51 @@ def backoff_delay(
         return min(retry_after, policy.max_retry_after_s)
     ceiling = min(policy.max_delay_s, policy.base_delay_s * 2.0 ** (retry - 1))
     return ceiling / 2.0 + rng.uniform(0.0, ceiling / 2.0)
+
+
+class SharedPause:
+    """One pause that every call of a client honours: when a server answers a rate limit
+    with ``Retry-After``, the calls that start (or retry) before the pause ends wait until
+    it ends, instead of each worker backing off on its own and the others running into the
+    same limit meanwhile. The latest end wins when pauses overlap. Thread-safe (sync calls
+    from threads and async ones share it).
+
+    Args:
+        clock: Monotonic seconds (the client's own, so tests can drive it).
+
+    Example:
+        >>> now = [10.0]
+        >>> pause = SharedPause(lambda: now[0])
+        >>> pause.hold(2.0); pause.left()
+        2.0
+        >>> now[0] = 11.5; pause.left()
+        0.5
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._until = 0.0
+        self._lock = threading.Lock()
+
+    def hold(self, seconds: float) -> None:
+        """Pause every call for ``seconds`` from now (a later end already set is kept)."""
+        with self._lock:
+            self._until = max(self._until, self._clock() + max(0.0, seconds))
+
+    def left(self) -> float:
+        """Seconds until the pause ends (0.0 when there is none)."""
+        return self.seen()[1]
+
+    @property
+    def until(self) -> float:
+        """The pause's end in clock time (0.0 before any pause); reads no clock."""
+        return self._until
+
+    def seen(self) -> tuple[float, float]:
+        """The pause's end (clock time; 0.0 before any) and the seconds left until it, read
+        together: a call that waits for them remembers the end, and waits again only for a
+        pause that ends later. Before any pause the clock is not read."""
+        with self._lock:
+            if self._until <= 0.0:
+                return 0.0, 0.0
+            return self._until, max(0.0, self._until - self._clock())

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 from gear_agent.filters import FilterError, Where, WhereInput, parse_where
 from gear_agent.retrieval.base import RankedPassage
+from gear_agent.sources import path_aware_where
 from gear_agent.store.base import Store
 
 
@@ -21,13 +22,14 @@ class NothingMatchesError(FilterError):
 
 def checked_where(store: Store, where: WhereInput | Where | None) -> Where | None:
     """``where`` read into a :class:`~gear_agent.filters.Where` (None without conditions),
-    after checking that at least one stored passage passes it.
+    its ``source`` tests path-aware (:func:`~gear_agent.sources.path_aware_where`), after
+    checking that at least one stored passage passes it.
 
     Raises:
         FilterError: ``where`` cannot be read.
         NothingMatchesError: no stored passage passes it (the message gives the count).
     """
-    parsed = parse_where(where)
+    parsed = path_aware_where(parse_where(where))
     if parsed is None:
         return None
     if store.count("passage", parsed) == 0:

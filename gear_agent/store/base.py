@@ -111,6 +111,11 @@ class Store(ABC):
     def passage_ids_of_source(self, source: str) -> list[str]:
         """Ids of the passages :meth:`delete_source` would delete, in stored order."""
 
+    def passage_ids_of_sources(self, sources: Sequence[str]) -> dict[str, list[str]]:
+        """:meth:`passage_ids_of_source` of each of ``sources``; remote backends answer many
+        sources per request (this default asks one by one)."""
+        return {source: self.passage_ids_of_source(source) for source in dict.fromkeys(sources)}
+
     def stored_sources(self, under: str | None = None, *, relative: bool = False) -> list[str]:
         """Distinct stored sources, sorted; with ``under``, only ``under`` itself and the
         sources below the folder it names (``under/...``); with ``relative``, only those not

@@ -52,6 +52,7 @@ from gear_agent.store.es_client import (
     translate_errors,
 )
 from gear_agent.store.es_mappings import (
+    FEED_FIELDS,
     TEXT_FIELD,
     VECTOR_FIELD,
     IndexNames,
@@ -67,6 +68,7 @@ from gear_agent.store.es_mappings import (
     triple_from_source,
     upgrade_mapping,
 )
+from gear_agent.store.es_sync import AtomicSync
 from gear_agent.types import AddResult, Collection, Hit, Passage, Triple
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -111,7 +113,7 @@ def _search_error(what: str, response: dict[str, Any]) -> StoreError:
                       f"{cause.get('type')}: {cause.get('reason')}")
 
 
-class ElasticsearchStore(Store):
+class ElasticsearchStore(AtomicSync, Store):
     """Passages and triples in Elasticsearch, behind the :class:`Store` interface.
 
     Opening checks the cluster (reachable, credentials accepted, an 8.x server),
@@ -220,7 +222,7 @@ class ElasticsearchStore(Store):
         if mapping is None:
             return
         check_mapping(name, mapping, collection, self.embedding_model, self.dimension, self.tokenizer)
-        if "generation" not in (mapping.get("properties") or {}):  # made before the change feed
+        if any(f not in (mapping.get("properties") or {}) for f in FEED_FIELDS):  # made before them
             with translate_errors(f"adding the change feed's field to index {name!r}"):
                 es.indices.put_mapping(index=name, **feed_mapping())
         if ((mapping.get("_meta") or {}).get("gear_agent") or {}).get("schema_version") == 1:
@@ -717,13 +719,19 @@ class ElasticsearchStore(Store):
             self._pinned.generation = None
 
     def _pin(self) -> dict[str, Any] | None:
-        """Inside :meth:`snapshot`: the filter that hides documents of later commits from
-        searches (None outside one, on an index without a feed, and while this store is
-        writing, so a writer's searches see its own writes)."""
-        pinned = getattr(self._pinned, "generation", None)
-        if pinned is None or self._feed is None or self._feed.pending is not None:
+        """The filter that hides documents of unpublished commits and retired ones from
+        searches (:func:`~gear_agent.store.es_changes.visible_at` of :meth:`_seen_generation`)."""
+        at = self._seen_generation()
+        return None if at is None else visible_at(at)
+
+    def _seen_generation(self) -> int | None:
+        """The generation searches show: the snapshot's inside :meth:`snapshot`, else the
+        published one (one real-time ``GET``); None (everything) on an index without a feed
+        and in the thread writing, so a writer's searches see its own writes."""
+        if self._feed is None or self._feed.writing_here:
             return None
-        return visible_at(int(pinned))
+        pinned = getattr(self._pinned, "generation", None)
+        return int(self._feed.published() if pinned is None else pinned)
 
     @contextmanager
     def _commit(self) -> Iterator[int | None]:
@@ -820,8 +828,8 @@ class ElasticsearchStore(Store):
         """Top ``k`` by cosine; scores are cosines (ES's ``(1 + cos) / 2`` undone). With
         ``where``, a kNN pre-filter: ``k`` hits whenever ``k`` documents pass it.
 
-        Inside :meth:`snapshot` the hits bring their ``generation`` (from doc values) and only
-        when one of them is of a later commit is the search asked again with the snapshot's
+        The hits bring their ``generation`` and ``retired`` (from doc values) and only when
+        one of them is of a later commit or retired is the search asked again with the
         filter (rare: a commit landing during the question); ``ppr`` asks four kNN searches
         per question, one of hundreds of passages, and a filter on each was measurably slower
         on the test cluster (docs/elasticsearch.md)."""
@@ -830,13 +838,13 @@ class ElasticsearchStore(Store):
             return []
         vector = self._query_vector(vector)
         flt = self._filter(collection, parse_where(where))
-        pin = self._pin()
+        at = self._seen_generation()
+        pin = None if at is None else visible_at(at)
         request = q.knn_request(vector, k, filter=flt)
         if pin is not None:  # from doc values: reading _source would parse every hit's vector
-            request["docvalue_fields"] = ["generation"]
+            request["docvalue_fields"] = ["generation", "retired"]
         hits = self._search(f"kNN search on {index!r}", index, request)["hits"]["hits"]
-        pinned = getattr(self._pinned, "generation", None)
-        if pin is not None and any(max((h.get("fields") or {}).get("generation", [-1])) > pinned for h in hits):
+        if at is not None and any(not _visible(h, at) for h in hits):
             request = q.knn_request(vector, k, filter=q.both(flt, pin))
             hits = self._search(f"kNN search on {index!r}", index, request)["hits"]["hits"]
         return [Hit(h["_id"], q.score_to_cosine(float(h["_score"]))) for h in hits]
@@ -994,6 +1002,12 @@ class ElasticsearchStore(Store):
         """Close the client if this store built it; an injected client stays open."""
         if self._owns_client:
             self._client.close()
+
+
+def _visible(hit: dict[str, Any], at: int) -> bool:
+    """Whether a hit with its ``generation`` and ``retired`` doc values is seen at ``at``."""
+    fields = hit.get("fields") or {}
+    return max(fields.get("generation", [-1])) <= at and min(fields.get("retired", [at + 1])) > at
 
 
 def _zero_vector(index: str, doc_id: str) -> BulkFailure:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -48,6 +49,9 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 GENERATION_FIELD = "generation"
 """The field every passage and triple document carries: the generation that wrote it."""
+RETIRED_FIELD = "retired"
+"""The generation that removed a document a sync replaced (:mod:`gear_agent.store.es_sync`):
+hidden from readers once it is published, deleted after."""
 LOCK_STALE_S = 300.0
 """A lock not renewed for this long is taken over (its writer died)."""
 LOCK_WAIT_S = 600.0
@@ -85,12 +89,13 @@ def deleted_query(since: int, now: int) -> dict[str, Any]:
 
 
 def visible_at(generation: int) -> dict[str, Any]:
-    """Documents written by generation ``generation`` or before (or before the feed): what
-    a search inside a snapshot taken at ``generation`` may return. Said as "not written
-    later", a range that matches only the few documents of later commits, so the filter
-    costs next to nothing (a range matching every document would be evaluated over all of
-    them by every kNN search)."""
-    return {"bool": {"must_not": [{"range": {GENERATION_FIELD: {"gt": generation}}}]}}
+    """Documents written by generation ``generation`` or before (or before the feed) and not
+    retired by it: what a search at ``generation`` may return. Said as "not written later,
+    not retired", ranges that match only the few documents of later commits or waiting to be
+    deleted, so the filter costs next to nothing (a range matching every document would be
+    evaluated over all of them by every kNN search)."""
+    return {"bool": {"must_not": [{"range": {GENERATION_FIELD: {"gt": generation}}},
+                                  {"range": {RETIRED_FIELD: {"lte": generation}}}]}}
 
 
 BY_RECORD: tuple[tuple[str, str], ...] = (("collection", "asc"), ("doc_id", "asc"))
@@ -132,6 +137,7 @@ class ChangeFeed:
         self._lock_version: tuple[int, int] | None = None  # (seq_no, primary_term) of our lock
         self._renewed = 0.0
         self._writing: int | None = None  # the generation being written while the lock is held
+        self._thread: int | None = None  # the thread writing it
         self._wrote = False
 
     # ---- opening ----------------------------------------------------------------------
@@ -173,7 +179,7 @@ class ChangeFeed:
                 self._held -= 1
             return
         self._acquire()
-        self._held, self._wrote = 1, False
+        self._held, self._wrote, self._thread = 1, False, threading.get_ident()
         try:
             self._writing = self.published() + 1
             yield self._writing
@@ -183,13 +189,19 @@ class ChangeFeed:
                     self.renew()  # renewed within 30 s, or now: never publish over a writer that took it
                     self._publish(self._writing)
             finally:
-                self._held, self._writing, self._wrote = 0, None, False
+                self._held, self._writing, self._wrote, self._thread = 0, None, False, None
                 self._release()
 
     @property
     def pending(self) -> int | None:
         """The generation being written (published when the lock is let go), or None."""
         return self._writing
+
+    @property
+    def writing_here(self) -> bool:
+        """Whether this thread is the one writing (its searches see what it has not published;
+        other threads of the process read the published generation, as other processes do)."""
+        return self._writing is not None and self._thread == threading.get_ident()
 
     def wrote(self) -> None:
         """Note that the generation being written changed something (it will be published);

@@ -145,9 +145,11 @@ METADATA_FIELDS: dict[str, Any] = {
 """Fields schema version 2 added to passages (metadata and filters)."""
 
 
-FEED_FIELDS: dict[str, Any] = {"generation": {"type": "long"}}
-"""The change feed's field on passages and triples (:mod:`gear_agent.store.es_changes`): the
-generation that wrote the document. Indices made before it are given it when opened
+FEED_FIELDS: dict[str, Any] = {"generation": {"type": "long"}, "retired": {"type": "long"},
+                               "retired_at": {"type": "double"}}
+"""The change feed's fields on passages and triples (:mod:`gear_agent.store.es_changes`): the
+generation that wrote the document, and the one that retired it and when (a sync's old
+version, :mod:`gear_agent.store.es_sync`). Indices made before them are given them when opened
 (:func:`feed_mapping`); their older documents have none."""
 
 

@@ -1,0 +1,191 @@
+"""Re-syncing a source on Elasticsearch as one commit for readers, and the passages of many
+sources in one request.
+
+Elasticsearch has no transaction across documents, so a sync (:meth:`Store.replace_passages`:
+delete a source's old passages, add its new ones) is made atomic *for readers* with the
+change feed's generations (:mod:`gear_agent.store.es_changes`). Holding the writer lock, at
+generation ``G + 1`` (``G`` published):
+
+1. **earlier syncs are settled**: documents retired by a published generation at least
+   :data:`PURGE_AFTER_S` ago are deleted (no search shows them, and a search that read the
+   generation before they were retired has ended); retirements no generation published (a
+   sync killed half-way) are undone, their deletion records too, so the old version stays
+   until a sync finishes;
+2. the new passages are written stamped ``generation: G + 1`` (readers filter
+   ``generation <= G``: unseen);
+3. the old passages and their triples are marked ``retired: G + 1`` (readers hide
+   ``retired <= G``: still seen) with the time (``retired_at``), and their deletion records
+   are written at ``G + 1``;
+4. ``G + 1`` is **published**: one document written, after which every search shows the new
+   passages and hides the old, at once (:func:`~gear_agent.store.es_changes.visible_at`).
+
+The retired documents are deleted by a later sync (step 1), not at once: a search reads the
+published generation, then searches, so one that read ``G`` just before the publish still
+shows the old passages, which must still be there. Until then they take space and nothing
+else (every search, count and walk hides them).
+
+So a reader polling during a sync sees the old version or the new, never both, never
+neither. Reads by id (``_mget``) are real-time and see documents whatever their generation.
+
+Example:
+    >>> store.replace_passages(stale_ids, new_passages)  # doctest: +SKIP
+    AddResult(added=[...], existing=[])
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from gear_agent.store import es_queries as q
+from gear_agent.store.base import Store
+from gear_agent.store.es_bulk import BulkWriteError
+from gear_agent.store.es_changes import RETIRED_FIELD
+from gear_agent.store.es_queries import BulkAction
+from gear_agent.types import AddResult, Passage
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from gear_agent.store.elasticsearch import ElasticsearchStore
+
+SOURCES_PER_QUERY = 1_000
+"""Sources per ``terms`` query when listing the passages of many sources."""
+PURGE_AFTER_S = 120.0
+"""How long retired documents are kept after they were retired: longer than a search, or
+a question asked inside :meth:`Store.snapshot`, takes."""
+RETIRED_AT_FIELD = "retired_at"
+"""When a document was retired (seconds since the epoch)."""
+
+
+def retire_action(index: str, doc_id: str, generation: int, at: float = 0.0) -> BulkAction:
+    """The partial update that hides ``doc_id`` from readers once ``generation`` is published.
+
+    >>> retire_action("gear-passages", "p-1", 8).body
+    {'doc': {'retired': 8, 'retired_at': 0.0}}
+    """
+    return q.update_action(index, doc_id, {RETIRED_FIELD: generation, RETIRED_AT_FIELD: at})
+
+
+def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class AtomicSync:
+    """The Elasticsearch store's sync by source (mixed into
+    :class:`~gear_agent.store.elasticsearch.ElasticsearchStore`, whose parts it uses).
+
+    Attributes:
+        purge_after_s: See :data:`PURGE_AFTER_S` (0 in tests that check the deletion).
+    """
+
+    purge_after_s: float = PURGE_AFTER_S
+
+    def replace_passages(  # type: ignore[misc]
+        self: ElasticsearchStore, remove: Sequence[str], add: Sequence[Passage]
+    ) -> AddResult:
+        """Delete ``remove`` (with their triples) and add ``add`` as one commit for readers
+        (see the module docstring). On an index without a change feed (made before it and
+        opened read-only) there are no generations: the old way, add then delete.
+
+        Raises:
+            BulkWriteError: a write failed. As after every failed write on Elasticsearch,
+                what landed is published when the commit ends: the new passages written so
+                far show, and of the old ones those not retired yet, until the source is
+                synced again (its stale passages are then retired, those left over deleted).
+        """
+        feed = self._feed
+        if feed is None:
+            return Store.replace_passages(self, remove, add)
+        with self._commit() as generation:  # a store with a feed stamps every commit
+            self._settle_retired(feed.published())
+            result = self.add_passages(add)
+            self._retire(remove, cast(int, generation))
+        return result  # published when the commit ends: the new passages appear, the old go
+
+    def passage_ids_of_sources(  # type: ignore[misc]
+        self: ElasticsearchStore, sources: Sequence[str]
+    ) -> dict[str, list[str]]:
+        """:meth:`passage_ids_of_source` of every source in ``sources``, by ``terms``
+        queries of :data:`SOURCES_PER_QUERY` sources (one walk each, not one per source)."""
+        found: dict[str, list[str]] = {s: [] for s in sources}
+        wanted = list(found)
+        for chunk in _chunks(wanted, SOURCES_PER_QUERY):
+            hits = self._walk(self.indices.passages, q.terms("source", list(chunk)), q.BY_ID,
+                              {"includes": ["source"]}, snapshot=True)
+            for hit in hits:
+                found[(hit.get("_source") or {}).get("source", "")].append(hit["_id"])
+        return found
+
+    # ---- steps ------------------------------------------------------------------------
+    def _retire(  # type: ignore[misc]
+        self: ElasticsearchStore, passage_ids: Sequence[str], generation: int
+    ) -> tuple[list[str], list[str]]:
+        """Mark the stored passages of ``passage_ids`` and their triples retired by
+        ``generation`` (deletion records first, as every delete writes them); returns the
+        passage and triple ids marked."""
+        passages_index, triples_index = self.indices.passages, self.indices.triples
+        stored = self._mget(passages_index, passage_ids, ["generation"])
+        ids = [pid for pid in dict.fromkeys(passage_ids) if pid in stored]
+        if not ids:
+            return [], []
+        self._changing()
+        triples: dict[str, int] = {}
+        for chunk in _chunks(ids, SOURCES_PER_QUERY):
+            for hit in self._walk(triples_index, q.terms("passage_id", list(chunk)), q.BY_ID,
+                                  {"includes": ["generation"]}):
+                triples[hit["_id"]] = (hit.get("_source") or {}).get("generation", 0)
+        self._record_deleted("triple", triples, generation)
+        self._record_deleted("passage", {pid: stored[pid].get("generation", 0) for pid in ids}, generation)
+        for index, doc_ids in ((triples_index, list(triples)), (passages_index, ids)):
+            now = time.time()
+            outcome = self._write((retire_action(index, i, generation, now) for i in doc_ids), [index], [])
+            if not outcome.ok:
+                raise BulkWriteError(f"retiring {len(doc_ids)} document(s) in {index!r} (nothing "
+                                     "was published; the next sync settles it)", outcome)
+        return ids, list(triples)
+
+    def _purge(  # type: ignore[misc]
+        self: ElasticsearchStore, passage_ids: Sequence[str], triple_ids: Sequence[str]
+    ) -> None:
+        """Delete documents retired by a published generation long enough ago: superseded,
+        and hidden from every reader, so no generation is needed (triples first, as every
+        delete)."""
+        if not passage_ids and not triple_ids:
+            return
+        for index, doc_ids in ((self.indices.triples, triple_ids), (self.indices.passages, passage_ids)):
+            if index == self.indices.passages:
+                self.node_store().forget_passages(list(passage_ids))
+            outcome = self._write((q.delete_action(index, i) for i in doc_ids), [index], [])
+            if not outcome.ok:
+                raise BulkWriteError(f"deleting {len(doc_ids)} retired document(s) from {index!r} "
+                                     "(hidden already; the next sync deletes them)", outcome)
+
+    def _settle_retired(self: ElasticsearchStore, published: int) -> None:  # type: ignore[misc]
+        """Settle what a sync killed half-way left (see step 1 of the module docstring)."""
+        done: dict[str, list[str]] = {"passage": [], "triple": []}
+        undone: dict[str, list[str]] = {"passage": [], "triple": []}
+        due = time.time() - self.purge_after_s
+        for collection, index in (("passage", self.indices.passages), ("triple", self.indices.triples)):
+            for hit in self._walk(index, {"exists": {"field": RETIRED_FIELD}}, q.BY_ID,
+                                  {"includes": [RETIRED_FIELD, RETIRED_AT_FIELD]}):
+                source = hit.get("_source") or {}
+                if source.get(RETIRED_FIELD) is None:
+                    continue
+                if int(source[RETIRED_FIELD]) > published:
+                    undone[collection].append(hit["_id"])
+                elif float(source.get(RETIRED_AT_FIELD) or 0.0) <= due:
+                    done[collection].append(hit["_id"])
+        self._purge(done["passage"], done["triple"])
+        for collection, index in (("passage", self.indices.passages), ("triple", self.indices.triples)):
+            ids = undone[collection]
+            if not ids:
+                continue
+            actions: list[Any] = [q.update_action(index, i, {RETIRED_FIELD: None, RETIRED_AT_FIELD: None})
+                                  for i in ids]
+            records = [q.delete_action(self.changes_index, f"{collection}:{i}") for i in ids]
+            outcome = self._write(actions, [index], [])
+            if outcome.ok:
+                outcome = self._write(records, [self.changes_index], [])
+            if not outcome.ok:
+                raise BulkWriteError(f"undoing {len(ids)} unpublished retirement(s) in {index!r}", outcome)
