@@ -15,8 +15,8 @@ missing or fails its checksum is left out with a warning (its rows are then sear
 exactly) and rebuilt at the next maintenance. Below :attr:`AnnPolicy.min_rows` rows exact
 search is fast enough and no ANN is built.
 
-Large ranges are built in *pieces*: no part holds more than :attr:`AnnPolicy.piece_rows`
-rows, and maintenance commits each part as it finishes (its own commit, recording the
+Large ranges are built in *pieces*: no part holds more than :meth:`AnnPolicy.pieces_of`
+its collection's rows, and maintenance commits each part as it finishes (its own commit, recording the
 store stamp it was built at), reporting ``progress(stage, rows covered, rows)``. An
 interrupted build (a crash, Ctrl-C) keeps the pieces already committed, and the next
 maintenance builds only the rest; a full piece is never folded again. A part is built by
@@ -62,10 +62,13 @@ class AnnPolicy:
             the true lowest cosine for a quarter of a full search's time; docs/storage.md
             has the table.
         shallow_candidates: Candidates a shallow search takes from each part.
-        piece_rows: Most rows of one part. A longer range is built as several parts
-            (pieces), each committed as it finishes, so an interrupted build keeps them.
-            2^18: at 1M stand-in passages a piece takes minutes on one core
-            (``benchmarks/ann_pieces.py``), and a search visits one part per piece.
+        piece_rows: Most rows of one passage part. A longer range is built as several
+            parts (pieces), each committed as it finishes, so an interrupted build keeps
+            them. 2^18: a million passages make four pieces of minutes each on one core,
+            and a search visits one part per piece (``benchmarks/ann_pieces.py``).
+        triple_piece_rows: The same for triple parts: 2^21, larger, since triples are
+            built with the cheaper graph and searched at every beam step, where each part
+            costs a search; 150k passages' 1.35M triples stay one part, as before pieces.
     """
 
     min_rows: int = 50_000
@@ -73,10 +76,21 @@ class AnnPolicy:
     shallow_expansion: int = 128
     shallow_candidates: int = 20
     piece_rows: int = 262_144
+    triple_piece_rows: int = 2_097_152
 
     def __post_init__(self) -> None:
-        if self.piece_rows < 1:
-            raise ValueError(f"AnnPolicy.piece_rows must be at least 1, got {self.piece_rows}")
+        for name in ("piece_rows", "triple_piece_rows"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"AnnPolicy.{name} must be at least 1, got {getattr(self, name)}")
+
+    def pieces_of(self, collection: str) -> int:
+        """Most rows of one part of ``collection``.
+
+        Example:
+            >>> AnnPolicy().pieces_of("passage"), AnnPolicy().pieces_of("triple")
+            (262144, 2097152)
+        """
+        return self.triple_piece_rows if collection == "triple" else self.piece_rows
 
 
 DEFAULT_POLICY = AnnPolicy()
@@ -329,16 +343,17 @@ def _view(mapped: mmap.mmap, expansion_search: int):  # noqa: ANN202 - usearch.i
 
 
 def plan_parts(
-    parts: list[PartInfo], rows: int, policy: AnnPolicy = DEFAULT_POLICY
+    parts: list[PartInfo], rows: int, policy: AnnPolicy = DEFAULT_POLICY, collection: str = "passage",
 ) -> tuple[list[PartInfo], int, int] | None:
     """The next piece maintenance should build: (parts kept, its first row, the row after
     its last), or None when the parts are up to date.
 
     The new part covers the rows after the kept parts, up to ``rows`` but at most
-    :attr:`AnnPolicy.piece_rows` of them; trailing parts are folded into it while it would
-    be at least half the size of the one before (so there are O(log n) parts below a piece
-    and each row is rebuilt O(log n) times), never a full piece. Asked again after each piece is recorded, it gives the next one: the same
-    sequence whether or not a build was interrupted between pieces.
+    :meth:`AnnPolicy.pieces_of` ``collection`` of them; trailing parts are folded into it
+    while it would be at least half the size of the one before (so there are O(log n)
+    parts below a piece and each row is rebuilt O(log n) times), never a full piece. Asked
+    again after each piece is recorded, it gives the next one: the same sequence whether or
+    not a build was interrupted between pieces.
 
     Example:
         >>> policy = AnnPolicy(min_rows=10, tail_max=2, piece_rows=100)
@@ -350,6 +365,7 @@ def plan_parts(
     """
     if rows < policy.min_rows:
         return None
+    piece = policy.pieces_of(collection)
     covered = parts[-1].stop if parts else 0
     if rows - covered <= policy.tail_max and covered > 0:
         return None
@@ -358,7 +374,7 @@ def plan_parts(
     while kept:
         last = kept[-1]
         size = last.stop - last.start
-        if size >= policy.piece_rows or (rows - start) * 2 < size:
+        if size >= piece or (rows - start) * 2 < size:
             break
         start = kept.pop().start
-    return kept, start, min(rows, start + policy.piece_rows)
+    return kept, start, min(rows, start + piece)

@@ -272,7 +272,7 @@ class RecordCollection:
         """Build the next ANN piece the plan asks for (records the new list); the files
         written (none when the parts are up to date). One piece per call: the caller commits
         each, so an interrupted build keeps them (:func:`~gear_agent.store.ann.plan_parts`)."""
-        plan = ann_mod.plan_parts(view.ann.parts, view.rows, self.ann_policy)
+        plan = ann_mod.plan_parts(view.ann.parts, view.rows, self.ann_policy, self.name)
         if plan is None:
             return []
         kept, start, stop = plan

@@ -82,6 +82,7 @@ def test_plan_parts_builds_pieces_and_never_folds_a_full_one():
     assert ann.plan_parts([full, small], 250, policy) == ([full], 100, 200)  # the small one folds
     assert ann.plan_parts([full, small], 131, policy) is None  # the tail is searched exactly
     assert ann.plan_parts([ann.PartInfo("p-0-40.usearch", 0, 40, "")], 400, policy) == ([], 0, 100)
+    assert ann.plan_parts([], 250, ann.AnnPolicy(min_rows=10, triple_piece_rows=200), "triple") == ([], 0, 200)
     with pytest.raises(ValueError, match="piece_rows"):
         ann.AnnPolicy(piece_rows=0)
 
