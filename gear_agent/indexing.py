@@ -120,7 +120,7 @@ def add_passages(
     added, existing = _add_in_batches(store.add_passages, passages, PASSAGE_BATCH, "passages", progress)
     report.passages_added += added
     report.passages_existing += existing
-    store.maintain()  # derived caches (the embedded store's ANN) once per run, not per batch
+    store.maintain(progress)  # derived caches (the embedded store's ANN) once per run, not per batch
     report.seconds["passages"] = time.perf_counter() - started
 
 
@@ -168,7 +168,7 @@ def import_openie(
     report.malformed_examples.extend(parsed.malformed_examples)
     add_triples(store, [t for t in parsed.triples if t.passage_id in stored], report, progress)
     store.mark_extracted([pid for pid in parsed.passage_ids if pid in stored])
-    store.maintain()
+    store.maintain(progress)
     report.seconds["triples"] = time.perf_counter() - started
 
 
@@ -200,7 +200,7 @@ def extract_with_llm(
     report.triples_added += summary.triples_kept
     report.malformed_triples += summary.malformed_dropped
     report.extraction = summary
-    store.maintain()
+    store.maintain(progress)
     report.seconds["extraction"] = time.perf_counter() - started
     return summary
 

@@ -249,7 +249,7 @@ def sync_passages(
     unchanged_ids = {p.id for p in passages} - {p.id for s in plan.sources for p in s.new} \
         - {p.id for p in plan.loose}
     report.triples_unchanged += count_triples_of(store, sorted(unchanged_ids))
-    store.maintain()  # derived caches (the embedded store's ANN) once per run, not per batch
+    store.maintain(progress)  # derived caches (the embedded store's ANN) once per run, not per batch
     report.seconds["passages"] = time.perf_counter() - started
     return plan
 

@@ -101,10 +101,12 @@ def _prepare_derived(store, embedder, settings, report) -> None:
     saved beside the index (after ``bulk_load``, so Elasticsearch's writes are visible)."""
     from gear_agent.cli.progress import ProgressBoard
     from gear_agent.expansion.ppr_graph import prepare_cache
+    from gear_agent.sirerag.freshness import update_pool
 
     started = time.perf_counter()
     with ProgressBoard() as board, board.embedding():
         prepare_cache(store, embedder, settings.ppr_synonym_threshold, board.graph_stages())
+        update_pool(store, settings, board.stage)  # SiReRAG's pool, where the index has one
     report.seconds["PPR graph"] = time.perf_counter() - started
 
 

@@ -51,6 +51,8 @@ STAGES: dict[str, StageLabel] = {
     "passages": StageLabel("ingest passages", "passages", embeds=True),
     "triples": StageLabel("ingest triples", "triples", embeds=True),
     "extraction": StageLabel("extract triples", "passages"),
+    "passage ANN": StageLabel("build passage ANN", "rows"),
+    "triple ANN": StageLabel("build triple ANN", "rows"),
 }
 """Labels of the stages the library reports; any other stage is shown by its own name."""
 

@@ -135,8 +135,16 @@ def info(
     report = BuildReport(nodes.get_meta("mode") or "none", levels=nodes.levels())
     print_report(report, counts=False)
     built_at = nodes.get_meta(GENERATION_KEY)
-    if built_at is not None:
-        added = len(store.changes_since(int(built_at)).passages_added)
-        console.print(f"the pool reflects commit {built_at}; the index is at commit {store.generation()}"
-                      + (f": {added:,} passages added since are not in its trees (run `gear sirerag build`)"
-                         if added else ""), highlight=False)
+    if built_at is None:
+        return
+    from gear_agent.sirerag.freshness import SiReRAGPool
+
+    pool = SiReRAGPool(store, persist=False)
+    update = pool.update(store)  # in memory: what a query would see now
+    placed = len({p for ps in pool.placed.values() for p in ps})
+    console.print(f"the last build reflects commit {built_at}; the index is at commit {store.generation()}"
+                  + (f"; {placed:,} passages added since are placed under {len(pool.placed):,} nodes"
+                     if placed else "")
+                  + (f"; {update.unplaced:,} added passages fit no node" if update.unplaced else "")
+                  + (f"; {len(pool.refresh):,} nodes are marked for refresh (`gear sirerag build`)"
+                     if pool.refresh else ""), highlight=False)

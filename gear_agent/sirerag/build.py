@@ -19,6 +19,7 @@ from gear_agent.llm.client import LLMClient
 from gear_agent.prompts import load_prompt
 from gear_agent.sirerag.aggregates import group_by_entity
 from gear_agent.sirerag.extract import extract_propositions
+from gear_agent.sirerag.freshness import built_meta
 from gear_agent.sirerag.propositions import Proposition, from_triples
 from gear_agent.sirerag.report import BuildReport
 from gear_agent.sirerag.tree import Leaf, build_levels
@@ -28,9 +29,9 @@ from gear_agent.types import Node, TreeName
 
 NODE_BATCH = 1024
 GENERATION_KEY = "generation"
-"""Meta key of the store generation the pool reflects: passages deleted since left it in
-their commit (the write path); passages added since are not in its trees until the next
-build (``gear sirerag info`` says how many)."""
+"""Meta key of the store generation the last build reflects (``gear sirerag info``); the
+pool's freshness is its stamp (:mod:`gear_agent.sirerag.freshness`): passages added since
+are placed in the trees, those deleted left them in their commit."""
 PROPOSITIONS_KEY = "propositions:"
 """Meta key prefix under which a full build records each passage's propositions."""
 
@@ -77,13 +78,13 @@ def build_ablation(store: Store, settings: SiReRAGSettings | None = None) -> Bui
     report = BuildReport("ablation")
     start_mode(nodes, "ablation", report)
     with store.snapshot():  # the pool reflects one commit, recorded with it
-        generation = store.generation()
+        generation, stamp = store.generation(), store.stamp()
         propositions = from_triples(store.iter_triples())
     report.propositions = len(propositions)
     aggregates = group_by_entity(propositions, settings.sirerag_min_propositions, settings.sirerag_min_passages)
     stored = [n.id for n in nodes.iter_nodes()]
     sync_nodes(nodes, aggregates, stored, report)
-    nodes.set_meta({"mode": "ablation", GENERATION_KEY: str(generation)})
+    nodes.set_meta({"mode": "ablation", GENERATION_KEY: str(generation), **built_meta(stamp)})
     report.levels = nodes.levels()
     return report
 
@@ -125,7 +126,7 @@ async def _build_full(
     report = BuildReport("full")
     start_mode(nodes, "full", report)
     with store.snapshot():
-        generation = store.generation()
+        generation, stamp = store.generation(), store.stamp()
         passages = list(store.iter_passages())
     known = _stored_propositions(nodes)
     todo = [p for p in passages if p.id not in known]
@@ -166,6 +167,6 @@ async def _build_full(
         report.nodes_deleted += len(nodes.delete_nodes(doomed))
     report.nodes_kept = sum(1 for n in before if n.id in kept)
     report.nodes_added = len(kept) - report.nodes_kept
-    nodes.set_meta({"mode": "full", GENERATION_KEY: str(generation)})
+    nodes.set_meta({"mode": "full", GENERATION_KEY: str(generation), **built_meta(stamp)})
     report.levels = nodes.levels()
     return report

@@ -5,6 +5,10 @@ ranked by cosine similarity with the query. Recall is over passages, so every no
 as the passages under it: walking the pool best first, a passage counts as itself and a
 node as its passages, taken in the order of the query's dense passage ranking (passages
 outside that ranking after them, in provenance order), each passage once.
+
+The pool is brought up to date with the store on each query (:mod:`gear_agent.sirerag.freshness`,
+in memory: the retriever never writes): a passage added since the last build counts under
+the nodes it was placed in, a deleted one under none.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from dataclasses import dataclass
 from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
 from gear_agent.retrieval.search import QueryEncoder
+from gear_agent.sirerag.freshness import SiReRAGPool
 from gear_agent.store.base import Store
 from gear_agent.store.nodes import node_store_of
 
@@ -51,16 +56,22 @@ class SiReRAGRetriever(Retriever):
     def __init__(self, store: Store, encode: QueryEncoder, name: str = "sirerag", depth: int = POOL_DEPTH):
         self.store, self.encode, self.name, self.depth = store, encode, name, depth
         self.nodes = node_store_of(store)
+        self.freshness = SiReRAGPool(store, persist=False)
 
     def pool(self, query: str, k: int, where: Where | None = None) -> list[PoolItem]:
         """The merged pool for ``query`` with each node's passages in query order (only
-        passages that pass ``where``; a node with none left is left out)."""
+        passages that pass ``where``; a node with none left is left out), the pool brought
+        up to date with the store first."""
+        self.freshness.update(self.store)
         vector = self.encode(query)
         depth = max(self.depth, k)
         passages = self.store.vector_search("passage", vector, depth, where=where)
         nodes = self.nodes.search(vector, depth)
         rank = {h.id: i for i, h in enumerate(passages)}
         provenance = self.nodes.passages_of([h.id for h in nodes])
+        for node, placed in self.freshness.placed_under([h.id for h in nodes]).items():
+            under = provenance.setdefault(node, [])
+            under.extend(p for p in placed if p not in under)
         if where is not None:
             under_all = list(dict.fromkeys(p for ps in provenance.values() for p in ps))
             passing = set(self.store.filter_passage_ids(under_all, where))

@@ -14,6 +14,14 @@ quantisation only affects which rows are candidates, never the scores. A part th
 missing or fails its checksum is left out with a warning (its rows are then searched
 exactly) and rebuilt at the next maintenance. Below :attr:`AnnPolicy.min_rows` rows exact
 search is fast enough and no ANN is built.
+
+Large ranges are built in *pieces*: no part holds more than :meth:`AnnPolicy.pieces_of`
+its collection's rows, and maintenance commits each part as it finishes (its own commit, recording the
+store stamp it was built at), reporting ``progress(stage, rows covered, rows)``. An
+interrupted build (a crash, Ctrl-C) keeps the pieces already committed, and the next
+maintenance builds only the rest; a full piece is never folded again. A part is built by
+one thread, so a resumed build writes the same files, byte for byte, as one that ran
+through.
 """
 
 from __future__ import annotations
@@ -23,14 +31,20 @@ import logging
 import mmap
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from gear_agent.store.changes import Stamp
 from gear_agent.store.derived_files import verify, write_atomically
 
 logger = logging.getLogger(__name__)
+
+AnnProgress = Callable[[str, int, int], None]
+"""``progress(stage, rows covered, rows)`` while parts are built (stage ``"{collection} ANN"``)."""
 
 @dataclass(frozen=True)
 class AnnPolicy:
@@ -48,12 +62,35 @@ class AnnPolicy:
             the true lowest cosine for a quarter of a full search's time; docs/storage.md
             has the table.
         shallow_candidates: Candidates a shallow search takes from each part.
+        piece_rows: Most rows of one passage part. A longer range is built as several
+            parts (pieces), each committed as it finishes, so an interrupted build keeps
+            them. 2^18: a million passages make four pieces of minutes each on one core,
+            and a search visits one part per piece (``benchmarks/ann_pieces.py``).
+        triple_piece_rows: The same for triple parts: 2^21, larger, since triples are
+            built with the cheaper graph and searched at every beam step, where each part
+            costs a search; 150k passages' 1.35M triples stay one part, as before pieces.
     """
 
     min_rows: int = 50_000
     tail_max: int = 4_096
     shallow_expansion: int = 128
     shallow_candidates: int = 20
+    piece_rows: int = 262_144
+    triple_piece_rows: int = 2_097_152
+
+    def __post_init__(self) -> None:
+        for name in ("piece_rows", "triple_piece_rows"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"AnnPolicy.{name} must be at least 1, got {getattr(self, name)}")
+
+    def pieces_of(self, collection: str) -> int:
+        """Most rows of one part of ``collection``.
+
+        Example:
+            >>> AnnPolicy().pieces_of("passage"), AnnPolicy().pieces_of("triple")
+            (262144, 2097152)
+        """
+        return self.triple_piece_rows if collection == "triple" else self.piece_rows
 
 
 DEFAULT_POLICY = AnnPolicy()
@@ -121,12 +158,20 @@ SUFFIX = ".usearch"
 
 @dataclass(frozen=True)
 class PartInfo:
-    """One saved part: the file, the rows ``start..stop`` it holds, its checksum."""
+    """One saved part: the file, the rows ``start..stop`` it holds, its checksum, and the
+    stamp of the store state its rows were read from (:meth:`Stamp.as_dict`; None in lists
+    written before pieces). Vector rows are append-only, so the part stays exact for every
+    later commit of the same index; :meth:`AnnIndex.load` refuses one of another index."""
 
     file: str
     start: int
     stop: int
     checksum: str
+    built_at: dict[str, Any] | None = None
+
+    @property
+    def stamp(self) -> Stamp | None:
+        return Stamp.from_dict(self.built_at)
 
 
 def parse_parts(text: str | None) -> list[PartInfo]:
@@ -162,7 +207,10 @@ def mean_row(vectors: np.ndarray, start: int, stop: int, step: int = 65_536) -> 
     return (total / max(stop - start, 1)).astype(np.float32)
 
 
-def build_part(root: Path, collection: str, vectors: np.ndarray, start: int, stop: int) -> PartInfo:
+def build_part(
+    root: Path, collection: str, vectors: np.ndarray, start: int, stop: int,
+    progress: AnnProgress | None = None, stamp: Stamp | None = None, total: int | None = None,
+) -> PartInfo:
     """Build and save the part over rows ``start..stop`` of ``vectors`` (a row-indexed view).
 
     The part holds the rows minus their mean: for a query ``q``, ``q . (x - mean)`` orders
@@ -171,17 +219,31 @@ def build_part(root: Path, collection: str, vectors: np.ndarray, start: int, sto
     stand-in embedder's passages) no longer crowds the graph and the int8 range. On 20k
     stand-in passages, recall@10 from 300 candidates went from 0.85 to 0.97 with the same
     graph. Queries need nothing: they search with ``q`` as it is.
+
+    Args:
+        root: The folder of the part files.
+        collection: ``passage`` or ``triple`` (names the file, picks the graph settings).
+        vectors: The collection's vectors, row-indexed.
+        start: First row of the part.
+        stop: Row after its last.
+        progress: Called as ``progress("{collection} ANN", rows covered, total)`` after
+            each batch of rows is inserted.
+        stamp: The store state the rows were read from (recorded in the part's entry).
+        total: The rows the whole build covers (``stop`` when None), for ``progress``.
     """
     index = new_index(vectors.shape[1], graph_settings(collection, stop - start))
     mean = mean_row(vectors, start, stop)
     step = 65_536
+    total = stop if total is None else total
     for lo in range(start, stop, step):
         hi = min(stop, lo + step)
         index.add(np.arange(lo, hi, dtype=np.uint64), np.ascontiguousarray(vectors[lo:hi] - mean),
                   threads=1)
+        if progress is not None:
+            progress(f"{collection} ANN", hi, total)
     name = f"{collection}-{start}-{stop}{SUFFIX}"
     checksum = write_atomically(root / name, lambda path: index.save(str(path)))
-    return PartInfo(name, start, stop, checksum)
+    return PartInfo(name, start, stop, checksum, None if stamp is None else stamp.as_dict())
 
 
 class AnnIndex:
@@ -207,15 +269,20 @@ class AnnIndex:
         """Rows ``0..covered`` are in usable parts (contiguous from row 0)."""
         return self.parts[-1].stop if self.parts else 0
 
-    def load(self, parts: list[PartInfo], verify_checksums: bool = True) -> None:
-        """Open ``parts`` as memory-mapped views; stop at the first bad one (warned)."""
+    def load(self, parts: list[PartInfo], verify_checksums: bool = True, index_id: str = "") -> None:
+        """Open ``parts`` as memory-mapped views; stop at the first bad one (warned): one out
+        of order, missing, failing its checksum, or built for another index than ``index_id``
+        (when both name one)."""
         self.parts, self._views, self._shallow_views, self.problems = [], [], None, []
         expected_start = 0
         for part in parts:
             path = self.root / part.file
             problem = None
+            built = part.stamp
             if part.start != expected_start:
                 problem = f"{part.file} does not follow row {expected_start}"
+            elif index_id and built is not None and built.index_id and built.index_id != index_id:
+                problem = f"{part.file} was built for another index ({built.index_id})"
             elif verify_checksums and not verify(path, part.checksum):
                 problem = f"{part.file} is missing or fails its checksum"
             if problem is None:
@@ -276,21 +343,38 @@ def _view(mapped: mmap.mmap, expansion_search: int):  # noqa: ANN202 - usearch.i
 
 
 def plan_parts(
-    parts: list[PartInfo], rows: int, policy: AnnPolicy = DEFAULT_POLICY
-) -> tuple[list[PartInfo], int] | None:
-    """What maintenance should build: (parts kept, first row of the new part), or None.
+    parts: list[PartInfo], rows: int, policy: AnnPolicy = DEFAULT_POLICY, collection: str = "passage",
+) -> tuple[list[PartInfo], int, int] | None:
+    """The next piece maintenance should build: (parts kept, its first row, the row after
+    its last), or None when the parts are up to date.
 
-    A new part covers the rows after the kept parts up to ``rows``; trailing parts are
-    folded into it while the new part would be at least half the size of the one before
-    (so there are O(log n) parts and each row is rebuilt O(log n) times).
+    The new part covers the rows after the kept parts, up to ``rows`` but at most
+    :meth:`AnnPolicy.pieces_of` ``collection`` of them; trailing parts are folded into it
+    while it would be at least half the size of the one before (so there are O(log n)
+    parts below a piece and each row is rebuilt O(log n) times), never a full piece. Asked
+    again after each piece is recorded, it gives the next one: the same sequence whether or
+    not a build was interrupted between pieces.
+
+    Example:
+        >>> policy = AnnPolicy(min_rows=10, tail_max=2, piece_rows=100)
+        >>> plan_parts([], 250, policy)
+        ([], 0, 100)
+        >>> full = PartInfo("p-0-100.usearch", 0, 100, "")
+        >>> plan_parts([full], 250, policy)[1:]
+        (100, 200)
     """
     if rows < policy.min_rows:
         return None
+    piece = policy.pieces_of(collection)
     covered = parts[-1].stop if parts else 0
     if rows - covered <= policy.tail_max and covered > 0:
         return None
     kept = list(parts)
     start = covered
-    while kept and (rows - start) * 2 >= (kept[-1].stop - kept[-1].start):
+    while kept:
+        last = kept[-1]
+        size = last.stop - last.start
+        if size >= piece or (rows - start) * 2 < size:
+            break
         start = kept.pop().start
-    return kept, start
+    return kept, start, min(rows, start + piece)

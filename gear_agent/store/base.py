@@ -337,9 +337,10 @@ class Store(ABC):
         :meth:`ElasticsearchStore.bulk_load`). Here: nothing changes."""
         return contextlib.nullcontext()
 
-    def maintain(self) -> None:  # noqa: B027 - optional hook
-        """Bring derived caches up to date (the embedded store's ANN); called at the end of
-        an indexing run. A no-op where there is nothing to do."""
+    def maintain(self, progress: Callable[[str, int, int], None] | None = None) -> None:  # noqa: B027 - optional hook
+        """Bring derived caches up to date (the embedded store's ANN, reporting
+        ``progress(stage, done, total)``); called at the end of an indexing run. A no-op
+        where there is nothing to do."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (connections, locks)."""

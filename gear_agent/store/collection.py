@@ -25,7 +25,8 @@ import numpy as np
 from gear_agent.store import ann as ann_mod
 from gear_agent.store.base import IndexCorruptError
 from gear_agent.store.bm25 import top_k
-from gear_agent.store.embedded_db import Database, chunked, marks
+from gear_agent.store.changes import Stamp
+from gear_agent.store.embedded_db import INDEX_ID_KEY, Database, chunked, marks
 from gear_agent.store.postings import Postings
 from gear_agent.store.records import (
     meta_rows,
@@ -119,7 +120,7 @@ class RecordCollection:
             index = previous.ann
         else:
             index = ann_mod.AnnIndex(self.root, self.name, self.ann_policy.shallow_expansion)
-            index.load(ann_mod.parse_parts(text))
+            index.load(ann_mod.parse_parts(text), index_id=str(meta.get(INDEX_ID_KEY) or ""))
         if verify:
             self.vectors.ensure_verified(rows)
         return View(generation, rows, count, dead, index, text)
@@ -266,13 +267,17 @@ class RecordCollection:
                 "run `gear check`")
         self.postings(tokenizer).rebuild((r[0], self.text_of(r[1:])) for r in rows)
 
-    def update_ann(self, view: View) -> list[str]:
-        """Build the ANN part the plan asks for (records the new list); the files written."""
-        plan = ann_mod.plan_parts(view.ann.parts, view.rows, self.ann_policy)
+    def update_ann(self, view: View, stamp: Stamp | None = None,
+                   progress: ann_mod.AnnProgress | None = None) -> list[str]:
+        """Build the next ANN piece the plan asks for (records the new list); the files
+        written (none when the parts are up to date). One piece per call: the caller commits
+        each, so an interrupted build keeps them (:func:`~gear_agent.store.ann.plan_parts`)."""
+        plan = ann_mod.plan_parts(view.ann.parts, view.rows, self.ann_policy, self.name)
         if plan is None:
             return []
-        kept, start = plan
-        part = ann_mod.build_part(self.root, self.name, self.matrix(view), start, view.rows)
+        kept, start, stop = plan
+        part = ann_mod.build_part(self.root, self.name, self.matrix(view), start, stop,
+                                  progress, stamp, total=view.rows)
         self.db.set_meta(f"ann:{self.name}", ann_mod.dump_parts([*kept, part]))
         return [part.file]
 

@@ -411,15 +411,26 @@ class EmbeddedStore(Store):
         """Caches derived from the index (the PPR graph) live in its own folder."""
         return self.root
 
-    def maintain(self) -> None:
+    def maintain(self, progress: Any = None) -> None:
         """Bring the ANN parts up to date and fold the WAL into the database file (called at
-        the end of an indexing run)."""
-        with self.transaction():
-            state = self.states.writer()
-            for name, coll in self._collections.items():
-                coll.update_ann(state.views[name])
+        the end of an indexing run); ``progress(stage, done, total)`` as parts are built."""
+        self._update_ann(progress)
         self.remove_superseded()
         self.db.checkpoint()
+
+    def _update_ann(self, progress: Any = None) -> list[str]:
+        """Build the ANN pieces the policy asks for, each in its own commit (kept as it
+        finishes: an interrupted build resumes with the rest); the files written."""
+        written: list[str] = []
+        for name, coll in self._collections.items():
+            while True:
+                with self.transaction():
+                    state = self.states.writer()
+                    files = coll.update_ann(state.views[name], state.stamp, progress)
+                if not files or set(files) & set(written):  # a part that does not load: once per run
+                    break
+                written.extend(files)
+        return written
 
     def remove_superseded(self) -> list[str]:
         """Delete ANN part files that no committed state refers to, and temporaries whose
@@ -451,10 +462,7 @@ class EmbeddedStore(Store):
             with self.transaction():
                 for name in self._collections:
                     self.db.set_meta(f"ann:{name}", ann_mod.dump_parts(self.states.writer().views[name].ann.parts))
-            with self.transaction():
-                state = self.states.writer()
-                for name, coll in self._collections.items():
-                    done.extend(f"rebuilt ANN part {f}" for f in coll.update_ann(state.views[name]))
+            done.extend(f"rebuilt ANN part {f}" for f in self._update_ann(progress))
         self.remove_superseded()
         return done
 

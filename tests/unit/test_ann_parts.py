@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from gear_agent.store import ann
 
@@ -54,3 +55,78 @@ def test_only_large_passage_parts_get_the_denser_graph():
     assert large.connectivity > ann.GRAPH["passage"].connectivity
     assert ann.graph_settings("triple", 10 * rows) == ann.GRAPH["triple"]
     assert ann.graph_settings("phrase", 10) == ann.GRAPH["triple"]
+
+
+def _pieced_store(path, embedder):
+    from gear_agent.store.embedded import EmbeddedStore
+
+    store = EmbeddedStore.open(path, embedder, ann=ann.AnnPolicy(min_rows=50, tail_max=10, piece_rows=100))
+    store.add_passages(_docs(350))
+    return store
+
+
+def _docs(n):
+    from gear_agent.ids import passage_id
+    from gear_agent.types import Passage
+
+    texts = [(f"D{i}", f"document {i} about topic {i % 13} and theme {i % 7}") for i in range(n)]
+    return [Passage(passage_id(t, x), t, x, "test") for t, x in texts]
+
+
+def test_plan_parts_builds_pieces_and_never_folds_a_full_one():
+    policy = ann.AnnPolicy(min_rows=10, tail_max=2, piece_rows=100)
+    assert ann.plan_parts([], 250, policy) == ([], 0, 100)
+    full = ann.PartInfo("p-0-100.usearch", 0, 100, "")
+    small = ann.PartInfo("p-100-130.usearch", 100, 130, "")
+    assert ann.plan_parts([full], 250, policy) == ([full], 100, 200)
+    assert ann.plan_parts([full, small], 250, policy) == ([full], 100, 200)  # the small one folds
+    assert ann.plan_parts([full, small], 131, policy) is None  # the tail is searched exactly
+    assert ann.plan_parts([ann.PartInfo("p-0-40.usearch", 0, 40, "")], 400, policy) == ([], 0, 100)
+    assert ann.plan_parts([], 250, ann.AnnPolicy(min_rows=10, triple_piece_rows=200), "triple") == ([], 0, 200)
+    with pytest.raises(ValueError, match="piece_rows"):
+        ann.AnnPolicy(piece_rows=0)
+
+
+def test_an_interrupted_build_keeps_its_pieces_and_resumes_with_the_rest(tmp_path, monkeypatch):
+    from support.fakes import CountingEmbedder
+
+    embedder = CountingEmbedder()
+    whole = _pieced_store(tmp_path / "whole", embedder)
+    seen = []
+    whole.maintain(lambda stage, done, total: seen.append((stage, done, total)))
+    expected = whole.view("passage").ann.parts
+    assert [(p.start, p.stop) for p in expected] == [(0, 100), (100, 200), (200, 300), (300, 350)]
+    assert seen[-1] == ("passage ANN", 350, 350) and ("passage ANN", 100, 350) in seen
+    assert all(p.stamp is not None and p.stamp.index_id == whole.index_id() for p in expected)
+
+    broken = _pieced_store(tmp_path / "broken", embedder)
+    real, calls = ann.build_part, []
+
+    def fails_after_two(*args, **kwargs):
+        if len(calls) == 2:
+            raise KeyboardInterrupt("interrupted after piece 2")
+        calls.append(args[3:5])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ann, "build_part", fails_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        broken.maintain()
+    assert [(p.start, p.stop) for p in broken.view("passage").ann.parts] == [(0, 100), (100, 200)]
+    monkeypatch.setattr(ann, "build_part", lambda *a, **k: calls.append(a[3:5]) or real(*a, **k))
+    broken.maintain()  # resumes: only the pieces not kept
+    assert calls == [(0, 100), (100, 200), (200, 300), (300, 350)]  # two before, two after
+    resumed = broken.view("passage").ann.parts
+    assert [(p.file, p.checksum) for p in resumed] == [(p.file, p.checksum) for p in expected]
+    for text in ("document about topic 5 and theme 2", "theme 6", "document 301"):
+        query = embedder.embed_one(text)
+        assert broken.vector_search("passage", query, 5) == whole.vector_search("passage", query, 5)
+
+
+def test_a_part_of_another_index_is_refused(tmp_path):
+    vectors = crowded_vectors(200)
+    part = ann.build_part(tmp_path, "passage", vectors, 0, 200, stamp=ann.Stamp("aaaa", 3, "c0"))
+    index = ann.AnnIndex(tmp_path, "passage")
+    index.load([part], index_id="bbbb")
+    assert index.covered == 0 and "another index" in index.problems[0]
+    index.load([part], index_id="aaaa")
+    assert index.covered == 200 and not index.problems

@@ -50,3 +50,26 @@ def test_full_build_without_an_llm_fails_before_any_work(index: str, monkeypatch
         monkeypatch.delenv(name, raising=False)
     code, output = gear("sirerag", "build", "--mode", "full", "--index", index)
     assert code == 2 and "error:" in output, output
+
+
+def test_gear_index_brings_the_pool_up_to_date(index: str, tmp_path: Path) -> None:
+    import json
+
+    code, output = gear("sirerag", "build", "--index", index)
+    assert code == 0, output
+    late = {"title": "Aarhus Comet Society", "text": "Marela Voss founded the Aarhus Comet Society in 1990."}
+    (tmp_path / "late.json").write_text(json.dumps([late]))
+    (tmp_path / "late-openie.json").write_text(json.dumps({"docs": [{
+        **late, "extracted_entities": ["Marela Voss", "Aarhus Comet Society"],
+        "extracted_triples": [["Marela Voss", "founded", "Aarhus Comet Society"]]}]}))
+    code, output = gear("index", str(tmp_path / "late.json"), "--openie", str(tmp_path / "late-openie.json"),
+                        "--index", index)
+    assert code == 0, output
+    from gear_agent.embedding.hashing import HashingEmbedder
+    from gear_agent.store.embedded import EmbeddedStore
+
+    store = EmbeddedStore.open(Path(index), HashingEmbedder(64))
+    nodes = store.node_store()  # the write path recomputed the aggregates: the new passage is in one
+    voss = next(n for n in nodes.iter_nodes() if n.entity == "marela voss")
+    assert "Marela Voss founded Aarhus Comet Society" in voss.text
+    assert json.loads(nodes.get_meta("stamp"))["generation"] >= 1
