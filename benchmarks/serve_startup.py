@@ -3,9 +3,9 @@
 Starts ``python -m gear_agent.cli serve`` over an index (by default the 12-passage demo,
 indexed once into a temporary folder with the configured embedding model) ``--runs``
 times, polls ``GET /health`` every 20 ms from the moment the process starts, and prints
-per run: the seconds to the first answer (any status: "warming" counts), the seconds to
-``"status": "ok"`` (the model and the index loaded), and the machine's load average when
-the run started (``os.getloadavg``, with the number of CPUs).
+per run: the seconds until the port accepts a connection, to the first answer (any status:
+"warming" counts), to ``"status": "ok"`` (the model and the index loaded), and the
+machine's load average when the run started (``os.getloadavg``, with the number of CPUs).
 
     python benchmarks/serve_startup.py                      # this checkout, 3 runs, a table
     python benchmarks/serve_startup.py --code /work/main    # another checkout, for a before/after
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -50,10 +51,17 @@ def one_start(index: Path, code: Path, limit_s: float) -> dict[str, object]:
     server = subprocess.Popen([sys.executable, "-m", "gear_agent.cli", "serve", "--index", str(index),
                                "--port", str(port), "--log-level", "warning"],
                               env=env, cwd=code, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    first = ready = None
+    opened = first = ready = None
     try:
         with httpx.Client(timeout=2) as http:
             while time.monotonic() - started < limit_s and server.poll() is None:
+                if opened is None:
+                    with socket.socket() as probe:
+                        probe.settimeout(0.5)
+                        if probe.connect_ex(("127.0.0.1", port)) != 0:
+                            time.sleep(0.02)
+                            continue
+                    opened = time.monotonic() - started
                 try:
                     body = http.get(f"http://127.0.0.1:{port}/health").json()
                     now = time.monotonic() - started
@@ -70,7 +78,7 @@ def one_start(index: Path, code: Path, limit_s: float) -> dict[str, object]:
     def seconds(value: float | None) -> str:
         return "-" if value is None else f"{value:.2f}"
 
-    return {"first /health s": seconds(first), "ready (ok) s": seconds(ready),
+    return {"port open s": seconds(opened), "first /health s": seconds(first), "ready (ok) s": seconds(ready),
             "load at start": f"{load:.1f} on {os.cpu_count()} CPUs"}
 
 
