@@ -74,7 +74,7 @@ def ensure_repository(client: Any, repository: str) -> bool:
         pass
     try:
         with translate_errors(f"registering snapshot repository {repository} (type fs)"):
-            client.snapshot.create_repository(name=repository, type="fs", settings={"location": repository})
+            client.snapshot.create_repository(name=repository, repository={"type": "fs", "settings": {"location": repository}})
     except StoreError as err:
         hint = ("; add a folder to path.repo in the nodes' elasticsearch.yml, or register the repository "
                 f"yourself (PUT _snapshot/{repository}) and set GEAR_ES_SNAPSHOT_REPOSITORY")

@@ -17,6 +17,7 @@ from gear_agent.embedding.hashing import HashingEmbedder
 from gear_agent.ids import passage_id, triple_id
 from gear_agent.store import open_store
 from gear_agent.store.es_client import make_client
+from gear_agent.store.es_snapshot import indices_of
 from gear_agent.types import Passage, Triple
 
 pytestmark = pytest.mark.es
@@ -57,7 +58,7 @@ def test_snapshot_registers_a_repository_and_restore_brings_a_lost_index_back(
         assert [s["state"] for s in kept["snapshots"]] in (["SUCCESS"], ["PARTIAL"])
         assert f"{prefix}-triples" in kept["snapshots"][0]["indices"]  # the state before, kept
     finally:
-        client.indices.delete(index=f"{prefix}-*", ignore_unavailable=True)
+        client.indices.delete(index=",".join(indices_of(prefix)), ignore_unavailable=True)
         client.close()
 
 
