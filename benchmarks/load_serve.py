@@ -108,12 +108,12 @@ def serve_page(port: int, index: Path) -> None:
     from gear_agent.open_index import OpenIndex
     from gear_agent.serve.app import create_app
 
-    try:  # as `gear serve` does (gear_agent/serve/memory.py), where the checkout has it
-        from gear_agent.serve.memory import limit_malloc_arenas
+    try:  # as `gear serve` does (gear_agent/serve/process.py), where the checkout has it
+        from gear_agent.serve.process import prepare_server_process
     except ImportError:
         pass
     else:
-        limit_malloc_arenas()
+        prepare_server_process()
     settings = GearSettings(index_dir=index, embedding_model="hashing-384")
     runtime = OpenIndex.open(settings)
     agent = build_agent(settings, index=runtime, chat_model=ScriptedChatModel(respond=lambda _prompt: "{}"))

@@ -35,7 +35,7 @@ def serve(
     from gear_agent.cli.checks import require_index
     from gear_agent.serve.header_timeout import header_timeout_protocol
     from gear_agent.serve.limits import startup_notes
-    from gear_agent.serve.memory import limit_malloc_arenas
+    from gear_agent.serve.process import prepare_server_process
     from gear_agent.serve.site_guard import allowed_hosts as hosts_of
     from gear_agent.serve.site_guard import check_cors
     from gear_agent.serve.warmup import WarmingApp
@@ -70,7 +70,7 @@ def serve(
     server = uvicorn.Server(uvicorn.Config(
         warming, host=host, port=port, log_level=log_level,
         http=header_timeout_protocol(settings.serve_header_timeout_s)))
-    limit_malloc_arenas()  # before the loading and reading threads make arenas of their own
+    prepare_server_process()  # before the loading and reading threads start
     warming.start()
     server.run()
     if failed:

@@ -286,10 +286,10 @@ def run_server(
     """Serve ``app`` with uvicorn until interrupted; a client that takes longer than
     ``settings.serve_header_timeout_s`` to send a request's headers is disconnected."""
     from gear_agent.serve.header_timeout import header_timeout_protocol
-    from gear_agent.serve.memory import limit_malloc_arenas
+    from gear_agent.serve.process import prepare_server_process
 
     timeout = (settings or ServeSettings()).serve_header_timeout_s
-    limit_malloc_arenas()
+    prepare_server_process()
     uvicorn.run(app, host=host, port=port, log_level=log_level,
                 http=header_timeout_protocol(timeout))
 

@@ -4,7 +4,7 @@ The check reads every row and vector of the index (about 2 s of CPU at 40,000 pa
 most of it Python building records), so on one of the server's threads it would hold the
 GIL against the event loop (``/health`` and every shed request wait for it) and leave its
 garbage in the server's heap. In a child process it has a GIL and a heap of its own,
-handed back when it exits. The settings go to the child pickled on its standard input
+handed back when it exits, and a lower CPU priority (:data:`CHECK_NICENESS`). The settings go to the child pickled on its standard input
 (its own parent, no other reader), the report comes back the same way.
 
     python -m gear_agent.serve.check_process < pickled-settings > pickled-report
@@ -64,7 +64,14 @@ def check_in_child(settings: GearSettings, timeout_s: float = CHECK_TIMEOUT_S) -
     return pickle.loads(done.stdout)  # noqa: S301 - our own child's answer to our own request
 
 
+CHECK_NICENESS = 10
+"""How much lower the child's CPU priority is than the server's (POSIX ``nice``), so that on
+a busy machine the server's event loop gets the CPU before the check does."""
+
+
 def main() -> None:
+    if hasattr(os, "nice"):
+        os.nice(CHECK_NICENESS)  # before the heavy imports of the check itself
     settings = pickle.loads(sys.stdin.buffer.read())  # noqa: S301 - written by the parent server
     sys.stdout.buffer.write(pickle.dumps(check_report(settings)))
 

@@ -3,10 +3,10 @@
 glibc gives every thread that allocates its own malloc arena (up to eight per core) and
 keeps what is freed in it for reuse, so after a flood of page reads on several threads the
 process stays as big as at the flood's peak. :func:`limit_malloc_arenas` caps the arenas
-(as ``MALLOC_ARENA_MAX`` does; called by ``gear serve`` before any thread starts) and
-:func:`release_free_memory` hands the free pages back (``malloc_trim``; the page calls it
-once its reads have been idle a moment: :class:`gear_agent.serve.web.WebPage`). Both do
-nothing where the C library is not glibc.
+(as ``MALLOC_ARENA_MAX`` does; ``gear serve`` calls it before any thread starts:
+:mod:`gear_agent.serve.process`) and :func:`release_free_memory` hands the free pages back
+(``malloc_trim``; the page calls it once its reads have been idle a moment:
+:class:`gear_agent.serve.web.WebPage`). Both do nothing where the C library is not glibc.
 """
 
 from __future__ import annotations

@@ -48,3 +48,16 @@ def test_the_memory_helpers_answer_a_bool_and_never_raise(monkeypatch) -> None: 
     assert isinstance(release_free_memory(), bool)
     monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
     assert limit_malloc_arenas() is False  # the environment's setting wins
+
+
+def test_the_server_process_hands_the_gil_over_within_a_millisecond() -> None:
+    import sys
+
+    from gear_agent.serve.process import SWITCH_INTERVAL_S, prepare_server_process
+
+    before = sys.getswitchinterval()
+    try:
+        prepare_server_process()
+        assert sys.getswitchinterval() <= SWITCH_INTERVAL_S
+    finally:
+        sys.setswitchinterval(before)
