@@ -4,8 +4,9 @@ The check reads every row and vector of the index (about 2 s of CPU at 40,000 pa
 most of it Python building records), so on one of the server's threads it would hold the
 GIL against the event loop (``/health`` and every shed request wait for it) and leave its
 garbage in the server's heap. In a child process it has a GIL and a heap of its own,
-handed back when it exits, and a lower CPU priority (:data:`CHECK_NICENESS`). The settings go to the child pickled on its standard input
-(its own parent, no other reader), the report comes back the same way.
+handed back when it exits, and a lower CPU priority (:data:`CHECK_NICENESS`). The settings
+go to the child pickled on its standard input (its own parent, no other reader), the
+report comes back the same way.
 
     python -m gear_agent.serve.check_process < pickled-settings > pickled-report
 """
