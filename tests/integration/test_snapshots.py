@@ -277,3 +277,8 @@ def test_gear_serve_snapshots_on_its_timer_while_it_is_up(tmp_path: Path) -> Non
             time.sleep(0.05)
     assert [s.generation for s in snapshots(tmp_path / "ix")] == [1]  # once: the index did not change after
     assert app.state.snapshots.taken == 1 and app.state.snapshots.last_error is None
+
+
+def test_snapshot_restore_on_the_embedded_index_points_at_check_repair(tmp_path: Path) -> None:
+    line = one_line_error(run_cli("snapshot", "--restore", "--index", str(tmp_path / "ix"), env=ENV))
+    assert "gear check --repair" in line
