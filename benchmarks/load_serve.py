@@ -108,6 +108,12 @@ def serve_page(port: int, index: Path) -> None:
     from gear_agent.open_index import OpenIndex
     from gear_agent.serve.app import create_app
 
+    try:  # as `gear serve` does (gear_agent/serve/process.py), where the checkout has it
+        from gear_agent.serve.process import prepare_server_process
+    except ImportError:
+        pass
+    else:
+        prepare_server_process()
     settings = GearSettings(index_dir=index, embedding_model="hashing-384")
     runtime = OpenIndex.open(settings)
     agent = build_agent(settings, index=runtime, chat_model=ScriptedChatModel(respond=lambda _prompt: "{}"))
@@ -128,15 +134,22 @@ def settle(url: str, path: str, timeout: float, seconds: float = 300) -> None:
         time.sleep(1)
 
 
-def rss_mb(pid: int) -> float:
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """The process's resident memory (``VmRSS``; ``RssAnon``: its heap and stacks, without
+    the pages of mapped files such as SQLite's memory map), MB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return round(int(line.split()[1]) / 1024, 1)
     return float("nan")
 
 
+PROBE_EVERY_S = 0.01
+"""How often the probe asks ``/health`` during a flood (so a round of a few seconds gives some
+hundreds of samples and its p99 is not just its slowest)."""
+
+
 def probe_health(url: str, stop: Any, out: Any, timeout: float) -> None:
-    """``GET /health`` every 50 ms until ``stop`` (its own process, so the flood's
+    """``GET /health`` every :data:`PROBE_EVERY_S` until ``stop`` (its own process, so the flood's
     clients do not delay it); puts the latencies on ``out``."""
     latencies = []
     with httpx.Client(base_url=url, timeout=timeout) as http:
@@ -147,7 +160,7 @@ def probe_health(url: str, stop: Any, out: Any, timeout: float) -> None:
             except httpx.HTTPError:
                 pass
             latencies.append(time.perf_counter() - start)
-            stop.wait(0.05)
+            stop.wait(PROBE_EVERY_S)
     out.put(latencies)
 
 
@@ -191,8 +204,13 @@ async def flood(url: str, path: str, clients: int, requests: int, timeout: float
             "/health p99 ms": ms(probes, 0.99), "/health max ms": ms(probes, 1.0)}
 
 
+FLOOD_ROUTES = {"documents": "/ui/api/documents", "entities": "/ui/api/entities?q=station%2012",
+                "health": "/ui/api/health"}
+"""The routes ``--get-flood`` floods (``--routes`` picks some, by these names)."""
+
+
 def get_flood(index: Path | None, passages: int, clients: int, requests: int, code: Path,
-              timeout: float, rounds: int = 3) -> None:
+              timeout: float, rounds: int = 3, routes: tuple[str, ...] = tuple(FLOOD_ROUTES)) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         folder = index or Path(scratch) / "index"
         if not (folder / "manifest.json").exists() and not any(folder.glob("*.sqlite")):
@@ -206,24 +224,42 @@ def get_flood(index: Path | None, passages: int, clients: int, requests: int, co
         rows = []
         try:
             wait_until_up(url, 300)
-            for path in ("/ui/api/documents", "/ui/api/entities?q=station%2012", "/ui/api/health"):
+            for path in (FLOOD_ROUTES[name] for name in routes):
                 settle(url, path, timeout)  # one of each first: lazy parts built
                 rss = [rss_mb(server.pid)]
+                first = rss[0]
+                route_rows = []
                 for round_ in range(rounds):
                     row = asyncio.run(flood(url, path, clients, requests, timeout))
                     settle(url, path, timeout)
                     time.sleep(2)
                     rss.append(rss_mb(server.pid))
-                    rows.append((f"{path} (round {round_ + 1})", {**row, "RSS before MB": rss[-2],
-                                                                  "RSS after MB": rss[-1]}))
+                    route_rows.append({**row, "RSS before MB": rss[-2], "RSS after MB": rss[-1],
+                                       "RSS change": f"{(rss[-1] / rss[-2] - 1) * 100:+.0f}%",
+                                       "anon after MB": rss_mb(server.pid, "RssAnon")})
+                    rows.append((f"{path} (round {round_ + 1})", route_rows[-1]))
+                rows.append((f"{path} (median of {rounds})", _medians(route_rows, first, rss[-1])))
         finally:
             stop(server)
-    print(f"code: {code}; {clients} clients x {requests} GETs per route and round, {rounds} rounds")
+    print(f"code: {code}; {clients} clients x {requests} GETs per route and round, {rounds} rounds; "
+          f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs at the end")
     keys = list(rows[0][1])
     print("| route | " + " | ".join(keys) + " |")
     print("|---|" + "---|" * len(keys))
     for name, row in rows:
-        print(f"| {name} | " + " | ".join(str(row[k]) for k in keys) + " |")
+        print(f"| {name} | " + " | ".join(str(row.get(k, "")) for k in keys) + " |")
+
+
+def _medians(rows: list[dict[str, Any]], first: float, last: float) -> dict[str, Any]:
+    """A route's rounds in one row: the median of each number, the RSS of before the first
+    round and after the last (the change over all rounds)."""
+    out: dict[str, Any] = {}
+    for key in rows[0]:
+        values = [float(str(r[key]).rstrip("%")) for r in rows if str(r[key]).rstrip("%").lstrip("+-").replace(".", "", 1).isdigit()]
+        if len(values) == len(rows):
+            out[key] = f"{statistics.median(values):g}" + ("%" if str(rows[0][key]).endswith("%") else "")
+    out.update({"RSS before MB": first, "RSS after MB": last, "RSS change": f"{(last / first - 1) * 100:+.0f}% (all rounds)"})
+    return out
 
 
 def stop(server: subprocess.Popen) -> None:
@@ -362,14 +398,20 @@ def main() -> None:
     parser.add_argument("--code", type=Path, default=ROOT, help="Checkout the --get-flood server runs from.")
     parser.add_argument("--timeout", type=float, default=60.0, help="Client timeout, seconds (--get-flood).")
     parser.add_argument("--rounds", type=int, default=3, help="Floods per route (--get-flood).")
+    parser.add_argument("--routes", default=",".join(FLOOD_ROUTES),
+                        help=f"Comma-separated routes to flood (--get-flood): {', '.join(FLOOD_ROUTES)}.")
     parser.add_argument("--serve-page", nargs=2, metavar=("PORT", "INDEX"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_page:
         serve_page(int(args.serve_page[0]), Path(args.serve_page[1]))
         return
     if args.get_flood:
+        routes = tuple(r.strip() for r in args.routes.split(",") if r.strip())
+        unknown = sorted(set(routes) - set(FLOOD_ROUTES))
+        if unknown:
+            parser.error(f"unknown --routes {', '.join(unknown)}: choose from {', '.join(FLOOD_ROUTES)}")
         get_flood(args.index, args.passages, args.clients, args.requests, args.code, args.timeout,
-                  args.rounds)
+                  args.rounds, routes)
         return
     if args.serve_fake:
         with tempfile.TemporaryDirectory() as folder:

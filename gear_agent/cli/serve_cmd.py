@@ -35,6 +35,7 @@ def serve(
     from gear_agent.cli.checks import require_index
     from gear_agent.serve.header_timeout import header_timeout_protocol
     from gear_agent.serve.limits import startup_notes
+    from gear_agent.serve.process import prepare_server_process
     from gear_agent.serve.site_guard import allowed_hosts as hosts_of
     from gear_agent.serve.site_guard import check_cors
     from gear_agent.serve.warmup import WarmingApp
@@ -69,6 +70,7 @@ def serve(
     server = uvicorn.Server(uvicorn.Config(
         warming, host=host, port=port, log_level=log_level,
         http=header_timeout_protocol(settings.serve_header_timeout_s)))
+    prepare_server_process()  # before the loading and reading threads start
     warming.start()
     server.run()
     if failed:

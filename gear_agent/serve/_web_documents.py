@@ -24,6 +24,7 @@ from gear_agent.errors import GearError
 from gear_agent.indexing import IndexReport, extract_with_llm
 from gear_agent.ingest.corpus import read_corpus, read_text_file
 from gear_agent.llm.errors import LLMConfigError
+from gear_agent.serve.check_process import check_in_child
 from gear_agent.sources import delete_passages, sync_passages
 from gear_agent.store import Store
 from gear_agent.types import Passage
@@ -59,6 +60,8 @@ class Documents:
         self.store, self.settings = store, settings
         self._llm = llm
         self._lock = threading.Lock()
+        self._ids_lock = threading.Lock()
+        self._ids: tuple[int, list[str]] | None = None
 
     def chat_client(self) -> Any:
         """The chat client extraction calls.
@@ -180,7 +183,7 @@ class Documents:
         """A page of at most ``limit`` (≤ :data:`MAX_LIST`) passages in index order from
         ``offset`` (``source``: only that source's); only the page's texts are read."""
         store = self.store
-        ids = store.passage_ids_of_source(source) if source else store.passage_ids()
+        ids = store.passage_ids_of_source(source) if source else self._all_ids()
         page = ids[offset:offset + max(0, min(limit, MAX_LIST))]
         found = {p.id: p for p in store.get_passages(page)}
         rows = []
@@ -192,23 +195,26 @@ class Documents:
         return {"passages": rows, "total": len(ids), "offset": offset, "limit": MAX_LIST}
 
     def health(self) -> dict[str, Any]:
-        """``gear check``'s items and the index's counts and size, on any backend (its row
-        of :data:`gear_agent.store.backends.BACKENDS` says how it is checked and sized)."""
-        from gear_agent.store.backends import backend
-
+        """``gear check``'s items (run in a child process:
+        :mod:`gear_agent.serve.check_process`) and the index's counts and size, on any backend."""
         store, s = self.store, self.settings
-        row = backend(s.backend)
-        report = row.check(s) if row.check is not None else None
+        report = check_in_child(s)
         return {
             "backend": s.backend, "passages": store.count("passage"), "triples": store.count("triple"),
             "unextracted": len(store.unextracted_passages()),
             "embedding_model": f"{store.embedding_model} (dimension {store.dimension})",
-            "ok": None if report is None else report.ok,
-            "size_bytes": None if row.size_on_disk is None else row.size_on_disk(s),
-            "items": [] if report is None else [
-                {"name": i.name, "ok": i.ok, "detail": i.detail, "derived": i.derived} for i in report.items
-            ],
+            **report,
         }
+
+    # ---- the list's ids ------------------------------------------------------------------
+    def _all_ids(self) -> list[str]:
+        """Every passage id in index order, read once per store generation (a page of the
+        list then reads only its own rows)."""
+        with self._ids_lock:
+            generation = self.store.generation()
+            if self._ids is None or self._ids[0] != generation:
+                self._ids = (generation, self.store.passage_ids())
+            return self._ids[1]
 
 
 def upload_name(name: str) -> str:

@@ -39,6 +39,7 @@ from gear_agent.config import GearSettings, ServeSettings
 from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMCallError, LLMError
 from gear_agent.open_index import OpenIndex
+from gear_agent.serve.health import HealthFirst
 from gear_agent.serve.limits import RequestGuard
 from gear_agent.serve.schemas import GearRequest, GearResponse, request_model
 from gear_agent.serve.site_guard import SiteGuard, allowed_hosts, check_cors
@@ -224,7 +225,8 @@ def create_app(
     @app.get("/health")
     async def health() -> dict[str, Any]:
         """Liveness, from memory (never behind other work): the service is up, with the
-        model it serves (no paths of this machine)."""
+        model it serves (no paths of this machine). Answered by :class:`HealthFirst` ahead
+        of the limits and the routing; this route documents it in the schema."""
         return status
 
     if settings.snapshot_every:  # GEAR_SNAPSHOT_EVERY (gear_agent/store/snapshot_timer.py)
@@ -236,6 +238,7 @@ def create_app(
 
     _add_error_handlers(app)
     app.add_middleware(RequestGuard, settings=settings)
+    app.add_middleware(HealthFirst, facts=status)  # outside the limits: never behind other work
     if settings.allowed_origins:  # off unless configured: so preflights are answered
         from fastapi.middleware.cors import CORSMiddleware
 
@@ -283,8 +286,10 @@ def run_server(
     """Serve ``app`` with uvicorn until interrupted; a client that takes longer than
     ``settings.serve_header_timeout_s`` to send a request's headers is disconnected."""
     from gear_agent.serve.header_timeout import header_timeout_protocol
+    from gear_agent.serve.process import prepare_server_process
 
     timeout = (settings or ServeSettings()).serve_header_timeout_s
+    prepare_server_process()
     uvicorn.run(app, host=host, port=port, log_level=log_level,
                 http=header_timeout_protocol(timeout))
 

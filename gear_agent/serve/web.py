@@ -55,10 +55,13 @@ from gear_agent.retrieval.registry import RETRIEVERS, check_name
 from gear_agent.serve import _web_explore as web_explore
 from gear_agent.serve._web_ask import AGENT, ask_events, search_result
 from gear_agent.serve._web_documents import MAX_LIST, DocumentError, Documents
+from gear_agent.serve.memory import release_free_memory
 from gear_agent.store import Store
 
 logger = logging.getLogger(__name__)
 
+TRIM_AFTER_S = 1.0
+"""Seconds without a page read after which the heap's free pages go back to the system."""
 HEALTH_REUSE_S = 5.0
 """How long the page's health report is reused while the index's generation stands still."""
 
@@ -96,6 +99,17 @@ class DeleteBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     ids: list[str] = Field(default_factory=list, max_length=10_000)
     source: str | None = None
+
+
+def _json_response(work: Callable[..., Any], *args: Any) -> Response:
+    """``work(*args)`` as a JSON response, encoded on the calling thread."""
+    body = json.dumps(work(*args), ensure_ascii=False, separators=(",", ":"), default=_plain_json)
+    return Response(body.encode(), media_type="application/json")
+
+
+def _plain_json(value: Any) -> Any:
+    """Dates as ISO text, anything else JSON lacks as its ``str``."""
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
 
 
 def _sse(name: str, data: Any) -> bytes:
@@ -147,10 +161,26 @@ class WebPage:
         # The page's reads run on a few threads of their own (as many as may run at once,
         # GEAR_SERVE_MAX_READS), so the store's per-thread connections and caches stay few.
         self._reads = ThreadPoolExecutor(max_workers=settings.serve_max_reads, thread_name_prefix="gear-read")
+        self._reading = 0
+        self._trim: asyncio.TimerHandle | None = None
 
-    async def read(self, work: Callable[..., Any], *args: Any) -> Any:
-        """``work(*args)`` on the page's read threads."""
-        return await asyncio.get_running_loop().run_in_executor(self._reads, functools.partial(work, *args))
+    async def read(self, work: Callable[..., Any], *args: Any) -> Response:
+        """``work(*args)`` on the page's read threads, its answer encoded as JSON there too
+        (the event loop only sends the bytes); once no read has run for
+        :data:`TRIM_AFTER_S`, the heap's free pages go back to the system."""
+        loop = asyncio.get_running_loop()
+        self._reading += 1
+        try:
+            return await loop.run_in_executor(self._reads, functools.partial(_json_response, work, *args))
+        finally:
+            self._reading -= 1
+            if self._reading == 0 and self._trim is None:
+                self._trim = loop.call_later(TRIM_AFTER_S, self._trim_when_idle)
+
+    def _trim_when_idle(self) -> None:
+        self._trim = None
+        if self._reading == 0:  # else the last read to end schedules it again
+            self._reads.submit(release_free_memory)
 
     def retriever(self, name: str) -> Retriever:
         spec = check_name(name)
@@ -273,21 +303,21 @@ def add_web_routes(app: FastAPI, page: WebPage) -> None:
 
     @router.get("/ui/api/entities")
     async def entities(q: str = Query("", max_length=200), offset: int = Query(0, ge=0, le=1_000_000),
-                       limit: int = Query(web_explore.MAX_MATCHES, ge=1, le=web_explore.MAX_MATCHES)) -> dict[str, Any]:
+                       limit: int = Query(web_explore.MAX_MATCHES, ge=1, le=web_explore.MAX_MATCHES)) -> Response:
         return await page.read(page.entities.find, q, offset, limit)
 
     @router.get("/ui/api/entity")
-    async def entity(name: str = Query(..., max_length=500), hops: int = 1) -> dict[str, Any]:
+    async def entity(name: str = Query(..., max_length=500), hops: int = 1) -> Response:
         return await page.read(page.entities.neighbourhood, name, hops)
 
     @router.get("/ui/api/passage/{passage_id}")
-    async def passage(passage_id: str) -> dict[str, Any]:
+    async def passage(passage_id: str) -> Response:
         return await page.read(web_explore.passage_triples, page.store, passage_id)
 
     @router.get("/ui/api/documents")
     async def documents(offset: int = Query(0, ge=0, le=100_000_000),
                         limit: int = Query(MAX_LIST, ge=1, le=MAX_LIST),
-                        source: str | None = Query(None, max_length=2_000)) -> dict[str, Any]:
+                        source: str | None = Query(None, max_length=2_000)) -> Response:
         return await page.read(page.documents.listing, offset, limit, source)
 
     @router.post("/ui/api/documents/preview-delete")
@@ -300,7 +330,7 @@ def add_web_routes(app: FastAPI, page: WebPage) -> None:
             return page.documents.delete(body.ids, body.source)
 
     @router.get("/ui/api/health")
-    async def health() -> dict[str, Any]:
+    async def health() -> Response:
         return await page.read(page.health)
 
     app.include_router(router)

@@ -55,6 +55,8 @@ class Backend:
         snapshot: ``gear snapshot``: ``snapshot(settings, only_if_changed)`` takes one now and
             keeps the newest ``GEAR_SNAPSHOT_KEEP``; returns one line saying what was taken, or
             None when ``only_if_changed`` and the newest snapshot holds the last commit.
+        restore: ``gear snapshot --restore``: puts the newest good snapshot back; returns one
+            line. None where ``gear check --repair`` restores a damaged index itself.
     """
 
     name: str
@@ -70,6 +72,7 @@ class Backend:
     size_on_disk: Callable[[GearSettings], int] | None
     keeps_nodes: bool
     snapshot: Callable[[GearSettings, bool], str | None]
+    restore: Callable[[GearSettings], str] | None = None
 
 
 def _open_embedded(settings: GearSettings, embedder: Embedder, create: bool) -> Store:
@@ -133,6 +136,12 @@ def _es_snapshot(settings: GearSettings, only_if_changed: bool) -> str | None:
     return take_es_snapshot(settings)
 
 
+def _es_restore(settings: GearSettings) -> str:
+    from gear_agent.store.es_snapshot import restore_es_snapshot
+
+    return restore_es_snapshot(settings)
+
+
 def _open_elasticsearch(settings: GearSettings, embedder: Embedder, create: bool) -> Store:
     from gear_agent.store.elasticsearch import ElasticsearchStore
 
@@ -169,6 +178,7 @@ BACKENDS: dict[str, Backend] = {
         size_on_disk=None,
         keeps_nodes=True,
         snapshot=_es_snapshot,
+        restore=_es_restore,
     ),
 }
 """Every backend, by its ``GEAR_BACKEND`` name."""

@@ -215,6 +215,10 @@ class _RecordingSnapshots:
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict]] = []
 
+    def get_repository(self, **kwargs):  # noqa: ANN003, ANN201
+        self.calls.append(("get_repository", kwargs))
+        return {kwargs["name"]: {"type": "fs"}}
+
     def create(self, **kwargs):  # noqa: ANN003, ANN201 - the client's keyword API
         self.calls.append(("create", kwargs))
         return {"snapshot": {"snapshot": kwargs["snapshot"], "state": "SUCCESS"}}
@@ -232,21 +236,23 @@ class _RecordingSnapshots:
 def test_elasticsearch_snapshots_go_to_the_repository_and_keep_the_newest() -> None:
     from types import SimpleNamespace
 
-    from gear_agent.store.base import StoreError
     from gear_agent.store.es_snapshot import take_es_snapshot
 
     client = SimpleNamespace(snapshot=_RecordingSnapshots())
     settings = GearSettings(backend="elasticsearch", es_url="http://localhost:9200", snapshot_keep=2,
                             es_snapshot_repository="backups")
     line = take_es_snapshot(settings, client)
-    create = client.snapshot.calls[0][1]
-    assert create["repository"] == "backups" and create["indices"] == "gear-passages,gear-triples,gear-nodes"
-    assert create["wait_for_completion"] is True
+    assert client.snapshot.calls[0] == ("get_repository", {"name": "backups"})  # registered already
+    create = client.snapshot.calls[1][1]
+    assert create["repository"] == "backups"
+    assert create["indices"] == "gear-passages,gear-triples,gear-changes,gear-nodes,gear-nodes-meta"
+    assert create["wait_for_completion"] is True and create["partial"] is False
     assert [c[1]["snapshot"] for c in client.snapshot.calls if c[0] == "delete"] == [
         "gear-snapshot-2", "gear-snapshot-1", "gear-snapshot-0"]
     assert "removed 3 older" in line
-    with pytest.raises(StoreError, match="GEAR_ES_SNAPSHOT_REPOSITORY"):
-        take_es_snapshot(GearSettings(backend="elasticsearch", es_url="http://x:9200"), client)
+    client.snapshot.calls.clear()  # without a repository set: PREFIX-snapshots
+    take_es_snapshot(GearSettings(backend="elasticsearch", es_url="http://x:9200"), client)
+    assert client.snapshot.calls[1][1]["repository"] == "gear-snapshots"
 
 
 def test_gear_serve_snapshots_on_its_timer_while_it_is_up(tmp_path: Path) -> None:
@@ -271,3 +277,8 @@ def test_gear_serve_snapshots_on_its_timer_while_it_is_up(tmp_path: Path) -> Non
             time.sleep(0.05)
     assert [s.generation for s in snapshots(tmp_path / "ix")] == [1]  # once: the index did not change after
     assert app.state.snapshots.taken == 1 and app.state.snapshots.last_error is None
+
+
+def test_snapshot_restore_on_the_embedded_index_points_at_check_repair(tmp_path: Path) -> None:
+    line = one_line_error(run_cli("snapshot", "--restore", "--index", str(tmp_path / "ix"), env=ENV))
+    assert "gear check --repair" in line

@@ -125,6 +125,7 @@ def test_explore_an_entity_its_neighbourhood_and_a_passage(client: TestClient) -
 def test_documents_add_with_progress_preview_then_delete(client: TestClient) -> None:
     before = client.get("/ui/api/health").json()
     assert before["ok"] is True and before["size_bytes"] > 0 and before["passages"] == 8
+    assert client.get("/ui/api/documents").json()["total"] == 8  # the list's ids, kept per commit
     added = client.post("/ui/api/documents/stream", json={
         "title": "Harbour Lighthouse", "text": "The Harbour Lighthouse was built in 1931.",
         "source": "notes/lighthouse"})
@@ -146,8 +147,10 @@ def test_documents_add_with_progress_preview_then_delete(client: TestClient) -> 
     partial = client.post("/ui/api/documents/preview-delete", json={"source": "lighthouse"}).json()
     assert partial["passages"] == [] and "notes/lighthouse" in partial["notes"][0]
     assert client.get("/ui/api/health").json()["passages"] == 11  # the preview removed nothing
+    assert client.get("/ui/api/documents").json()["total"] == 11  # a new commit: read again
     done = client.post("/ui/api/documents/delete", json={"source": "notes/lighthouse"}).json()
     assert done["deleted"] == report["ids"] and done["passages"] == 10
+    assert report["ids"][0] not in {p["id"] for p in client.get("/ui/api/documents").json()["passages"]}
     ids = [p["id"] for p in listed["passages"]]
     assert client.post("/ui/api/documents/delete", json={"ids": ids}).json()["passages"] == 8
 

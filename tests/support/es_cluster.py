@@ -289,7 +289,8 @@ def start(
         parent: Where the temporary directory goes (default the system's temp dir).
         timeout_s: Longest wait for the cluster to be green.
         settings: Node settings for every node on top of the launcher's own (e.g.
-            ``{"node.processors": "2"}`` for a one-node benchmark cluster).
+            ``{"node.processors": "2"}`` for a one-node benchmark cluster); ``path.repo`` is
+            ``home/snapshot-repo`` unless given.
 
     Raises:
         ClusterUnavailable: no Java or Maven here.
@@ -327,8 +328,10 @@ def start(
         "--nodes", str(nodes),
         "--cluster-name", f"gear-test-{os.getpid()}",
     ]
-    if settings:
-        command += ["--settings", " ".join(f"{key}={value}" for key, value in settings.items())]
+    # snapshot repositories of type fs live under path.repo (gear snapshot registers one there)
+    (home / "snapshot-repo").mkdir(exist_ok=True)
+    settings = {"path.repo": str(home / "snapshot-repo"), **(settings or {})}
+    command += ["--settings", " ".join(f"{key}={value}" for key, value in settings.items())]
     began = time.perf_counter()
     stderr = (home / "stderr.log").open("w")
     process = subprocess.Popen(

@@ -1,0 +1,73 @@
+"""``gear snapshot`` on a live Elasticsearch cluster (issue 36, item 6): the first one
+registers an ``fs`` repository under the cluster's ``path.repo`` (the test cluster has one:
+``tests/support/es_cluster.py``) and snapshots the index; ``gear snapshot --restore`` puts
+the newest back after an index was lost, keeping the state before as a snapshot of its own."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+from support.tiny_corpus import CORPUS, make_settings
+from typer.testing import CliRunner
+
+from gear_agent.cli import app
+from gear_agent.embedding.hashing import HashingEmbedder
+from gear_agent.ids import passage_id, triple_id
+from gear_agent.store import open_store
+from gear_agent.store.es_client import make_client
+from gear_agent.store.es_snapshot import indices_of
+from gear_agent.types import Passage, Triple
+
+pytestmark = pytest.mark.es
+
+
+def gear(*args: str) -> str:
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return " ".join(result.output.split())
+
+
+def test_snapshot_registers_a_repository_and_restore_brings_a_lost_index_back(
+        es_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    prefix = f"snap-{uuid.uuid4().hex[:8]}"
+    for name, value in {"GEAR_BACKEND": "elasticsearch", "GEAR_ES_INDEX_PREFIX": prefix,
+                        "GEAR_ES_CACHE_DIR": str(tmp_path / "cache"), "GEAR_EMBEDDING_MODEL": "hashing-64"}.items():
+        monkeypatch.setenv(name, value)
+    settings = make_settings(backend="elasticsearch", es_url=es_url, es_index_prefix=prefix,
+                             es_cache_dir=tmp_path / "cache", embedding_model="hashing-64")
+    store = open_store(settings, HashingEmbedder(64), create=True)
+    passages = [Passage(passage_id(t, text), t, text, "test") for t, (text, _) in CORPUS.items()]
+    store.add_passages(passages)
+    store.add_triples([Triple(triple_id(p.id, *spo), *spo, p.id) for p in passages for spo in CORPUS[p.title][1]])
+    store.close()
+
+    taken = gear("snapshot")
+    assert f"in repository {prefix}-snapshots (registered now, type fs, under path.repo)" in taken
+    assert f"{prefix}-passages" in taken and f"{prefix}-triples" in taken
+    assert "registered now" not in gear("snapshot")  # the second finds the repository
+
+    client = make_client(settings)
+    try:
+        client.indices.delete(index=f"{prefix}-passages")  # the texts are gone
+        restored = gear("snapshot", "--restore")
+        assert f"{prefix}-passages: absent -> {len(CORPUS)}" in restored, restored
+        assert client.count(index=f"{prefix}-passages")["count"] == len(CORPUS)
+        kept = client.snapshot.get(repository=f"{prefix}-snapshots", snapshot=f"{prefix}-before-restore-*")
+        assert [s["state"] for s in kept["snapshots"]] in (["SUCCESS"], ["PARTIAL"])
+        assert f"{prefix}-triples" in kept["snapshots"][0]["indices"]  # the state before, kept
+    finally:
+        client.indices.delete(index=",".join(indices_of(prefix)), ignore_unavailable=True)
+        client.close()
+
+
+def test_restore_without_a_snapshot_says_so_in_one_line(es_url: str, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    prefix = f"snap-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv("GEAR_BACKEND", "elasticsearch")
+    monkeypatch.setenv("GEAR_ES_INDEX_PREFIX", prefix)
+    monkeypatch.setenv("GEAR_ES_SNAPSHOT_REPOSITORY", f"{prefix}-none")
+    result = CliRunner().invoke(app, ["snapshot", "--restore"])
+    assert result.exit_code == 2 and "error:" in result.output and len(result.output.strip().splitlines()) == 1, \
+        result.output
