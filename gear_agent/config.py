@@ -85,8 +85,9 @@ class SnapshotSettings(Section):
     )
     snapshot_keep: int = Field(3, ge=1, description="Snapshots kept (the newest); older ones are removed.")
     es_snapshot_repository: str | None = Field(
-        None, description="Elasticsearch: the snapshot repository (registered on the cluster, e.g. a "
-        "'fs' repository under path.repo) that `gear snapshot` writes to.",
+        None, description="Elasticsearch: the snapshot repository that `gear snapshot` writes to and "
+        "`gear snapshot --restore` reads (default PREFIX-snapshots, registered as an 'fs' repository "
+        "under the cluster's path.repo when missing).",
     )
 
 
