@@ -52,7 +52,7 @@ def build_indexes(folder: Path) -> tuple[Path, Path]:
     """Two small indexes, recorded as built with all-MiniLM-L6-v2 and with hashing-64."""
     sys.path.insert(0, str(ROOT))
     from gear_agent.embedding.hashing import HashingEmbedder
-    from gear_agent.store.embedded import EmbeddedStore
+    from gear_agent.store.embedded.store import EmbeddedStore
     from gear_agent.types import Passage
 
     passages = [Passage(f"p-{i}", f"T{i}", f"passage {i}", "bench") for i in range(20)]

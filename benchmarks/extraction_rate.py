@@ -28,7 +28,7 @@ from gear_agent.embedding.hashing import HashingEmbedder  # noqa: E402
 from gear_agent.extraction import extract_triples  # noqa: E402
 from gear_agent.ids import passage_id  # noqa: E402
 from gear_agent.llm.client import LLMClient  # noqa: E402
-from gear_agent.store.embedded import EmbeddedStore  # noqa: E402
+from gear_agent.store.embedded.store import EmbeddedStore  # noqa: E402
 from gear_agent.types import Passage  # noqa: E402
 
 

@@ -51,7 +51,7 @@ from gear_agent.open_index import OpenIndex  # noqa: E402
 from gear_agent.retrieval.registry import make_retriever  # noqa: E402
 from gear_agent.retrieval.search import QueryEncoder  # noqa: E402
 from gear_agent.store.ann import AnnPolicy  # noqa: E402
-from gear_agent.store.embedded import EmbeddedStore  # noqa: E402
+from gear_agent.store.embedded.store import EmbeddedStore  # noqa: E402
 
 COLLECTIONS = ("passage", "triple")
 

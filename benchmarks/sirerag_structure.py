@@ -87,7 +87,7 @@ def main() -> None:
     from gear_agent.retrieval.search import QueryEncoder
     from gear_agent.sirerag import SiReRAGRetriever, SiReRAGSettings
     from gear_agent.sirerag.build import build_full
-    from gear_agent.store.embedded import EmbeddedStore
+    from gear_agent.store.embedded.store import EmbeddedStore
 
     overrides = {"index_dir": args.index} | ({"embedding_model": args.embedding_model} if args.embedding_model else {})
     gear = settings_from(**overrides)

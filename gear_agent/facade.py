@@ -48,8 +48,8 @@ from gear_agent.retrieval.registry import DEFAULT_RETRIEVER, check_name, make_re
 from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.sources import DeleteResult, delete_passages, sync_passages
 from gear_agent.store import open_store
-from gear_agent.store.embedded_db import DB_FILE
-from gear_agent.store.manifest import read_manifest
+from gear_agent.store.embedded.db import DB_FILE
+from gear_agent.store.embedded.manifest import read_manifest
 from gear_agent.text.token_chunking import Chunker
 
 if TYPE_CHECKING:

@@ -73,8 +73,8 @@ def migrate(index_dir: IndexOpt = None) -> None:
     old files are left untouched (loads no model)."""
     from gear_agent.embedding.base import NamedEmbedder
     from gear_agent.store.base import StoreError
-    from gear_agent.store.legacy import migrate as migrate_index
-    from gear_agent.store.manifest import read_manifest
+    from gear_agent.store.embedded.legacy import migrate as migrate_index
+    from gear_agent.store.embedded.manifest import read_manifest
 
     settings = load_settings(index_dir)
     if settings.backend != "embedded":

@@ -220,7 +220,7 @@ def info(index_dir: IndexOpt = None) -> None:
     """Counts, embedding model and size on disk of the index (loads no model)."""
     from gear_agent.store.backends import backend
     from gear_agent.store.base import StoreError
-    from gear_agent.store.manifest import size_on_disk
+    from gear_agent.store.embedded.manifest import size_on_disk
 
     settings = load_settings(index_dir)
     row = backend(settings.backend)

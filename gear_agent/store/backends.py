@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from gear_agent.config import GearSettings
     from gear_agent.embedding.base import Embedder
     from gear_agent.store.base import Store
-    from gear_agent.store.check import CheckReport
+    from gear_agent.store.embedded.check import CheckReport
 
 
 @dataclass(frozen=True)
@@ -73,43 +73,43 @@ class Backend:
 
 
 def _open_embedded(settings: GearSettings, embedder: Embedder, create: bool) -> Store:
-    from gear_agent.store.embedded import EmbeddedStore
+    from gear_agent.store.embedded.store import EmbeddedStore
 
     return EmbeddedStore.open(settings.index_dir, embedder, create=create, tokenizer=settings.bm25_tokenizer)
 
 
 def _embedded_manifest(settings: GearSettings) -> dict[str, Any] | None:
-    from gear_agent.store.manifest import read_manifest
+    from gear_agent.store.embedded.manifest import read_manifest
 
     return read_manifest(settings.index_dir)
 
 
 def _embedded_check(settings: GearSettings) -> CheckReport:
-    from gear_agent.store.check import check_index
+    from gear_agent.store.embedded.check import check_index
 
     return check_index(settings.index_dir)
 
 
 def _embedded_repair(settings: GearSettings, report: CheckReport, embedder: Embedder, progress: Any) -> list[str]:
-    from gear_agent.store.check import repair_index
+    from gear_agent.store.embedded.check import repair_index
 
     return repair_index(settings.index_dir, report, embedder, settings.bm25_tokenizer, progress)
 
 
 def _embedded_integrity(settings: GearSettings) -> list[str]:
-    from gear_agent.store.check import integrity_errors
+    from gear_agent.store.embedded.check import integrity_errors
 
     return integrity_errors(settings.index_dir)
 
 
 def _embedded_size(settings: GearSettings) -> int:
-    from gear_agent.store.manifest import size_on_disk
+    from gear_agent.store.embedded.manifest import size_on_disk
 
     return size_on_disk(settings.index_dir)
 
 
 def _es_check(settings: GearSettings) -> CheckReport:
-    from gear_agent.store.es_check import check_elasticsearch
+    from gear_agent.store.elasticsearch.check import check_elasticsearch
 
     return check_elasticsearch(settings)
 
@@ -121,20 +121,20 @@ def _es_repair(settings: GearSettings, report: CheckReport, embedder: Embedder, 
 
 
 def _embedded_snapshot(settings: GearSettings, only_if_changed: bool) -> str | None:
-    from gear_agent.store.snapshot import take
+    from gear_agent.store.embedded.snapshot import take
 
     taken = take(settings.index_dir, settings.snapshot_keep, only_if_changed=only_if_changed)
     return None if taken is None else taken.line()
 
 
 def _es_snapshot(settings: GearSettings, only_if_changed: bool) -> str | None:
-    from gear_agent.store.es_snapshot import take_es_snapshot
+    from gear_agent.store.elasticsearch.snapshot import take_es_snapshot
 
     return take_es_snapshot(settings)
 
 
 def _open_elasticsearch(settings: GearSettings, embedder: Embedder, create: bool) -> Store:
-    from gear_agent.store.elasticsearch import ElasticsearchStore
+    from gear_agent.store.elasticsearch.store import ElasticsearchStore
 
     return ElasticsearchStore(settings, embedder, create=create)
 

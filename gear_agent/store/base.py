@@ -1,8 +1,8 @@
 """The one small interface every index backend implements.
 
 Retrieval, expansion and the agent talk only to :class:`Store`, so a backend
-(the embedded default in :mod:`gear_agent.store.embedded`, Elasticsearch in
-:mod:`gear_agent.store.elasticsearch`) can be swapped without touching them.
+(the embedded default in :mod:`gear_agent.store.embedded.store`, Elasticsearch in
+:mod:`gear_agent.store.elasticsearch.store`) can be swapped without touching them.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ def _fill(store):
 
 @pytest.fixture
 def reference(tmp_path, embedder):
-    from gear_agent.store.embedded import EmbeddedStore
+    from gear_agent.store.embedded.store import EmbeddedStore
 
     return _fill(EmbeddedStore.open(tmp_path / "reference", embedder))
 

@@ -130,7 +130,7 @@ def fake_es():
 
 def _es_store(server, tmp_path, embedder: Embedder, **kwargs) -> Store:
     from gear_agent.config import GearSettings
-    from gear_agent.store.elasticsearch import ElasticsearchStore
+    from gear_agent.store.elasticsearch.store import ElasticsearchStore
 
     settings = GearSettings(backend="elasticsearch", es_index_prefix="old", es_cache_dir=tmp_path / "cache")
     return ElasticsearchStore(settings, embedder, client=server.client(), sleep=lambda _s: None, **kwargs)
@@ -169,7 +169,7 @@ def test_an_index_made_before_the_feed_answers_incomplete_then_gets_one(fake_es,
 
 
 def test_one_writer_at_a_time_and_a_dead_writers_lock_is_taken_over(fake_es, embedder) -> None:
-    from gear_agent.store.es_changes import ChangeFeed
+    from gear_agent.store.elasticsearch.changes import ChangeFeed
 
     now = [1000.0]
     client = fake_es.client()
@@ -199,7 +199,7 @@ def test_one_writer_at_a_time_and_a_dead_writers_lock_is_taken_over(fake_es, emb
 
 
 def test_a_writer_that_lost_its_lock_stops_instead_of_publishing(fake_es) -> None:
-    from gear_agent.store.es_changes import ChangeFeed
+    from gear_agent.store.elasticsearch.changes import ChangeFeed
 
     now = [0.0]
     client = fake_es.client()

@@ -18,7 +18,7 @@ def test_naive_ge_asks_for_all_base_passages_triples_in_one_search(tmp_path) -> 
     pytest.importorskip("elasticsearch", reason="the elasticsearch client is not installed")
     from es_fake import FakeElasticsearch
 
-    from gear_agent.store.elasticsearch import ElasticsearchStore
+    from gear_agent.store.elasticsearch.store import ElasticsearchStore
 
     server = FakeElasticsearch()
     settings = GearSettings(backend="elasticsearch", es_index_prefix="b", es_cache_dir=tmp_path)

@@ -13,8 +13,12 @@ pytest.importorskip("elasticsearch", reason="the elasticsearch client is not ins
 def test_a_schema_1_index_gains_the_metadata_fields_and_keeps_its_documents(embedder):
     from es_fake import FakeElasticsearch
 
-    from gear_agent.store.elasticsearch import ElasticsearchSettings, ElasticsearchStore
-    from gear_agent.store.es_mappings import METADATA_FIELDS, index_mappings, index_settings
+    from gear_agent.store.elasticsearch.mappings import (
+        METADATA_FIELDS,
+        index_mappings,
+        index_settings,
+    )
+    from gear_agent.store.elasticsearch.store import ElasticsearchSettings, ElasticsearchStore
 
     server = FakeElasticsearch()
     client = server.client()

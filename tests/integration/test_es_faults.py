@@ -76,7 +76,7 @@ def test_gear_check_reports_an_elasticsearch_index(cluster: es_cluster.EsCluster
                        "GEAR_ES_INDEX_PREFIX": prefix, "GEAR_ES_CACHE_DIR": str(tmp_path)}.items():
         monkeypatch.setenv(key, value)
     from gear_agent.config import GearSettings
-    from gear_agent.store.es_check import check_elasticsearch
+    from gear_agent.store.elasticsearch.check import check_elasticsearch
 
     def report() -> dict[str, tuple[bool, str]]:
         checked = check_elasticsearch(GearSettings())

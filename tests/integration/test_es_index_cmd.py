@@ -15,7 +15,7 @@ from typer.testing import CliRunner  # noqa: E402
 from gear_agent.cli import app  # noqa: E402
 from gear_agent.config import GearSettings  # noqa: E402
 from gear_agent.embedding.hashing import HashingEmbedder  # noqa: E402
-from gear_agent.store.elasticsearch import ElasticsearchStore  # noqa: E402
+from gear_agent.store.elasticsearch.store import ElasticsearchStore  # noqa: E402
 
 pytestmark = pytest.mark.es
 

@@ -18,8 +18,8 @@ from support.tiny_corpus import CORPUS  # noqa: E402
 from gear_agent.config import GearSettings  # noqa: E402
 from gear_agent.embedding.hashing import HashingEmbedder  # noqa: E402
 from gear_agent.ids import passage_id, triple_id  # noqa: E402
-from gear_agent.store.elasticsearch import ElasticsearchStore  # noqa: E402
-from gear_agent.store.embedded import EmbeddedStore  # noqa: E402
+from gear_agent.store.elasticsearch.store import ElasticsearchStore  # noqa: E402
+from gear_agent.store.embedded.store import EmbeddedStore  # noqa: E402
 from gear_agent.text.tokenizer import tokenize_words  # noqa: E402
 from gear_agent.types import Passage, Triple  # noqa: E402
 

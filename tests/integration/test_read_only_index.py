@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from gear_agent.embedding.hashing import HashingEmbedder
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.types import Passage
 
 CODE = Path(__file__).resolve().parents[2]

@@ -22,7 +22,7 @@ from gear_agent.embedding.hashing import HashingEmbedder
 from gear_agent.open_index import OpenIndex
 from gear_agent.retrieval.registry import make_retriever
 from gear_agent.retrieval.search import QueryEncoder
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.types import Passage, Triple
 
 QUESTION = "What lies near Kestrel Lake?"

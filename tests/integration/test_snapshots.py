@@ -21,8 +21,8 @@ from support.cli import one_line_error, run_cli
 
 from gear_agent.config import GearSettings
 from gear_agent.embedding.hashing import HashingEmbedder
-from gear_agent.store.embedded import EmbeddedStore
-from gear_agent.store.snapshot import newest_good, snapshots, take
+from gear_agent.store.embedded.snapshot import newest_good, snapshots, take
+from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.store.snapshot_timer import SnapshotTimer
 from gear_agent.types import Passage
 
@@ -34,7 +34,7 @@ WRITE_AND_DIE = """
 import os, sys
 from pathlib import Path
 from gear_agent.embedding.hashing import HashingEmbedder
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.types import Passage
 store = EmbeddedStore.open(Path(sys.argv[1]), HashingEmbedder(64), create=False)
 store.add_passages([Passage("p-late", "Late Commit", "The last commit before the crash holds this passage.", "late.json")])
@@ -233,7 +233,7 @@ def test_elasticsearch_snapshots_go_to_the_repository_and_keep_the_newest() -> N
     from types import SimpleNamespace
 
     from gear_agent.store.base import StoreError
-    from gear_agent.store.es_snapshot import take_es_snapshot
+    from gear_agent.store.elasticsearch.snapshot import take_es_snapshot
 
     client = SimpleNamespace(snapshot=_RecordingSnapshots())
     settings = GearSettings(backend="elasticsearch", es_url="http://localhost:9200", snapshot_keep=2,

@@ -24,7 +24,7 @@ from typing import Any
 
 from gear_agent.ids import passage_id, triple_id  # noqa: E402
 from gear_agent.store.ann import AnnPolicy  # noqa: E402
-from gear_agent.store.embedded import EmbeddedStore, read_manifest  # noqa: E402
+from gear_agent.store.embedded.store import EmbeddedStore, read_manifest  # noqa: E402
 from gear_agent.types import Passage, Triple  # noqa: E402
 from support.fakes import CountingEmbedder as BagOfWordsEmbedder  # noqa: E402
 

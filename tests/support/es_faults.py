@@ -21,7 +21,7 @@ from gear_agent.config import GearSettings
 from gear_agent.embedding.hashing import HashingEmbedder
 from gear_agent.ids import passage_id, triple_id
 from gear_agent.store.base import StoreError
-from gear_agent.store.elasticsearch import ElasticsearchStore
+from gear_agent.store.elasticsearch.store import ElasticsearchStore
 from gear_agent.types import Passage, Triple
 from support.es_cluster import EsCluster
 

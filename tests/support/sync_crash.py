@@ -30,7 +30,7 @@ import numpy as np
 from gear_agent.ids import passage_id
 from gear_agent.indexing import IndexReport
 from gear_agent.sources import sync_passages
-from gear_agent.store.embedded import EmbeddedStore, read_manifest
+from gear_agent.store.embedded.store import EmbeddedStore, read_manifest
 from gear_agent.types import Passage
 from support.fakes import CountingEmbedder
 

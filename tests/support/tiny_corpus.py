@@ -12,7 +12,7 @@ from gear_agent.embedding.hashing import HashingEmbedder
 from gear_agent.ids import passage_id, triple_id
 from gear_agent.open_index import OpenIndex
 from gear_agent.retrieval.search import QueryEncoder
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.types import Passage, Triple
 
 # A 2-hop question: the bridge's town (hop 1), then the town's county (hop 2).

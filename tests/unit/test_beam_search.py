@@ -25,7 +25,7 @@ from gear_agent.expansion.naive_ge import NaiveGERetriever
 from gear_agent.expansion.scorers import sequence_text
 from gear_agent.ids import passage_id, triple_id
 from gear_agent.retrieval.search import QueryEncoder, SearchRetriever
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.types import Passage, Triple
 
 

@@ -15,7 +15,7 @@ from support.bm25_reference import BM25Index
 
 from gear_agent.embedding.hashing import HashingEmbedder
 from gear_agent.ids import passage_id
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.text.tokenizer import tokenize_words
 from gear_agent.types import Passage
 

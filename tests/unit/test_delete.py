@@ -35,7 +35,7 @@ def two_corpora(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _count(index: Path) -> int:
-    from gear_agent.store.manifest import read_manifest
+    from gear_agent.store.embedded.manifest import read_manifest
 
     return read_manifest(index)["passages"]
 

@@ -15,8 +15,8 @@ from support.fakes import CountingEmbedder
 
 from gear_agent.errors import GearError
 from gear_agent.ids import passage_id, triple_id
-from gear_agent.store.check import check_index
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.check import check_index
+from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.types import Passage, Triple
 
 

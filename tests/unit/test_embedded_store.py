@@ -8,7 +8,7 @@ from support.fakes import CountingEmbedder
 
 from gear_agent.ids import passage_id, triple_id
 from gear_agent.store.base import ModelMismatchError, StoreError
-from gear_agent.store.embedded import EmbeddedStore, read_manifest
+from gear_agent.store.embedded.store import EmbeddedStore, read_manifest
 from gear_agent.types import Passage, Triple
 
 
@@ -180,7 +180,7 @@ def test_the_lock_keeps_a_second_writer_out(tmp_path):
 def test_many_commits_keep_bm25_segments_few_and_scores_exact(tmp_path):
     from support.bm25_reference import BM25Index
 
-    from gear_agent.store.postings import MERGE_FACTOR
+    from gear_agent.store.embedded.postings import MERGE_FACTOR
     from gear_agent.text.tokenizer import tokenize
 
     store = build(tmp_path / "ix")
@@ -249,8 +249,8 @@ def test_a_damaged_newest_vector_chunk_is_refused_at_open(tmp_path):
 
 
 def test_an_index_of_the_previous_format_is_refused_at_open_and_migrated_by_the_command(tmp_path):
-    from gear_agent.store import generations
-    from gear_agent.store.legacy import migrate
+    from gear_agent.store.embedded import generations as generations
+    from gear_agent.store.embedded.legacy import migrate
 
     root = tmp_path / "old"
     embedder = CountingEmbedder()
@@ -292,7 +292,7 @@ def test_an_index_of_the_previous_format_is_refused_at_open_and_migrated_by_the_
 
 def test_an_unreadable_previous_format_index_is_refused_and_kept(tmp_path):
     from gear_agent.store.base import IndexCorruptError
-    from gear_agent.store.legacy import migrate
+    from gear_agent.store.embedded.legacy import migrate
 
     root = tmp_path / "old"
     root.mkdir()

@@ -32,11 +32,11 @@ from elasticsearch import Elasticsearch  # noqa: E402
 from gear_agent.config import GearSettings  # noqa: E402
 from gear_agent.embedding.base import Embedder, normalise_rows  # noqa: E402
 from gear_agent.ids import passage_id, triple_id  # noqa: E402
-from gear_agent.store import es_queries as q  # noqa: E402
 from gear_agent.store.base import ModelMismatchError, StoreError  # noqa: E402
-from gear_agent.store.elasticsearch import BulkWriteError, ElasticsearchStore  # noqa: E402
-from gear_agent.store.es_client import import_elasticsearch, make_client  # noqa: E402
-from gear_agent.store.es_mappings import index_mappings, index_settings  # noqa: E402
+from gear_agent.store.elasticsearch import queries as q  # noqa: E402
+from gear_agent.store.elasticsearch.client import import_elasticsearch, make_client  # noqa: E402
+from gear_agent.store.elasticsearch.mappings import index_mappings, index_settings  # noqa: E402
+from gear_agent.store.elasticsearch.store import BulkWriteError, ElasticsearchStore  # noqa: E402
 from gear_agent.types import Passage, Triple  # noqa: E402
 
 DIM = 8
@@ -258,7 +258,7 @@ def test_startup_asks_info_then_creates_both_indices_with_explicit_mappings() ->
         ("PUT", "/gear-passages"),
         ("HEAD", "/gear-triples"),
         ("PUT", "/gear-triples"),
-        ("HEAD", "/gear-changes"),  # the change feed (gear_agent.store.es_changes)
+        ("HEAD", "/gear-changes"),  # the change feed (gear_agent.store.elasticsearch.changes)
         ("PUT", "/gear-changes"),
         ("GET", "/gear-passages,gear-triples/_stats/indexing"),
         ("PUT", "/gear-changes/_create/generation"),
@@ -1082,7 +1082,7 @@ def test_normalise_entity_is_the_shared_one() -> None:
 
 def test_filters_become_bool_filters_over_nested_typed_metadata() -> None:
     from gear_agent.filters import parse_where
-    from gear_agent.store.es_queries import where_filter
+    from gear_agent.store.elasticsearch.queries import where_filter
 
     where = parse_where(["source=reports/2024", "year>=2020", "lang!=de", "draft=true"])
     assert where_filter(where) == {"bool": {"filter": [
@@ -1098,7 +1098,7 @@ def test_filters_become_bool_filters_over_nested_typed_metadata() -> None:
 
 
 def test_filtered_bm25_and_knn_requests_filter_before_ranking() -> None:
-    from gear_agent.store.es_queries import bm25_request, knn_request
+    from gear_agent.store.elasticsearch.queries import bm25_request, knn_request
 
     flt = {"term": {"id": "p-1"}}
     assert bm25_request("content", "q", 5, filter=flt)["query"] == {
@@ -1107,7 +1107,7 @@ def test_filtered_bm25_and_knn_requests_filter_before_ranking() -> None:
 
 
 def test_passage_documents_carry_metadata_and_its_nested_entries() -> None:
-    from gear_agent.store.es_mappings import passage_document, passage_from_source
+    from gear_agent.store.elasticsearch.mappings import passage_document, passage_from_source
 
     p = Passage("p-1", "T", "text", "a.txt", {"year": 2020, "tags": ["x", "y"], "ok": None})
     doc = passage_document(p, np.ones(3, dtype=np.float32))

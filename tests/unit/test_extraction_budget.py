@@ -12,7 +12,7 @@ from support.fakes import CountingEmbedder, ScriptedChatModel, client, make_pass
 from gear_agent.config import GearSettings
 from gear_agent.errors import SettingsError
 from gear_agent.extraction import ExtractionBudget, extract_triples
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 
 EMPTY = json.dumps({"entities": [], "triples": []})
 

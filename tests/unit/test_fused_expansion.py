@@ -14,7 +14,7 @@ from gear_agent.open_index import OpenIndex
 from gear_agent.retrieval.fusion import rrf
 from gear_agent.retrieval.registry import make_retriever
 from gear_agent.retrieval.search import QueryEncoder
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo"
 

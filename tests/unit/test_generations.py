@@ -17,8 +17,8 @@ from gear_agent.config import GearSettings
 from gear_agent.expansion.ppr import PPRRetriever
 from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.store.base import IndexCorruptError, StoreError
-from gear_agent.store.embedded import EmbeddedStore
-from gear_agent.store.embedded_db import COUNTER_FILE, read_counter, write_counter
+from gear_agent.store.embedded.db import COUNTER_FILE, read_counter, write_counter
+from gear_agent.store.embedded.store import EmbeddedStore
 
 passage, triple = make_passage, make_triple
 

@@ -75,7 +75,7 @@ def test_the_whole_index_reads_back_into_networkx(store, tmp_path: Path, fmt: st
 
 
 def test_parallel_triples_stay_apart(tmp_path: Path) -> None:
-    from gear_agent.store.embedded import EmbeddedStore
+    from gear_agent.store.embedded.store import EmbeddedStore
 
     store = EmbeddedStore.open(tmp_path / "ix", HashingEmbedder(16))
     store.add_passages([Passage("p-1", "A", "Ann met Bob. Ann married Bob.", "t")])
@@ -87,7 +87,7 @@ def test_parallel_triples_stay_apart(tmp_path: Path) -> None:
 
 
 def test_text_that_xml_cannot_hold_is_replaced(tmp_path: Path) -> None:
-    from gear_agent.store.embedded import EmbeddedStore
+    from gear_agent.store.embedded.store import EmbeddedStore
 
     store = EmbeddedStore.open(tmp_path / "ix", HashingEmbedder(16))
     store.add_passages([Passage("p-1", "Bell\x07", "A bell\x07 rang <loudly> & long.", "t")])

@@ -40,7 +40,7 @@ from gear_agent.expansion.ppr_graph import (
 from gear_agent.ids import passage_id, triple_id
 from gear_agent.llm import LLMClient
 from gear_agent.retrieval.search import QueryEncoder
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.types import Passage, Triple
 
 DIM = 64

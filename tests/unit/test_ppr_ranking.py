@@ -27,7 +27,7 @@ from gear_agent.expansion.ppr_graph import PPRGraph
 from gear_agent.expansion.ppr_walk import title_pairs, walk_of
 from gear_agent.ids import passage_id, triple_id
 from gear_agent.retrieval.search import QueryEncoder
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.types import Passage, Triple
 
 # A bridge question's two hops: the album's passage names its singer by a short name; the

@@ -19,7 +19,7 @@ from gear_agent.embedding.base import Embedder, normalise_rows
 from gear_agent.expansion import ppr_graph_files as files
 from gear_agent.expansion.ppr import ppr_expand
 from gear_agent.expansion.ppr_graph import PPRGraph, load_or_build, synonym_eligible
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.types import Passage, Triple
 
 DIM = 32

@@ -38,7 +38,7 @@ from gear_agent.expansion.ppr_graph_files import delta_path, manifest_path
 from gear_agent.expansion.ppr_walk import walk_of
 from gear_agent.questions import RunOptionError
 from gear_agent.retrieval.search import QueryEncoder
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 
 HAND_EDGES = [(0, 1, 1.0), (1, 2, 2.0), (2, 0, 0.5), (2, 3, 3.0), (3, 4, 1.0), (4, 1, 0.25)]
 

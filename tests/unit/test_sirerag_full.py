@@ -20,7 +20,7 @@ from gear_agent.sirerag.build import build_full
 from gear_agent.sirerag.clustering import soft_clusters
 from gear_agent.sirerag.cost import estimate_build_cost
 from gear_agent.sirerag.extract import parse_propositions
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.types import Passage
 
 SETTINGS = SiReRAGSettings(sirerag_reduction_dim=2, sirerag_max_clusters=4, sirerag_max_cluster_size=4,

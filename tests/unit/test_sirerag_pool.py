@@ -13,7 +13,7 @@ from gear_agent.ids import node_id, passage_id
 from gear_agent.sirerag import SiReRAGSettings
 from gear_agent.sirerag.aggregates import group_by_entity
 from gear_agent.sirerag.propositions import Proposition, from_triples
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.store.nodes import NodesNotSupportedError
 from gear_agent.types import Passage
 

@@ -22,8 +22,8 @@ from support.fakes import CountingEmbedder
 
 from gear_agent.embedding.base import EmbeddingServiceError
 from gear_agent.store.base import StoreError
-from gear_agent.store.embedded import EmbeddedStore
-from gear_agent.store.embedded_errors import translate
+from gear_agent.store.embedded.errors import translate
+from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.types import Passage
 
 ENV = {"GEAR_EMBEDDING_MODEL": "hashing-64"}
@@ -156,7 +156,7 @@ def test_a_full_disk_says_full(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     def full(*args: object) -> int:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr("gear_agent.store.vectors.os.pwrite", full)
+    monkeypatch.setattr("gear_agent.store.embedded.vectors.os.pwrite", full)
     with pytest.raises(StoreError, match="is full.*nothing of this write was stored"):
         store.add_passages([Passage("p-1", "t", "text", "s")])
     monkeypatch.undo()

@@ -1,6 +1,6 @@
 """The previous embedded format: atomic, multi-file commits as numbered generations.
 
-Read only by ``gear migrate`` (:mod:`gear_agent.store.legacy`) and by tests that write an
+Read only by ``gear migrate`` (:mod:`gear_agent.store.embedded.legacy`) and by tests that write an
 index of that format; the store itself never opens one.
 
 

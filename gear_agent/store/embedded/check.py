@@ -15,7 +15,7 @@ the stored vectors are lost, and re-embedding needs the model), postings and ANN
 the store (:func:`repair_index`). An edited record is primary data: reported, never
 guessed at. A database that is missing, fails SQLite's check or cannot be read, or lost its
 last commits, is restored from the newest good snapshot when there is one
-(:mod:`gear_agent.store.snapshot`: the commits after it replayed where they prove
+(:mod:`gear_agent.store.embedded.snapshot`: the commits after it replayed where they prove
 themselves, the rest named); without one it is refused (a lost commit: ``--repair`` goes
 on from the commits the database holds).
 """
@@ -33,18 +33,18 @@ from gear_agent.store import ann as ann_mod
 from gear_agent.store.base import IndexCorruptError
 from gear_agent.store.changes import Stamp
 from gear_agent.store.derived_files import PPR_GRAPH_FILE, abandoned_temporaries, verify
-from gear_agent.store.embedded_db import DB_FILE, INDEX_ID_KEY, Database, read_counter
-from gear_agent.store.embedded_state import stamp_at
-from gear_agent.store.manifest import has_previous_format
-from gear_agent.store.postings import Segment
-from gear_agent.store.records import (
+from gear_agent.store.embedded.db import DB_FILE, INDEX_ID_KEY, Database, read_counter
+from gear_agent.store.embedded.manifest import has_previous_format
+from gear_agent.store.embedded.postings import Segment
+from gear_agent.store.embedded.records import (
     PASSAGE_COLUMNS,
     TRIPLE_COLUMNS,
     TRIPLE_FROM,
     passage_from_row,
     triple_from_row,
 )
-from gear_agent.store.vectors import CheckedVectors
+from gear_agent.store.embedded.state import stamp_at
+from gear_agent.store.embedded.vectors import CheckedVectors
 
 VECTOR_COLLECTIONS = ("passage", "triple", "node")
 
@@ -70,7 +70,7 @@ class CheckReport:
     searched and served as it is, and ``gear check`` says "ok (read-only)"."""
     restorable_from: str | None = None
     """The newest good snapshot, described, when the database is damaged and there is one:
-    ``--repair`` restores it (:mod:`gear_agent.store.snapshot`)."""
+    ``--repair`` restores it (:mod:`gear_agent.store.embedded.snapshot`)."""
 
     @property
     def ok(self) -> bool:
@@ -98,7 +98,7 @@ RESTORED_PARTS = ("sqlite integrity_check", "tables", "index")
 def _offer_snapshot(report: CheckReport) -> None:
     """When the database failed and a good snapshot exists, say so on its item (and let
     ``--repair`` restore it)."""
-    from gear_agent.store.snapshot import newest_good
+    from gear_agent.store.embedded.snapshot import newest_good
 
     failing = [item for item in report.items if not item.ok and item.name.endswith((*RESTORED_PARTS, "commit counter"))]
     snapshot = newest_good(report.root) if failing else None
@@ -321,11 +321,11 @@ def repair_index(root: Path, report: CheckReport, embedder, tokenizer: str = "st
         IndexCorruptError: the database itself is damaged and no good snapshot exists
             (nothing is repaired).
     """
-    from gear_agent.store.embedded import EmbeddedStore
+    from gear_agent.store.embedded.store import EmbeddedStore
 
     done = []
     if report.restorable_from and report.failing(*RESTORED_PARTS, "commit counter"):
-        from gear_agent.store.snapshot import restore
+        from gear_agent.store.embedded.snapshot import restore
 
         done.append(restore(root).line())
         report = check_index(root)

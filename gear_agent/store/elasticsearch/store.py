@@ -1,10 +1,10 @@
 """The Elasticsearch backend of :class:`~gear_agent.store.base.Store`.
 
 Passages and triples live in two indices, ``{GEAR_ES_INDEX_PREFIX}-passages``
-and ``-triples`` (mappings in :mod:`gear_agent.store.es_mappings`); every
-request body is built by a pure function in :mod:`gear_agent.store.es_queries`;
-bulk writes with retries are in :mod:`gear_agent.store.es_bulk`; connecting and
-the version checks in :mod:`gear_agent.store.es_client`.
+and ``-triples`` (mappings in :mod:`gear_agent.store.elasticsearch.mappings`); every
+request body is built by a pure function in :mod:`gear_agent.store.elasticsearch.queries`;
+bulk writes with retries are in :mod:`gear_agent.store.elasticsearch.bulk`; connecting and
+the version checks in :mod:`gear_agent.store.elasticsearch.client`.
 
 Supported: the 8.x ``elasticsearch`` client against an 8.x server (8.4 or newer).
 Install with ``pip install 'gear-agent[elasticsearch]'``. See docs/elasticsearch.md.
@@ -29,12 +29,12 @@ import numpy as np
 
 from gear_agent.embedding.base import Embedder
 from gear_agent.filters import Where, parse_where
-from gear_agent.store import es_bm25
-from gear_agent.store import es_queries as q
 from gear_agent.store.base import Store, StoreError, split_new
 from gear_agent.store.changes import Changes, Stamp
-from gear_agent.store.es_bulk import BulkFailure, BulkOutcome, BulkWriteError, BulkWriter
-from gear_agent.store.es_changes import (
+from gear_agent.store.elasticsearch import bm25 as es_bm25
+from gear_agent.store.elasticsearch import queries as q
+from gear_agent.store.elasticsearch.bulk import BulkFailure, BulkOutcome, BulkWriteError, BulkWriter
+from gear_agent.store.elasticsearch.changes import (
     BY_RECORD,
     ChangeFeed,
     added_query,
@@ -43,7 +43,7 @@ from gear_agent.store.es_changes import (
     deletion_record,
     visible_at,
 )
-from gear_agent.store.es_client import (
+from gear_agent.store.elasticsearch.client import (
     ElasticsearchSettings,
     check_server,
     error_cause,
@@ -51,7 +51,7 @@ from gear_agent.store.es_client import (
     missing_index,
     translate_errors,
 )
-from gear_agent.store.es_mappings import (
+from gear_agent.store.elasticsearch.mappings import (
     TEXT_FIELD,
     VECTOR_FIELD,
     IndexNames,
@@ -72,7 +72,7 @@ from gear_agent.types import AddResult, Collection, Hit, Passage, Triple
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from elasticsearch import Elasticsearch
 
-    from gear_agent.store.es_nodes import ElasticsearchNodeStore
+    from gear_agent.store.elasticsearch.nodes import ElasticsearchNodeStore
 
 __all__ = ["BulkFailure", "BulkWriteError", "ElasticsearchSettings", "ElasticsearchStore"]
 
@@ -229,7 +229,7 @@ class ElasticsearchStore(Store):
                 es.indices.put_mapping(index=name, **body)
 
     def _open_feed(self, create: bool, sleep: Callable[[float], None]) -> None:
-        """Open the change feed (:mod:`gear_agent.store.es_changes`), made here when missing
+        """Open the change feed (:mod:`gear_agent.store.elasticsearch.changes`), made here when missing
         (``create``; :meth:`_open_index` gave the passage and triple indices its field)."""
         mappings = changes_mappings(self.embedding_model) if create else None
         if not self.ensure_index(self.changes_index, "changes", mappings):
@@ -283,7 +283,7 @@ class ElasticsearchStore(Store):
     def node_store(self) -> ElasticsearchNodeStore:
         """The SiReRAG nodes of this index (``{prefix}-nodes``, made by the first write)."""
         if self._nodes is None:
-            from gear_agent.store.es_nodes import ElasticsearchNodeStore
+            from gear_agent.store.elasticsearch.nodes import ElasticsearchNodeStore
 
             self._nodes = ElasticsearchNodeStore(self)
         return self._nodes
@@ -677,7 +677,7 @@ class ElasticsearchStore(Store):
 
     def changes_since(self, generation: int) -> Changes:
         """What the commits after ``generation`` added and removed, from the change feed
-        (:mod:`gear_agent.store.es_changes`): the documents stamped with a later generation,
+        (:mod:`gear_agent.store.elasticsearch.changes`): the documents stamped with a later generation,
         and the deletion records of documents present at ``generation``. An id deleted and
         then added again is in both lists (apply removals first). Incomplete for a
         generation before the feed began, or on an index without a feed.
@@ -805,7 +805,7 @@ class ElasticsearchStore(Store):
         return self._exact_bm25(index, TEXT_FIELD[collection], query, response["hits"]["hits"], k)
 
     def _exact_bm25(self, index: str, field: str, query: str, hits: list[dict[str, Any]], k: int) -> list[Hit]:
-        """``hits`` scored again with exact document lengths (:mod:`gear_agent.store.es_bm25`)."""
+        """``hits`` scored again with exact document lengths (:mod:`gear_agent.store.elasticsearch.bm25`)."""
         if not hits:
             return []
         with translate_errors(f"BM25 rescoring on {index!r}"):

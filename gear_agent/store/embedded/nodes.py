@@ -3,7 +3,7 @@
 ``nodes`` holds each node's record (kind, tree, level, entity, text, children, CRC-32);
 ``node_passages`` its provenance as (node row, position, passage row), so deleting a
 passage drops it from every node's provenance by the join; ``node.vec`` the vectors, the
-same append-only float32 file as passages and triples (:mod:`gear_agent.store.vectors`),
+same append-only float32 file as passages and triples (:mod:`gear_agent.store.embedded.vectors`),
 written before the transaction that counts them commits, its chunks verified before
 they are used. Node search is exact (a matrix-vector product over the live rows): the pool
 is a fraction of the passages' size. The tables are created by the first write, so
@@ -23,14 +23,14 @@ import numpy as np
 
 from gear_agent.store.base import IndexCorruptError, StoreError, split_new
 from gear_agent.store.bm25 import top_k
-from gear_agent.store.embedded_db import chunked, marks
+from gear_agent.store.embedded.db import chunked, marks
+from gear_agent.store.embedded.vectors import REBUILD_ROWS, CheckedVectors, Progress
 from gear_agent.store.nodes import NodeStore
 from gear_agent.store.threads import matvec
-from gear_agent.store.vectors import REBUILD_ROWS, CheckedVectors, Progress
 from gear_agent.types import AddResult, Hit, Node
 
 if TYPE_CHECKING:
-    from gear_agent.store.embedded import EmbeddedStore
+    from gear_agent.store.embedded.store import EmbeddedStore
 
 NODE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS nodes(
@@ -51,7 +51,7 @@ def _crc(node: Node, children_json: str) -> int:
 
 
 class EmbeddedNodeStore(NodeStore):
-    """The node collection of one :class:`~gear_agent.store.embedded.EmbeddedStore`.
+    """The node collection of one :class:`~gear_agent.store.embedded.store.EmbeddedStore`.
 
     Example:
         >>> nodes = store.node_store()  # doctest: +SKIP

@@ -1,6 +1,6 @@
 """SiReRAG nodes in Elasticsearch: ``{prefix}-nodes`` and ``{prefix}-nodes-meta``.
 
-Each node is one document (mapping in :func:`~gear_agent.store.es_mappings.node_mappings`):
+Each node is one document (mapping in :func:`~gear_agent.store.elasticsearch.mappings.node_mappings`):
 kind, tree, level and entity as keywords, the text stored (not indexed: nodes are
 dense-only), ``children`` and ``passage_ids`` (the provenance, in order) as keyword arrays,
 the order it was stored (``added_ns``, ``position``) and its ``vector``. What the SiReRAG
@@ -21,16 +21,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gear_agent.store import es_queries as q
 from gear_agent.store.base import StoreError
-from gear_agent.store.es_bulk import BulkWriteError
-from gear_agent.store.es_client import translate_errors
-from gear_agent.store.es_mappings import VECTOR_FIELD, node_mappings, node_meta_mappings
+from gear_agent.store.elasticsearch import queries as q
+from gear_agent.store.elasticsearch.bulk import BulkWriteError
+from gear_agent.store.elasticsearch.client import translate_errors
+from gear_agent.store.elasticsearch.mappings import VECTOR_FIELD, node_mappings, node_meta_mappings
 from gear_agent.store.nodes import NodeStore
 from gear_agent.types import AddResult, Hit, Node
 
 if TYPE_CHECKING:
-    from gear_agent.store.elasticsearch import ElasticsearchStore
+    from gear_agent.store.elasticsearch.store import ElasticsearchStore
 
 NODE_ORDER: tuple[tuple[str, str], ...] = (("added_ns", "asc"), ("position", "asc"), ("id", "asc"))
 """Sort of a walk over the nodes: the order they were stored."""
@@ -56,7 +56,7 @@ def _node(source: dict[str, Any]) -> Node:
 
 
 class ElasticsearchNodeStore(NodeStore):
-    """The node collection of one :class:`~gear_agent.store.elasticsearch.ElasticsearchStore`.
+    """The node collection of one :class:`~gear_agent.store.elasticsearch.store.ElasticsearchStore`.
 
     Example:
         >>> nodes = store.node_store()  # doctest: +SKIP

@@ -41,7 +41,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from gear_agent.store.base import StoreError
-from gear_agent.store.es_client import import_elasticsearch, translate_errors
+from gear_agent.store.elasticsearch.client import import_elasticsearch, translate_errors
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from elasticsearch import Elasticsearch

@@ -146,7 +146,7 @@ METADATA_FIELDS: dict[str, Any] = {
 
 
 FEED_FIELDS: dict[str, Any] = {"generation": {"type": "long"}}
-"""The change feed's field on passages and triples (:mod:`gear_agent.store.es_changes`): the
+"""The change feed's field on passages and triples (:mod:`gear_agent.store.elasticsearch.changes`): the
 generation that wrote the document. Indices made before it are given it when opened
 (:func:`feed_mapping`); their older documents have none."""
 
@@ -221,7 +221,7 @@ def _meta(collection: str, model: str, dimension: int) -> dict[str, Any]:
 
 
 def node_mappings(model: str, dimension: int) -> dict[str, Any]:
-    """The mapping of ``{prefix}-nodes`` (SiReRAG nodes, :mod:`gear_agent.store.es_nodes`)."""
+    """The mapping of ``{prefix}-nodes`` (SiReRAG nodes, :mod:`gear_agent.store.elasticsearch.nodes`)."""
     keyword = {"type": "keyword"}
     return {
         "dynamic": "strict",

@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from gear_agent.embedding.base import Embedder
-from gear_agent.store import generations as gen
 from gear_agent.store.base import IndexCorruptError, ModelMismatchError, StoreError
-from gear_agent.store.embedded_db import DB_FILE
-from gear_agent.store.manifest import has_previous_format
+from gear_agent.store.embedded import generations as gen
+from gear_agent.store.embedded.db import DB_FILE
+from gear_agent.store.embedded.manifest import has_previous_format
 from gear_agent.types import Passage, Triple
 
 MANIFEST = "manifest.json"
@@ -49,7 +49,7 @@ def migrate(root: Path, embedder: Embedder, tokenizer: str = "standard") -> dict
         IndexCorruptError: its files cannot be read (they are left untouched).
         ModelMismatchError: ``embedder`` is not the model the index was built with.
     """
-    from gear_agent.store.embedded import EmbeddedStore
+    from gear_agent.store.embedded.store import EmbeddedStore
 
     root = Path(root)
     if not has_previous_format(root):

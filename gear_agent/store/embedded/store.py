@@ -2,22 +2,22 @@
 
 Layout (docs/storage.md has the design and the measurements behind it):
 
-* ``index.sqlite`` (:mod:`gear_agent.store.embedded_db`): records, metadata, entity ids,
-  BM25 vocabulary and segments (:mod:`gear_agent.store.postings`), vector checksums, the
+* ``index.sqlite`` (:mod:`gear_agent.store.embedded.db`): records, metadata, entity ids,
+  BM25 vocabulary and segments (:mod:`gear_agent.store.embedded.postings`), vector checksums, the
   commit log and the manifest, in SQLite's WAL mode: a write is one SQLite transaction,
   readers are never blocked, and a crash leaves the last commit;
 * ``index.generation``: the generation of the last commit, outside the WAL (a WAL that
   lost committed frames is detected at open);
-* ``passage.vec`` / ``triple.vec`` / ``node.vec`` (:mod:`gear_agent.store.vectors`):
+* ``passage.vec`` / ``triple.vec`` / ``node.vec`` (:mod:`gear_agent.store.embedded.vectors`):
   append-only float32 rows, memory-mapped, checksummed per append;
 * ``{collection}-{start}-{stop}.usearch`` (:mod:`gear_agent.store.ann`): the approximate
   nearest-neighbour parts, a derived cache checksummed and rebuilt when bad.
 
 The store composes three collections that each own their parts
-(:class:`~gear_agent.store.collection.PassageCollection`,
-:class:`~gear_agent.store.collection.TripleCollection`,
-:class:`~gear_agent.store.embedded_nodes.EmbeddedNodeStore`); it keeps what the
-collections look like at each commit (:mod:`gear_agent.store.embedded_state`), pins a commit for a
+(:class:`~gear_agent.store.embedded.collection.PassageCollection`,
+:class:`~gear_agent.store.embedded.collection.TripleCollection`,
+:class:`~gear_agent.store.embedded.nodes.EmbeddedNodeStore`); it keeps what the
+collections look like at each commit (:mod:`gear_agent.store.embedded.state`), pins a commit for a
 query's reads (:meth:`snapshot`), and runs writes as transactions. Nothing is rebuilt at
 open. Writers take SQLite's write lock (``BEGIN IMMEDIATE``), so two writers never
 interleave.
@@ -47,20 +47,25 @@ from gear_agent.store.base import (
 )
 from gear_agent.store.bm25 import top_k
 from gear_agent.store.changes import Changes, Stamp
-from gear_agent.store.collection import PassageCollection, RecordCollection, TripleCollection, View
 from gear_agent.store.derived_files import remove_abandoned_temporaries
-from gear_agent.store.embedded_db import FORMAT_VERSION, INDEX_ID_KEY, Database, chunked, marks
-from gear_agent.store.embedded_nodes import EmbeddedNodeStore
-from gear_agent.store.embedded_state import States
-from gear_agent.store.manifest import has_previous_format, read_manifest, size_on_disk
-from gear_agent.store.postings import SegmentCorruptError
-from gear_agent.store.records import (
+from gear_agent.store.embedded.collection import (
+    PassageCollection,
+    RecordCollection,
+    TripleCollection,
+    View,
+)
+from gear_agent.store.embedded.db import FORMAT_VERSION, INDEX_ID_KEY, Database, chunked, marks
+from gear_agent.store.embedded.manifest import has_previous_format, read_manifest, size_on_disk
+from gear_agent.store.embedded.nodes import EmbeddedNodeStore
+from gear_agent.store.embedded.postings import SegmentCorruptError
+from gear_agent.store.embedded.records import (
     PASSAGE_COLUMNS,
     TRIPLE_COLUMNS,
     TRIPLE_FROM,
     passage_from_row,
     triple_from_row,
 )
+from gear_agent.store.embedded.state import States
 from gear_agent.store.threads import matvec
 from gear_agent.text.tokenizer import get_tokenizer
 from gear_agent.types import AddResult, Collection, Hit, Passage, Triple
@@ -616,7 +621,7 @@ class EmbeddedStore(Store):
 
     # ---- extras of this backend -------------------------------------------------------
     def node_store(self) -> EmbeddedNodeStore:
-        """The SiReRAG nodes of this index (:mod:`gear_agent.store.embedded_nodes`)."""
+        """The SiReRAG nodes of this index (:mod:`gear_agent.store.embedded.nodes`)."""
         return self.nodes
 
     def passage_position(self, passage_id: str) -> int | None:
