@@ -96,7 +96,9 @@ def require_passing_filter(settings: GearSettings, where: Any) -> None:
     Raises:
         NothingMatchesError: No passage passes; the message names the filter.
     """
-    if where is None or settings.backend != "embedded":
+    from gear_agent.store.backends import backend
+
+    if where is None or backend(settings.backend).manifest is None:  # checked when it opens
         return
     from gear_agent.retrieval.filtering import checked_where
 

@@ -22,8 +22,9 @@ from gear_agent.sirerag.extract import extract_propositions
 from gear_agent.sirerag.propositions import Proposition, from_triples
 from gear_agent.sirerag.report import BuildReport
 from gear_agent.sirerag.tree import Leaf, build_levels
+from gear_agent.store.backends import node_store_of
 from gear_agent.store.base import Store
-from gear_agent.store.nodes import NodeStore, node_store_of
+from gear_agent.store.nodes import NodeStore
 from gear_agent.types import Node, TreeName
 
 NODE_BATCH = 1024

@@ -20,8 +20,8 @@ from gear_agent.llm.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from gear_agent.prompts import load_prompt
 from gear_agent.sirerag.build import PROPOSITIONS_KEY
 from gear_agent.sirerag.summaries import CHILD_MAX_CHARS
+from gear_agent.store.backends import node_store_of
 from gear_agent.store.base import Store
-from gear_agent.store.nodes import node_store_of
 
 if TYPE_CHECKING:
     from gear_agent.config import GearSettings

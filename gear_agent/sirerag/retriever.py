@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
 from gear_agent.retrieval.search import QueryEncoder
+from gear_agent.store.backends import node_store_of
 from gear_agent.store.base import Store
-from gear_agent.store.nodes import node_store_of
 
 POOL_DEPTH = 100
 """Passages and nodes each taken from the top of their ranking before they are merged."""

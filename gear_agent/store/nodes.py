@@ -2,7 +2,7 @@
 
 Keeping nodes is an optional capability: a backend that keeps them implements the
 :class:`HasNodes` protocol (a ``node_store()`` method returning a :class:`NodeStore`), and
-:func:`node_store_of` is how callers ask for it, with a one-line error naming a backend
+:func:`gear_agent.store.backends.node_store_of` is how callers ask for it, with a one-line error naming a backend
 that does when this one does not. Nodes are dense-only (the paper ranks its pool by
 embedding similarity): no BM25 postings, no ANN.
 """
@@ -15,7 +15,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from gear_agent.store.base import Store, StoreError
+from gear_agent.store.base import StoreError
 from gear_agent.types import AddResult, Hit, Node
 
 
@@ -99,23 +99,3 @@ class HasNodes(Protocol):
     def node_store(self) -> NodeStore:
         """The node collection of this index."""
         ...
-
-
-def node_store_of(store: Store) -> NodeStore:
-    """The SiReRAG node collection of ``store``.
-
-    Raises:
-        NodesNotSupportedError: the backend keeps no nodes (the message names one that does).
-
-    Example:
-        >>> node_store_of(store).count()  # doctest: +SKIP
-    """
-    if isinstance(store, HasNodes):
-        return store.node_store()
-    from gear_agent.store.backends import backends_with_nodes
-
-    names = ", ".join(f"GEAR_BACKEND={name}" for name in backends_with_nodes()) or "none"
-    raise NodesNotSupportedError(
-        f"the {store.backend or type(store).__name__} backend does not store SiReRAG nodes; "
-        f"build SiReRAG indexes in a backend that does ({names})"
-    )

@@ -55,7 +55,7 @@ def store(tmp_path: Path) -> EmbeddedStore:
 def test_backends_without_nodes_say_so() -> None:
     from support.fakes import FakeStore
 
-    from gear_agent.store.nodes import node_store_of
+    from gear_agent.store.backends import node_store_of
 
     with pytest.raises(NodesNotSupportedError, match="does not store SiReRAG nodes.*GEAR_BACKEND=embedded"):
         node_store_of(FakeStore())

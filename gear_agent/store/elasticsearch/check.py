@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gear_agent.store.base import StoreError
+from gear_agent.store.check_report import CheckReport, check_graph_cache
 from gear_agent.store.elasticsearch.client import (
     ElasticsearchSettings,
     check_server,
@@ -31,7 +32,6 @@ from gear_agent.store.elasticsearch.mappings import (
     index_names,
     stored_tokenizer,
 )
-from gear_agent.store.embedded.check import CheckReport, _check_graph_cache
 
 _PAGE = 1_000
 
@@ -106,7 +106,7 @@ def check_elasticsearch(settings: ElasticsearchSettings) -> CheckReport:
         if strangers:
             report.add("other indices", True, f"{', '.join(strangers)} under the prefix were not made "
                        "by gear-agent (an index auto-created by a write to a deleted one?)")
-        _check_graph_cache(Path(settings.es_cache_dir) / f"{uuid}-{prefix}", report)
+        check_graph_cache(Path(settings.es_cache_dir) / f"{uuid}-{prefix}", report)
     finally:
         client.close()
     return report

@@ -51,6 +51,10 @@ from gear_agent.store.elasticsearch.client import (
     missing_index,
     translate_errors,
 )
+from gear_agent.store.elasticsearch.connection import Connection
+from gear_agent.store.elasticsearch.connection import body as _body
+from gear_agent.store.elasticsearch.connection import chunks as _chunks
+from gear_agent.store.elasticsearch.connection import unique as _unique
 from gear_agent.store.elasticsearch.mappings import (
     TEXT_FIELD,
     VECTOR_FIELD,
@@ -78,25 +82,10 @@ __all__ = ["BulkFailure", "BulkWriteError", "ElasticsearchSettings", "Elasticsea
 
 _MAX_FILTER_PASSAGES = 65_536
 
-_MGET_CHUNK = 1_000
 _TERMS_CHUNK = 1_000
 _NO_VECTOR = {"excludes": [VECTOR_FIELD]}
 _RECENT_TRIPLES = 4_096
 """Triple documents of recent neighbours searches kept for the reads that follow."""
-
-
-def _unique(ids: Iterable[str]) -> list[str]:
-    return list(dict.fromkeys(ids))
-
-
-def _body(response: Any) -> dict[str, Any]:
-    """The JSON body of a client response (``ObjectApiResponse.body``)."""
-    return getattr(response, "body", response)
-
-
-def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 def _search_error(what: str, response: dict[str, Any]) -> StoreError:
@@ -173,11 +162,16 @@ class ElasticsearchStore(Store):
         self._owns_client = client is None
         self._client = client if client is not None else make_client(settings)
         self._where = settings.es_url or "the given client"
-        self._last_ns = 0
+        self.connection = Connection(
+            self._client,
+            BulkWriter(self._client, batch_size=bulk_batch_size, max_retries=max_retries,
+                       initial_backoff_s=initial_backoff_s, sleep=sleep),
+            page_size,
+            self._pin,
+        )
         self._nodes: ElasticsearchNodeStore | None = None
         self._recent_triples: dict[str, dict[str, Any]] = {}
         self._recent_generation: int | None = None  # the generation the kept triples were read at
-        self._loading: set[str] | None = None  # in bulk_load(): indices written, not yet refreshed
         self.changes_index = f"{settings.es_index_prefix}-changes"
         self._feed: ChangeFeed | None = None  # None: an index made before the feed, opened read-only
         self._pinned = threading.local()  # the generation a snapshot() reads
@@ -189,13 +183,6 @@ class ElasticsearchStore(Store):
         except BaseException:
             self.close()
             raise
-        self._writer = BulkWriter(
-            self._client,
-            batch_size=bulk_batch_size,
-            max_retries=max_retries,
-            initial_backoff_s=initial_backoff_s,
-            sleep=sleep,
-        )
 
     def __repr__(self) -> str:
         return (
@@ -289,94 +276,7 @@ class ElasticsearchStore(Store):
         return self._nodes
 
     # ---- helpers -----------------------------------------------------------
-    def _settle(self) -> None:
-        """Inside :meth:`bulk_load`: refresh what was written since the last refresh, so the
-        search about to run sees it (a build's searches are few; its writes are many)."""
-        if self._loading:
-            dirty = sorted(self._loading)
-            self._loading.clear()
-            self._refresh(*dirty)
-
-    def _search(self, what: str, index: str | None, request: dict[str, Any]) -> dict[str, Any]:
-        self._settle()
-        with translate_errors(what):
-            if index is None:  # a point-in-time search names no index
-                return _body(self._client.search(**request))
-            return _body(self._client.search(index=index, **request))
-
-    def _refresh(self, *indices: str) -> None:
-        with translate_errors(f"refreshing {', '.join(indices)}"):
-            self._client.indices.refresh(index=",".join(indices))
-
-    def _mget(
-        self, index: str, ids: Sequence[str], fields: Sequence[str] | None = None
-    ) -> dict[str, dict[str, Any]]:
-        """Found documents by id: ``{id: _source}``, real-time (no refresh needed).
-
-        ``fields`` picks the ``_source`` fields to return: ``None`` is all but the
-        vector, ``[]`` none (an existence check).
-        """
-        if fields is None:
-            source: dict[str, Any] = {"source_excludes": [VECTOR_FIELD]}
-        elif fields:
-            source = {"source_includes": list(fields)}
-        else:
-            source = {"source": False}
-        found: dict[str, dict[str, Any]] = {}
-        for chunk in _chunks(_unique(ids), _MGET_CHUNK):
-            with translate_errors(f"reading {len(chunk)} document(s) from {index!r}"):
-                response = _body(self._client.mget(index=index, ids=list(chunk), **source))
-            for doc in response["docs"]:
-                if "error" in doc:
-                    what = f"reading {len(chunk)} document(s) from {index!r}"
-                    raise missing_index(what, doc["error"]) or StoreError(
-                        f"{what}: {doc.get('_id')!r} failed: {error_cause(doc['error'])}"
-                    )
-                if doc.get("found"):
-                    found[doc["_id"]] = doc.get("_source") or {}
-        return found
-
-    def _walk(
-        self,
-        index: str,
-        query: dict[str, Any],
-        sort: Sequence[tuple[str, str]],
-        source: bool | dict[str, list[str]] = False,
-        *,
-        snapshot: bool = False,
-    ) -> Iterator[dict[str, Any]]:
-        """Every hit of ``query``, page by page with ``search_after``.
-
-        With ``snapshot`` the pages read one point in time, so documents added
-        or deleted meanwhile do not shift the walk; the point in time is closed
-        when the walk ends or is abandoned.
-        """
-        pit: str | None = None
-        query = q.both(query, self._pin())
-        self._settle()
-        if snapshot:
-            with translate_errors(f"opening a point in time on {index!r}"):
-                pit = _body(self._client.open_point_in_time(index=index, keep_alive="2m"))["id"]
-        try:
-            after: list[Any] | None = None
-            while True:
-                request = q.page_request(query, sort, source=source, search_after=after, pit=pit,
-                                         size=self.page_size)
-                response = self._search(
-                    f"reading {index!r}", None if pit is not None else index, request
-                )
-                pit = response.get("pit_id", pit)
-                hits = response["hits"]["hits"]
-                yield from hits
-                if len(hits) < self.page_size:
-                    return
-                after = hits[-1]["sort"]
-        finally:
-            if pit is not None:
-                with translate_errors("closing a point in time"):
-                    self._client.close_point_in_time(id=pit)
-
-    def _embed(self, texts: list[str]) -> tuple[np.ndarray, set[int]]:
+    def embed_rows(self, texts: list[str]) -> tuple[np.ndarray, set[int]]:
         """Vectors for ``texts`` and the rows that cannot be indexed (zero or not finite)."""
         vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32)
         if vectors.shape != (len(texts), self.dimension):
@@ -388,7 +288,8 @@ class ElasticsearchStore(Store):
         bad = {i for i, n in enumerate(norms) if not np.isfinite(n) or n == 0.0}
         return vectors, bad
 
-    def _query_vector(self, vector: np.ndarray) -> np.ndarray:
+    def query_vector(self, vector: np.ndarray) -> np.ndarray:
+        """``vector`` as a float32 row of this store's dimension (ValueError otherwise)."""
         vector = np.asarray(vector, dtype=np.float32).reshape(-1)
         if vector.shape != (self.dimension,):
             raise ValueError(
@@ -405,22 +306,16 @@ class ElasticsearchStore(Store):
     def _write(
         self, actions: Iterable[Any], refresh: Sequence[str], failures: list[BulkFailure]
     ) -> BulkOutcome:
-        """Run bulk actions, refresh, and add per-document failures found before sending."""
+        """Run bulk actions (:meth:`Connection.write`), forgetting the kept triple documents."""
         self._recent_triples.clear()
-        outcome = self._writer.run(actions)
-        outcome.failures[:0] = failures
-        if self._loading is not None:
-            self._loading.update(refresh)  # refreshed once, when the bulk load ends
-        elif outcome.done or outcome.retries or outcome.failures:
-            self._refresh(*refresh)
-        return outcome
+        return self.connection.write(actions, refresh, failures)
 
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
         """Build in bulk: Elasticsearch's settings for a bulk load while the block runs.
 
         The passage and triple indices get ``refresh_interval: -1`` and
-        ``number_of_replicas: 0`` (no periodic refresh, no copy to replicas while
+        ``number_of_replicas: 0`` (:meth:`Connection.bulk_settings`; no periodic refresh, no copy to replicas while
         writing), and writes are not refreshed one by one; when the block ends (also by
         an exception) the indices' own values are put back (an unset one is reset to the
         cluster's default) and every index written is refreshed once, so everything is
@@ -432,42 +327,12 @@ class ElasticsearchStore(Store):
             >>> with store.bulk_load():  # doctest: +SKIP
             ...     add_passages(store, passages, report); import_openie(store, path, report)
         """
-        if self._loading is not None:
+        if self.connection.loading is not None:
             yield
             return
         with self._commit():  # one commit, published after the refresh at the end
-            with self._bulk_settings():
+            with self.connection.bulk_settings(self.indices):
                 yield
-
-    @contextmanager
-    def _bulk_settings(self) -> Iterator[None]:
-        indices = list(self.indices)
-        keys = ("refresh_interval", "number_of_replicas")
-        with translate_errors(f"reading the settings of {', '.join(indices)}"):
-            current = _body(self._client.indices.get_settings(index=",".join(indices)))
-        saved = {
-            name: {key: ((current.get(name) or {}).get("settings", {}).get("index") or {}).get(key) for key in keys}
-            for name in indices
-        }
-        with translate_errors(f"setting {', '.join(indices)} up for a bulk load"):
-            self._client.indices.put_settings(
-                index=",".join(indices), settings={"index": {"refresh_interval": "-1", "number_of_replicas": 0}}
-            )
-        self._loading = set()
-        try:
-            yield
-        finally:
-            written, self._loading = self._loading, None
-            for name, values in saved.items():
-                with translate_errors(f"restoring the settings of {name!r} after a bulk load"):
-                    self._client.indices.put_settings(index=name, settings={"index": values})
-            if written:
-                self._refresh(*sorted(written))
-
-    def _next_ns(self) -> int:
-        """A strictly increasing clock, so later add calls sort after earlier ones."""
-        self._last_ns = max(time.time_ns(), self._last_ns + 1)
-        return self._last_ns
 
     # ---- writes ------------------------------------------------------------
     def add_passages(self, passages: Sequence[Passage]) -> AddResult:
@@ -480,13 +345,13 @@ class ElasticsearchStore(Store):
         index = self.indices.passages
         refused: list[BulkFailure] = []
         with self._commit() as generation:
-            stored = self._mget(index, [p.id for p in passages], [])
+            stored = self.connection.mget(index, [p.id for p in passages], [])
             new, existing = split_new(passages, stored)
 
             def actions() -> Iterator[Any]:
-                for chunk in _chunks(new, self._writer.batch_size):
+                for chunk in _chunks(new, self.connection.writer.batch_size):
                     self._changing()  # renews the writer lock while a long write goes on
-                    vectors, bad = self._embed([p.content for p in chunk])
+                    vectors, bad = self.embed_rows([p.content for p in chunk])
                     refused.extend(_zero_vector(index, chunk[i].id) for i in bad)
                     for i, passage in enumerate(chunk):
                         if i not in bad:
@@ -510,9 +375,9 @@ class ElasticsearchStore(Store):
         index = self.indices.triples
         refused: list[BulkFailure] = []
         with self._commit() as generation:
-            stored = self._mget(index, [t.id for t in triples], [])
+            stored = self.connection.mget(index, [t.id for t in triples], [])
             new, existing = split_new(triples, stored)
-            parents = self._mget(self.indices.passages, [t.passage_id for t in new], [])
+            parents = self.connection.mget(self.indices.passages, [t.passage_id for t in new], [])
             orphans = sorted({t.passage_id for t in new if t.passage_id not in parents})
             if orphans:
                 raise StoreError(
@@ -520,13 +385,13 @@ class ElasticsearchStore(Store):
                     f"{', '.join(orphans[:5])}{' ...' if len(orphans) > 5 else ''}. "
                     "Add the passages first."
                 )
-            added_ns = self._next_ns()
+            added_ns = self.connection.next_ns()
 
             def actions() -> Iterator[Any]:
-                for start in range(0, len(new), self._writer.batch_size):
-                    chunk = new[start : start + self._writer.batch_size]
+                for start in range(0, len(new), self.connection.writer.batch_size):
+                    chunk = new[start : start + self.connection.writer.batch_size]
                     self._changing()
-                    vectors, bad = self._embed([t.text for t in chunk])
+                    vectors, bad = self.embed_rows([t.text for t in chunk])
                     refused.extend(_zero_vector(index, chunk[i].id) for i in bad)
                     for i, triple in enumerate(chunk):
                         if i not in bad:
@@ -547,7 +412,7 @@ class ElasticsearchStore(Store):
         dynamic mapping, leaving an index gear-agent cannot use; the look-up fails instead.
         """
         index = self.indices.passages
-        stored = self._mget(index, passage_ids, [])
+        stored = self.connection.mget(index, passage_ids, [])
         actions = (
             q.update_action(index, pid, {"extracted": True})
             for pid in _unique(passage_ids)
@@ -569,14 +434,14 @@ class ElasticsearchStore(Store):
         asked.
         """
         with self._commit() as generation:
-            stored = self._mget(self.indices.passages, passage_ids, ["generation"])
+            stored = self.connection.mget(self.indices.passages, passage_ids, ["generation"])
             ids = [pid for pid in _unique(passage_ids) if pid in stored]
             if not ids:
                 return []
             self._changing()
             triples = self.indices.triples
             for chunk in _chunks(ids, _TERMS_CHUNK):
-                found = {hit["_id"]: hit.get("_source", {}).get("generation", 0) for hit in self._walk(
+                found = {hit["_id"]: hit.get("_source", {}).get("generation", 0) for hit in self.connection.walk(
                     triples, q.terms("passage_id", chunk), q.BY_ID, {"includes": ["generation"]})}
                 self._record_deleted("triple", found, generation)
                 outcome = self._write((q.delete_action(triples, tid) for tid in found), [triples], [])
@@ -612,7 +477,7 @@ class ElasticsearchStore(Store):
         return self.delete_passages(self.passage_ids_of_source(source))
 
     def passage_ids_of_source(self, source: str) -> list[str]:
-        hits = self._walk(self.indices.passages, q.term("source", source), q.BY_ID, snapshot=True)
+        hits = self.connection.walk(self.indices.passages, q.term("source", source), q.BY_ID, snapshot=True)
         return [hit["_id"] for hit in hits]
 
     def stored_sources(self, under: str | None = None, *, relative: bool = False) -> list[str]:
@@ -632,7 +497,7 @@ class ElasticsearchStore(Store):
 
     def stored_sources_matching(self, query: dict[str, Any]) -> list[str]:
         """Distinct ``source`` values of the passages ``query`` matches, sorted."""
-        hits = self._walk(self.indices.passages, query, q.BY_ID, {"includes": ["source"]}, snapshot=True)
+        hits = self.connection.walk(self.indices.passages, query, q.BY_ID, {"includes": ["source"]}, snapshot=True)
         return sorted({(hit.get("_source") or {}).get("source", "") for hit in hits})
 
     # ---- commits -----------------------------------------------------------
@@ -693,10 +558,10 @@ class ElasticsearchStore(Store):
         if generation == now:
             return Changes(generation, now)
         added = added_query(generation, now)
-        passages = tuple(h["_id"] for h in self._walk(self.indices.passages, added, q.BY_ID))
-        triples = tuple(h["_id"] for h in self._walk(self.indices.triples, added, q.EXTRACTION_ORDER))
+        passages = tuple(h["_id"] for h in self.connection.walk(self.indices.passages, added, q.BY_ID))
+        triples = tuple(h["_id"] for h in self.connection.walk(self.indices.triples, added, q.EXTRACTION_ORDER))
         removed: dict[str, list[str]] = {"passage": [], "triple": []}
-        records = self._walk(self.changes_index, deleted_query(generation, now), BY_RECORD,
+        records = self.connection.walk(self.changes_index, deleted_query(generation, now), BY_RECORD,
                              {"includes": ["collection", "doc_id"]})
         for hit in records:
             removed[hit["_source"]["collection"]].append(hit["_source"]["doc_id"])
@@ -759,7 +624,7 @@ class ElasticsearchStore(Store):
         if collection == "passage":
             return passage_filter
         self.indices.of(collection)
-        ids = [hit["_id"] for hit in self._walk(self.indices.passages, passage_filter, q.BY_ID)]
+        ids = [hit["_id"] for hit in self.connection.walk(self.indices.passages, passage_filter, q.BY_ID)]
         if len(ids) > _MAX_FILTER_PASSAGES:
             raise StoreError(
                 f"the filter {where} matches {len(ids):,} passages; a triple search can be "
@@ -771,7 +636,7 @@ class ElasticsearchStore(Store):
         index = self.indices.of(collection)
         flt = q.both(self._filter(collection, parse_where(where)), self._pin())
         body = {} if flt is None else {"query": {"bool": {"filter": [flt]}}}
-        self._settle()
+        self.connection.settle()
         with translate_errors(f"counting {index!r}"):
             return int(_body(self._client.count(index=index, **body))["count"])
 
@@ -785,7 +650,7 @@ class ElasticsearchStore(Store):
         for chunk in _chunks(_unique(ids), _TERMS_CHUNK):
             query = {"bool": {"filter": [{"ids": {"values": list(chunk)}}, q.where_filter(parsed)]}}
             request = {"query": query, "size": len(chunk), "source": False, "track_total_hits": False}
-            response = self._search(f"filtering ids in {index!r}", index, request)
+            response = self.connection.search(f"filtering ids in {index!r}", index, request)
             passing.update(hit["_id"] for hit in response["hits"]["hits"])
         return [i for i in ids if i in passing]
 
@@ -799,7 +664,7 @@ class ElasticsearchStore(Store):
         request = q.bm25_request(TEXT_FIELD[collection], query, es_bm25.candidates(k) if exact else k, filter=flt)
         if exact:
             request["seq_no_primary_term"] = True
-        response = self._search(f"BM25 search on {index!r}", index, request)
+        response = self.connection.search(f"BM25 search on {index!r}", index, request)
         if not exact:
             return [Hit(h["_id"], float(h["_score"])) for h in response["hits"]["hits"]]
         return self._exact_bm25(index, TEXT_FIELD[collection], query, response["hits"]["hits"], k)
@@ -828,21 +693,21 @@ class ElasticsearchStore(Store):
         index = self.indices.of(collection)
         if k <= 0:
             return []
-        vector = self._query_vector(vector)
+        vector = self.query_vector(vector)
         flt = self._filter(collection, parse_where(where))
         pin = self._pin()
         request = q.knn_request(vector, k, filter=flt)
         if pin is not None:  # from doc values: reading _source would parse every hit's vector
             request["docvalue_fields"] = ["generation"]
-        hits = self._search(f"kNN search on {index!r}", index, request)["hits"]["hits"]
+        hits = self.connection.search(f"kNN search on {index!r}", index, request)["hits"]["hits"]
         pinned = getattr(self._pinned, "generation", None)
         if pin is not None and any(max((h.get("fields") or {}).get("generation", [-1])) > pinned for h in hits):
             request = q.knn_request(vector, k, filter=q.both(flt, pin))
-            hits = self._search(f"kNN search on {index!r}", index, request)["hits"]["hits"]
+            hits = self.connection.search(f"kNN search on {index!r}", index, request)["hits"]["hits"]
         return [Hit(h["_id"], q.score_to_cosine(float(h["_score"]))) for h in hits]
 
     def get_passages(self, ids: Sequence[str]) -> list[Passage]:
-        found = self._mget(self.indices.passages, ids)
+        found = self.connection.mget(self.indices.passages, ids)
         return [passage_from_source(found[i]) for i in ids if i in found]
 
     def get_triples(self, ids: Sequence[str]) -> list[Triple]:
@@ -864,7 +729,7 @@ class ElasticsearchStore(Store):
         return np.asarray([found[i][VECTOR_FIELD] for i in ids], dtype=np.float32)
 
     def triples_of_passage(self, passage_id: str) -> list[str]:
-        hits = self._walk(
+        hits = self.connection.walk(
             self.indices.triples, q.term("passage_id", passage_id), q.EXTRACTION_ORDER
         )
         return [hit["_id"] for hit in hits]
@@ -879,7 +744,7 @@ class ElasticsearchStore(Store):
         self._check_recent()
         of: dict[str, list[str]] = {pid: [] for pid in passage_ids}
         for chunk in _chunks(_unique(passage_ids), _TERMS_CHUNK):
-            hits = list(self._walk(self.indices.triples, q.terms("passage_id", list(chunk)),
+            hits = list(self.connection.walk(self.indices.triples, q.terms("passage_id", list(chunk)),
                                    q.EXTRACTION_ORDER, True))
             self._remember(hits)
             for hit in hits:
@@ -911,12 +776,12 @@ class ElasticsearchStore(Store):
         if limit <= 0 or not triple_ids:
             return [[] for _ in triple_ids]
         index = self.indices.triples
-        vector = None if query_vector is None else self._query_vector(query_vector)
+        vector = None if query_vector is None else self.query_vector(query_vector)
         self._check_recent()
         pin = self._pin()
         requests = [q.neighbours_request(index, t, vector, limit, pin) for t in triple_ids]
         what = f"neighbours of {len(triple_ids)} triple(s) in {index!r}"
-        self._settle()
+        self.connection.settle()
         with translate_errors(what):
             answer = _body(self._client.msearch(index=index, searches=q.msearch_lines(index, requests)))
         found = []
@@ -968,17 +833,17 @@ class ElasticsearchStore(Store):
         found = {i: recent[i] for i in ids if i in recent}
         rest = [i for i in ids if i not in found]
         if rest:
-            found.update(self._mget(self.indices.triples, rest, fields))
+            found.update(self.connection.mget(self.indices.triples, rest, fields))
         return found
 
     def unextracted_passages(self) -> list[Passage]:
-        hits = self._walk(
+        hits = self.connection.walk(
             self.indices.passages, q.term("extracted", False), q.BY_ID, _NO_VECTOR, snapshot=True
         )
         return [passage_from_source(hit["_source"]) for hit in hits]
 
     def iter_passages(self) -> Iterator[Passage]:
-        hits = self._walk(self.indices.passages, q.match_all(), q.BY_ID, _NO_VECTOR, snapshot=True)
+        hits = self.connection.walk(self.indices.passages, q.match_all(), q.BY_ID, _NO_VECTOR, snapshot=True)
         for hit in hits:
             yield passage_from_source(hit["_source"])
 
@@ -986,7 +851,7 @@ class ElasticsearchStore(Store):
         """Every triple in the order it was added (the add call, its place in the call), as
         the embedded store reads them: SiReRAG's aggregates join propositions in this order,
         so another order would give other node texts, hence other embeddings."""
-        hits = self._walk(self.indices.triples, q.match_all(), q.EXTRACTION_ORDER, _NO_VECTOR, snapshot=True)
+        hits = self.connection.walk(self.indices.triples, q.match_all(), q.EXTRACTION_ORDER, _NO_VECTOR, snapshot=True)
         for hit in hits:
             yield triple_from_source(hit["_source"])
 

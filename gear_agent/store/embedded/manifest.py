@@ -45,7 +45,7 @@ def read_manifest(path: Path) -> dict[str, Any] | None:
     db_path = path / DB_FILE
     if not db_path.exists():
         if has_previous_format(path):
-            from gear_agent.store.embedded.legacy import read_legacy_manifest
+            from gear_agent.store.embedded.generations import read_legacy_manifest
 
             return read_legacy_manifest(path)
         return None

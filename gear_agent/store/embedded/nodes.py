@@ -17,20 +17,41 @@ import json
 import threading
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 
 from gear_agent.store.base import IndexCorruptError, StoreError, split_new
 from gear_agent.store.bm25 import top_k
-from gear_agent.store.embedded.db import chunked, marks
+from gear_agent.store.embedded.db import Database, chunked, marks
 from gear_agent.store.embedded.vectors import REBUILD_ROWS, CheckedVectors, Progress
 from gear_agent.store.nodes import NodeStore
 from gear_agent.store.threads import matvec
 from gear_agent.types import AddResult, Hit, Node
 
-if TYPE_CHECKING:
-    from gear_agent.store.embedded.store import EmbeddedStore
+
+class NodeHost(Protocol):
+    """What the node collection uses of its store
+    (:class:`~gear_agent.store.embedded.store.EmbeddedStore`): its database and folder, its
+    transactions, its checked embeddings and the passages' rows and vectors."""
+
+    db: Database
+    root: Path
+    dimension: int
+
+    def generation(self) -> int: ...
+
+    def transaction(self) -> AbstractContextManager[None]: ...
+
+    def passage_rows(self, ids: Sequence[str]) -> dict[str, int]: ...
+
+    def passage_vectors(self, ids: Sequence[str]) -> np.ndarray: ...
+
+    def embed_checked(self, texts: list[str], what: list[str]) -> np.ndarray: ...
+
+    def query_vector(self, vector: np.ndarray) -> np.ndarray: ...
 
 NODE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS nodes(
@@ -58,7 +79,7 @@ class EmbeddedNodeStore(NodeStore):
         >>> nodes.passages_of([nodes.search(vector, 1)[0].id])  # doctest: +SKIP
     """
 
-    def __init__(self, store: EmbeddedStore) -> None:
+    def __init__(self, store: NodeHost) -> None:
         self.store = store
         self.db = store.db
         self.node_vectors = CheckedVectors(store.db, store.root, "node", store.dimension)
