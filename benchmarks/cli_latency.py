@@ -59,7 +59,7 @@ def build_indexes(folder: Path) -> tuple[Path, Path]:
     stand_in = HashingEmbedder(384, name="sentence-transformers/all-MiniLM-L6-v2")
     for path, embedder in ((folder / "minilm", stand_in), (folder / "hashing", HashingEmbedder(64))):
         store = EmbeddedStore.open(path, embedder)
-        store.add_passages(passages)
+        store.passages.add(passages)
         store.close()
     return folder / "minilm", folder / "hashing"
 

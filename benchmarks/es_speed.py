@@ -98,7 +98,7 @@ def main() -> None:
                              es_cache_dir=work / f"cache-{n}")
             embedder = make_embedder(s)
             store, seconds = build(cls, s, embedder, corpus, openie)
-            rows[label] = {"build_s": seconds, "triples": store.count("triple")}
+            rows[label] = {"build_s": seconds, "triples": store.triples.count()}
             runtimes[label] = OpenIndex(s, embedder, store, QueryEncoder(embedder))
             for question in questions:
                 runtimes[label].encode(question)

@@ -43,7 +43,7 @@ def run(concurrency: int, passages: int, latency: float) -> tuple[float, int]:
     with tempfile.TemporaryDirectory(prefix="gear-extract-rate-") as folder:
         store = EmbeddedStore.open(Path(folder), HashingEmbedder(64))
         texts = [(f"Town {i}", f"Town {i} lies on river {i % 7} and holds a market.") for i in range(passages)]
-        store.add_passages([Passage(passage_id(t, x), t, x, "bench") for t, x in texts])
+        store.passages.add([Passage(passage_id(t, x), t, x, "bench") for t, x in texts])
         model = ScriptedChatModel(respond=reply, delay_s=latency, usage=(180, 40))
         started = time.perf_counter()
         summary = asyncio.run(extract_triples(store, LLMClient(model), concurrency=concurrency))

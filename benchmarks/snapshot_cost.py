@@ -47,7 +47,7 @@ def phase_build(index: Path, corpus: Path, openie: Path) -> dict[str, Any]:
     store = EmbeddedStore.open(index, HashingEmbedder(384), tokenizer="word")
     try:
         build_index(store, corpus, openie, "openie")
-        counts = {"passages": store.count("passage"), "triples": store.count("triple")}
+        counts = {"passages": store.passages.count(), "triples": store.triples.count()}
     finally:
         store.close()
     return {**counts, "build_s": round(time.perf_counter() - started, 1)}
@@ -63,7 +63,7 @@ def _reader(index: Path, queries: list[str], stop: threading.Event, out: list[tu
         i = 0
         while not stop.is_set():
             started = time.perf_counter()
-            store.bm25_search("passage", queries[i % len(queries)], k=10)
+            store.passages.bm25_search(queries[i % len(queries)], k=10)
             out.append((started, time.perf_counter() - started))
             i += 1
     finally:

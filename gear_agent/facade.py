@@ -462,7 +462,7 @@ class Gear:
         )
 
     def _warn_if_empty(self) -> None:
-        if self.store.count("passage") == 0:
+        if self.store.passages.count() == 0:
             warnings.warn(f"the index at {self.settings.index_dir} holds no passages, so nothing "
                           "can be retrieved: add some with Gear.index(...)", GearWarning, stacklevel=3)
 
@@ -494,8 +494,8 @@ class Gear:
     def __repr__(self) -> str:
         where = backend(self.settings.backend).location(self.settings)
         return (
-            f"Gear({where!r}, passages={self.store.count('passage')}, "
-            f"triples={self.store.count('triple')}, embedding_model={self.open_index.embedder.name!r})"
+            f"Gear({where!r}, passages={self.store.passages.count()}, "
+            f"triples={self.store.triples.count()}, embedding_model={self.open_index.embedder.name!r})"
         )
 
 

@@ -104,7 +104,7 @@ class SourceNames:
     def legacy(self) -> list[str]:
         """Stored relative sources that look like paths of corpus files."""
         if self._legacy is None:
-            self._legacy = [s for s in self.store.stored_sources(relative=True)
+            self._legacy = [s for s in self.store.passages.sources(relative=True)
                             if "://" not in s and s.lower().endswith(LEGACY_SUFFIXES)]
         return self._legacy
 
@@ -117,7 +117,7 @@ class SourceNames:
         """Names of ``source`` and of every file under it, legacy forms included."""
         from gear_agent.ingest.corpus import legacy_matches
 
-        found = self.store.stored_sources(under=source)
+        found = self.store.passages.sources(under=source)
         if source.startswith("/"):
             found += [s for s in self.legacy() if legacy_matches(s, source)]
         return list(dict.fromkeys(found))
@@ -131,7 +131,7 @@ def count_triples_of(store: Store, passage_ids: Sequence[str]) -> int:
     """How many triples the passages ``passage_ids`` hold (a filtered count per
     :data:`COUNT_IDS` ids: one request each on a remote backend, not one per passage)."""
     ids = list(dict.fromkeys(passage_ids))
-    return sum(store.count("triple", where={"id": {"$in": ids[at : at + COUNT_IDS]}})
+    return sum(store.triples.count(where={"id": {"$in": ids[at : at + COUNT_IDS]}})
                for at in range(0, len(ids), COUNT_IDS))
 
 
@@ -150,7 +150,7 @@ def plan_sync(
     stored: set[str] = set()
     ids = list(read_ids)
     for start in range(0, len(ids), 4096):
-        stored.update(p.id for p in store.get_passages(ids[start : start + 4096]))
+        stored.update(p.id for p in store.passages.get(ids[start : start + 4096]))
     by_source: dict[str, list[Passage]] = {}
     for passage in passages:
         by_source.setdefault(passage.source, []).append(passage)
@@ -161,7 +161,7 @@ def plan_sync(
         held = by_source.get(source, [])
         source_names = names.of_file(source)
         claimed.update(source_names)
-        old = [i for name in source_names for i in store.passage_ids_of_source(name)]
+        old = [i for name in source_names for i in store.passages.ids_of_source(name)]
         stale = list(dict.fromkeys(i for i in old if i not in read_ids))
         new = [p for p in held if p.id not in stored]
         synced.append(SourceSync(source, new, stale, len(held) - len(new)))
@@ -173,7 +173,7 @@ def plan_sync(
         for name in names.under(folder):
             if name in owned_set or name in claimed or name in pruned:
                 continue
-            gone = [i for i in store.passage_ids_of_source(name) if i not in read_ids]
+            gone = [i for i in store.passages.ids_of_source(name) if i not in read_ids]
             if gone:
                 pruned[name] = gone
     return SyncPlan(synced, loose, pruned, len(others) - len(loose))
@@ -188,7 +188,7 @@ def sync_passages(
 
     Each source's stale passages are deleted (with their triples, graph edges and every
     structure derived from them) and its new passages added in ONE commit (a group of
-    sources per commit, :meth:`Store.replace_passages`), so a reader, or an index reopened
+    sources per commit, :meth:`Passages.replace`), so a reader, or an index reopened
     after a crash, sees a source's old version or its new one, never both and never
     neither. Unchanged passages are kept untouched: not embedded, not extracted again (new
     ones are left unextracted for the extraction that follows). Sources gone from a
@@ -213,7 +213,7 @@ def sync_passages(
         stale = [i for s in group for i in s.stale]
         new = [p for s in group for p in s.new]
         report.triples_removed += count_triples_of(store, stale)
-        result = store.replace_passages(stale, new)
+        result = store.passages.replace(stale, new)
         report.passages_added += len(result.added)
         report.passages_existing += len(result.existing)
         replaced = sum(s.replaced for s in group)
@@ -233,7 +233,7 @@ def sync_passages(
     if group:
         commit(group)
     for start in range(0, len(plan.loose), PASSAGE_BATCH):
-        result = store.add_passages(plan.loose[start : start + PASSAGE_BATCH])
+        result = store.passages.add(plan.loose[start : start + PASSAGE_BATCH])
         report.passages_added += len(result.added)
         report.passages_existing += len(result.existing)
         done += len(result.added) + len(result.existing)
@@ -241,7 +241,7 @@ def sync_passages(
     report.passages_existing += plan.loose_existing
     for source, ids in plan.pruned.items():  # one commit per source gone
         report.triples_removed += count_triples_of(store, ids)
-        report.passages_removed += len(store.delete_passages(ids))
+        report.passages_removed += len(store.passages.remove(ids))
         report.sources_pruned.append(source)
     unchanged_ids = {p.id for p in passages} - {p.id for s in plan.sources for p in s.new} \
         - {p.id for p in plan.loose}
@@ -335,18 +335,18 @@ def delete_passages(
         matched_sources = source_names(store, source)
         seen = set(wanted)
         for name in matched_sources:
-            found = [i for i in store.passage_ids_of_source(name) if i not in seen]
+            found = [i for i in store.passages.ids_of_source(name) if i not in seen]
             seen.update(found)
             wanted.extend(found)
         matched = bool(matched_sources)
         if not matched:
-            similar = store.sources_like(source)
-    passages = store.get_passages(wanted)
+            similar = store.passages.sources_like(source)
+    passages = store.passages.get(wanted)
     stored = {p.id for p in passages}
     unknown = [i for i in dict.fromkeys(ids) if i not in stored]
-    counts = {p.id: len(store.triples_of_passage(p.id)) for p in passages}
+    counts = {p.id: len(store.triples.of_passage(p.id)) for p in passages}
     if passages and not dry_run:
-        gone = set(store.delete_passages([p.id for p in passages]))
+        gone = set(store.passages.remove([p.id for p in passages]))
         passages = [p for p in passages if p.id in gone]
     counts = {p.id: counts[p.id] for p in passages}
     return DeleteResult(passages, sum(counts.values()), counts, unknown, source, matched, similar, dry_run,

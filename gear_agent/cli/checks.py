@@ -132,7 +132,7 @@ def open_store_without_model(settings: GearSettings) -> Store:
 
 def warn_without_triples(spec: RetrieverSpec, store: Store) -> bool:
     """One warning line when ``spec`` walks triples and the index has none; True if warned."""
-    if not spec.needs_triples or store.count("triple") > 0:
+    if not spec.needs_triples or store.triples.count() > 0:
         return False
     console.print(
         f"[bold yellow]warning:[/] {spec.name} walks triples, but this index has none, so "

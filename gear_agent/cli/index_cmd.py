@@ -183,8 +183,8 @@ def _print_info(store, settings) -> None:
     table.add_row("backend", row.name)
     table.add_row("location", row.location(settings))
     table.add_row("embedding model", f"{store.embedding_model} (dimension {store.dimension})")
-    passages, triples = store.count("passage"), store.count("triple")
-    unextracted = len(store.unextracted_passages())
+    passages, triples = store.passages.count(), store.triples.count()
+    unextracted = len(store.passages.unextracted())
     table.add_row("passages", f"{passages:,}")
     table.add_row("triples", f"{triples:,}" + _triples_hint(triples, passages))
     table.add_row("passages not yet extracted", f"{unextracted:,}" + _extract_hint(unextracted))
@@ -305,5 +305,5 @@ def delete(
     if not result.passages:
         results.print("deleted 0 passages: nothing deleted", highlight=False)
         raise typer.Exit(1)
-    results.print(f"deleted {len(result)} passages and {result.triples:,} triples; {store.count('passage'):,} "
-                  f"passages and {store.count('triple'):,} triples remain", highlight=False)
+    results.print(f"deleted {len(result)} passages and {result.triples:,} triples; {store.passages.count():,} "
+                  f"passages and {store.triples.count():,} triples remain", highlight=False)

@@ -165,7 +165,7 @@ class Documents:
         with self._lock:
             result = delete_passages(store, ids, source=source)
         return {"deleted": result.ids, "unknown_ids": result.unknown_ids, "notes": result.messages(),
-                "passages": store.count("passage"), "triples": store.count("triple")}
+                "passages": store.passages.count(), "triples": store.triples.count()}
 
     @staticmethod
     def _asked(ids: Sequence[str], source: str | None) -> tuple[list[str], str | None]:
@@ -180,9 +180,9 @@ class Documents:
         """A page of at most ``limit`` (≤ :data:`MAX_LIST`) passages in index order from
         ``offset`` (``source``: only that source's); only the page's texts are read."""
         store = self.store
-        ids = store.passage_ids_of_source(source) if source else store.passage_ids()
+        ids = store.passages.ids_of_source(source) if source else store.passages.ids()
         page = ids[offset:offset + max(0, min(limit, MAX_LIST))]
-        found = {p.id: p for p in store.get_passages(page)}
+        found = {p.id: p for p in store.passages.get(page)}
         rows = []
         for passage in (found[i] for i in page if i in found):
             text = " ".join(passage.text.split())
@@ -200,8 +200,8 @@ class Documents:
         row = backend(s.backend)
         report = row.check(s) if row.check is not None else None
         return {
-            "backend": s.backend, "passages": store.count("passage"), "triples": store.count("triple"),
-            "unextracted": len(store.unextracted_passages()),
+            "backend": s.backend, "passages": store.passages.count(), "triples": store.triples.count(),
+            "unextracted": len(store.passages.unextracted()),
             "embedding_model": f"{store.embedding_model} (dimension {store.dimension})",
             "ok": None if report is None else report.ok,
             "size_bytes": None if row.size_on_disk is None else row.size_on_disk(s),

@@ -79,7 +79,7 @@ def build_ablation(store: Store, settings: SiReRAGSettings | None = None) -> Bui
     start_mode(nodes, "ablation", report)
     with store.snapshot():  # the pool reflects one commit, recorded with it
         generation = store.generation()
-        propositions = from_triples(store.iter_triples())
+        propositions = from_triples(store.triples.iterate())
     report.propositions = len(propositions)
     aggregates = group_by_entity(propositions, settings.sirerag_min_propositions, settings.sirerag_min_passages)
     stored = [n.id for n in nodes.iter_nodes()]
@@ -127,7 +127,7 @@ async def _build_full(
     start_mode(nodes, "full", report)
     with store.snapshot():
         generation = store.generation()
-        passages = list(store.iter_passages())
+        passages = list(store.passages.iterate())
     known = _stored_propositions(nodes)
     todo = [p for p in passages if p.id not in known]
     if todo:

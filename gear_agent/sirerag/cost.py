@@ -118,7 +118,7 @@ def estimate_build_cost(store: Store, gear: GearSettings, settings: SiReRAGSetti
     calls = ext_in = ext_out = 0
     passages = 0
     passage_tokens = 0
-    for passage in store.iter_passages():
+    for passage in store.passages.iterate():
         tokens = count_tokens(passage.title, model) + count_tokens(passage.text, model)
         passages += 1
         passage_tokens += tokens

@@ -57,13 +57,13 @@ class SiReRAGRetriever(Retriever):
         passages that pass ``where``; a node with none left is left out)."""
         vector = self.encode(query)
         depth = max(self.depth, k)
-        passages = self.store.vector_search("passage", vector, depth, where=where)
+        passages = self.store.passages.vector_search(vector, depth, where=where)
         nodes = self.nodes.search(vector, depth)
         rank = {h.id: i for i, h in enumerate(passages)}
         provenance = self.nodes.passages_of([h.id for h in nodes])
         if where is not None:
             under_all = list(dict.fromkeys(p for ps in provenance.values() for p in ps))
-            passing = set(self.store.filter_passage_ids(under_all, where))
+            passing = set(self.store.passages.filter_ids(under_all, where))
             provenance = {n: [p for p in ps if p in passing] for n, ps in provenance.items()}
         items = [PoolItem(h.id, h.score, (h.id,), False) for h in passages]
         for hit in nodes:

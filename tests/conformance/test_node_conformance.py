@@ -17,8 +17,8 @@ from gear_agent.types import Node
 
 @pytest.fixture
 def filled(store: Store) -> Store:
-    store.add_passages([KESTREL, BRENNER, ILSE, ROME])
-    store.add_triples(TRIPLES)
+    store.passages.add([KESTREL, BRENNER, ILSE, ROME])
+    store.triples.add(TRIPLES)
     return store
 
 
@@ -40,13 +40,13 @@ def test_ablation_build_stores_nodes_with_provenance_and_is_incremental(filled: 
     provenance = nodes.passages_of([n.id for n in stored])
     for node in stored:
         assert provenance[node.id] == list(node.passage_ids)
-        assert [p.id for p in filled.get_passages(provenance[node.id])] == list(node.passage_ids)
+        assert [p.id for p in filled.passages.get(provenance[node.id])] == list(node.passage_ids)
         assert nodes.get_nodes([node.id]) == [node]
     again = build_ablation(filled)
     assert (again.nodes_added, again.nodes_kept, again.nodes_deleted) == (0, 3, 0)
     extra = make_passage("Harbour at Dusk", "The Harbour at Dusk hangs in Kiel.")
-    filled.add_passages([extra])
-    filled.add_triples([make_triple(extra, "Harbour at Dusk", "hangs in", "Kiel")])
+    filled.passages.add([extra])
+    filled.triples.add([make_triple(extra, "Harbour at Dusk", "hangs in", "Kiel")])
     grown = build_ablation(filled)
     assert (grown.nodes_added, grown.nodes_kept, grown.nodes_deleted) == (1, 3, 0)
     harbour = next(n for n in nodes.iter_nodes() if n.entity == "harbour at dusk")
@@ -59,9 +59,9 @@ def test_deleting_a_passage_drops_it_from_every_provenance(filled: Store) -> Non
     build_ablation(filled)
     nodes = filled.node_store()
     oskar = next(n for n in nodes.iter_nodes() if n.entity == "oskar brenner")
-    filled.delete_passages([BRENNER.id])
+    filled.passages.remove([BRENNER.id])
     assert nodes.passages_of([oskar.id])[oskar.id] == [KESTREL.id]
-    filled.delete_passages([KESTREL.id])  # nodes left with no passage go with it
+    filled.passages.remove([KESTREL.id])  # nodes left with no passage go with it
     assert [(n.entity, n.passage_ids) for n in nodes.iter_nodes()] == [("ilse brenner", (ILSE.id,))]
     assert nodes.passages_of([oskar.id]) == {}
     assert nodes.count() == 1

@@ -47,7 +47,7 @@ def test_the_checker_reports_lost_passages(tmp_path):
     passages, triples = corpus()
     store = EmbeddedStore.open(tmp_path / "ix", BagOfWordsEmbedder())
     assert problems(store) == []
-    store.add_passages(passages[1:3])  # the first passage is lost
+    store.passages.add(passages[1:3])  # the first passage is lost
     assert any("not a prefix" in p for p in problems(store))
 
 

@@ -59,10 +59,10 @@ def test_gear_index_on_elasticsearch_builds_inside_bulk_load_and_is_searchable(
     settings = GearSettings()
     with ElasticsearchStore(settings, HashingEmbedder(384)) as store:
         try:
-            passages, triples = store.count("passage"), store.count("triple")
+            passages, triples = store.passages.count(), store.triples.count()
             assert passages > 0 and triples > 0
-            first = next(store.iter_passages())
-            assert store.bm25_search("passage", first.title, 3)[0].id == first.id
+            first = next(store.passages.iterate())
+            assert store.passages.bm25_search(first.title, 3)[0].id == first.id
             for name in store.indices:  # the build's settings were put back
                 index = store._client.indices.get_settings(index=name, flat_settings=True).body[name]["settings"]
                 assert index.get("index.refresh_interval") != "-1"

@@ -105,12 +105,12 @@ def test_without_a_chat_model_search_explore_and_documents_work(served) -> None:
 def test_read_only_serves_the_page_and_the_agent_but_no_writes(served) -> None:
     agent, s, runtime = served
     http = TestClient(create_app(agent, s, index=runtime, read_only=True), base_url=LOCAL)
-    before = runtime.store.count("passage")
+    before = runtime.store.passages.count()
     assert http.get("/ui/api/config").json()["read_only"] is True
     deleted = http.post("/ui/api/documents/delete", json={"source": "tiny"})
     added = http.post("/ui/api/documents/stream", json={"name": "a.txt", "text": "t"})
     assert deleted.status_code == added.status_code == 403
-    assert runtime.store.count("passage") == before
+    assert runtime.store.passages.count() == before
     assert http.post("/gear/invoke", json={"input": {"question": "Where is Folsom?"}}).status_code == 200
 
 

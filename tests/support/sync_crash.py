@@ -88,7 +88,7 @@ def states(path: Path) -> Counter[str]:
     found: Counter[str] = Counter()
     with store.snapshot():
         for source in sources():
-            ids = set(store.passage_ids_of_source(source))
+            ids = set(store.passages.ids_of_source(source))
             found["old" if ids == old[source] else "new" if ids == new[source]
                   else "missing" if not ids else "mixed"] += 1
     store.close()

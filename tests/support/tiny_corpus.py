@@ -84,12 +84,12 @@ def build_store(path: Path, embedder: Embedder | None = None) -> EmbeddedStore:
     """The corpus and its triples in an embedded store at ``path``."""
     store = EmbeddedStore.open(path, embedder or HashingEmbedder(128))
     passages = [Passage(passage_id(t, text), t, text, "test") for t, (text, _) in CORPUS.items()]
-    store.add_passages(passages)
+    store.passages.add(passages)
     triples = [
         Triple(triple_id(p.id, *spo), *spo, p.id) for p in passages for spo in CORPUS[p.title][1]
     ]
-    store.add_triples(triples)
-    store.mark_extracted([p.id for p in passages])
+    store.triples.add(triples)
+    store.passages.mark_extracted([p.id for p in passages])
     return store
 
 

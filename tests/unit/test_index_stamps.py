@@ -40,8 +40,8 @@ def _open(path: Path) -> EmbeddedStore:
 
 
 def _write(store: EmbeddedStore, passage) -> None:  # noqa: ANN001 - a Passage
-    store.add_passages([passage])
-    store.add_triples([TRIPLES[passage.id]])
+    store.passages.add([passage])
+    store.triples.add([TRIPLES[passage.id]])
 
 
 def _ppr(store: EmbeddedStore) -> PPRRetriever:

@@ -59,7 +59,7 @@ def scripted(prompt: str) -> str:
 @pytest.fixture
 def store(tmp_path: Path) -> EmbeddedStore:
     store = EmbeddedStore.open(tmp_path / "ix", CountingEmbedder())
-    store.add_passages(passages())
+    store.passages.add(passages())
     return store
 
 
@@ -101,7 +101,7 @@ def test_rerun_calls_no_llm_and_adding_a_passage_costs_its_own_extraction(store:
     again = build_full(store, llm2, SETTINGS)
     assert model2.calls == [] and again.nodes_added == 0 and again.nodes_deleted == 0
     assert again.clusters_reused == first.clusters_summarised and again.levels == first.levels
-    store.add_passages(passages([("Umbria", "Umbria borders Tuscany. Perugia is the capital of Umbria.")]))
+    store.passages.add(passages([("Umbria", "Umbria borders Tuscany. Perugia is the capital of Umbria.")]))
     llm3, model3 = client()
     grown = build_full(store, llm3, SETTINGS)
     extraction_calls = [c for c in model3.calls if c.startswith("You break")]

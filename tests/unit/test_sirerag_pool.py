@@ -47,8 +47,8 @@ def test_aggregate_thresholds_and_identical_groups_kept_once() -> None:
 @pytest.fixture
 def store(tmp_path: Path) -> EmbeddedStore:
     store = EmbeddedStore.open(tmp_path / "ix", CountingEmbedder())
-    store.add_passages([KESTREL, BRENNER, ILSE, ROME])
-    store.add_triples(TRIPLES)
+    store.passages.add([KESTREL, BRENNER, ILSE, ROME])
+    store.triples.add(TRIPLES)
     return store
 
 
@@ -94,5 +94,5 @@ def test_the_pool_records_the_commit_it_reflects(tmp_path) -> None:
     nodes = store.node_store()
     assert nodes.get_meta(GENERATION_KEY) == str(at)
     late = Passage(passage_id("Late", "Added after the build."), "Late", "Added after the build.")
-    store.add_passages([late])
+    store.passages.add([late])
     assert store.changes_since(int(nodes.get_meta(GENERATION_KEY))).passages_added == (late.id,)

@@ -12,7 +12,7 @@ Install with ``pip install 'gear-agent[elasticsearch]'``. See docs/elasticsearch
 Example:
     >>> settings = ElasticsearchSettings(es_url="http://localhost:9200")
     >>> store = ElasticsearchStore(settings, embedder)  # doctest: +SKIP
-    >>> store.bm25_search("passage", "capital of France", k=5)  # doctest: +SKIP
+    >>> store.passages.bm25_search("capital of France", k=5)  # doctest: +SKIP
     [Hit(id='p-...', score=7.1)]
 """
 
@@ -31,6 +31,7 @@ from gear_agent.embedding.base import Embedder
 from gear_agent.filters import Where, parse_where
 from gear_agent.store.base import Store, StoreError, split_new
 from gear_agent.store.changes import Changes, Stamp
+from gear_agent.store.collections import Passages, Triples
 from gear_agent.store.elasticsearch import bm25 as es_bm25
 from gear_agent.store.elasticsearch import queries as q
 from gear_agent.store.elasticsearch.bulk import BulkFailure, BulkOutcome, BulkWriteError, BulkWriter
@@ -175,6 +176,8 @@ class ElasticsearchStore(Store):
         self.changes_index = f"{settings.es_index_prefix}-changes"
         self._feed: ChangeFeed | None = None  # None: an index made before the feed, opened read-only
         self._pinned = threading.local()  # the generation a snapshot() reads
+        self.passages = ElasticsearchPassages(self)
+        self.triples = ElasticsearchTriples(self)
         try:
             self.server_version, self.cluster_uuid = check_server(self._client, self._where)
             for collection in ("passage", "triple"):
@@ -335,131 +338,6 @@ class ElasticsearchStore(Store):
                 yield
 
     # ---- writes ------------------------------------------------------------
-    def add_passages(self, passages: Sequence[Passage]) -> AddResult:
-        """Embed and store the passages not yet stored; the rest are no-ops.
-
-        Raises:
-            BulkWriteError: some passages were not stored; ``err.failures`` says
-                which and why, ``err.result`` is the :class:`AddResult` of the rest.
-        """
-        index = self.indices.passages
-        refused: list[BulkFailure] = []
-        with self._commit() as generation:
-            stored = self.connection.mget(index, [p.id for p in passages], [])
-            new, existing = split_new(passages, stored)
-
-            def actions() -> Iterator[Any]:
-                for chunk in _chunks(new, self.connection.writer.batch_size):
-                    self._changing()  # renews the writer lock while a long write goes on
-                    vectors, bad = self.embed_rows([p.content for p in chunk])
-                    refused.extend(_zero_vector(index, chunk[i].id) for i in bad)
-                    for i, passage in enumerate(chunk):
-                        if i not in bad:
-                            yield q.create_action(
-                                index, passage.id, passage_document(passage, vectors[i], generation)
-                            )
-
-            outcome = self._write(actions(), [index], refused)
-        result = AddResult(added=outcome.done, existing=[*existing, *outcome.conflicts])
-        if not outcome.ok:
-            raise BulkWriteError(f"adding passages to {index!r}", outcome, result)
-        return result
-
-    def add_triples(self, triples: Sequence[Triple]) -> AddResult:
-        """Embed and store triples; every ``passage_id`` must name a stored passage.
-
-        Raises:
-            StoreError: a triple names a passage that is not stored (nothing is written).
-            BulkWriteError: some triples were not stored (see :meth:`add_passages`).
-        """
-        index = self.indices.triples
-        refused: list[BulkFailure] = []
-        with self._commit() as generation:
-            stored = self.connection.mget(index, [t.id for t in triples], [])
-            new, existing = split_new(triples, stored)
-            parents = self.connection.mget(self.indices.passages, [t.passage_id for t in new], [])
-            orphans = sorted({t.passage_id for t in new if t.passage_id not in parents})
-            if orphans:
-                raise StoreError(
-                    f"{len(orphans)} passage id(s) named by triples are not stored: "
-                    f"{', '.join(orphans[:5])}{' ...' if len(orphans) > 5 else ''}. "
-                    "Add the passages first."
-                )
-            added_ns = self.connection.next_ns()
-
-            def actions() -> Iterator[Any]:
-                for start in range(0, len(new), self.connection.writer.batch_size):
-                    chunk = new[start : start + self.connection.writer.batch_size]
-                    self._changing()
-                    vectors, bad = self.embed_rows([t.text for t in chunk])
-                    refused.extend(_zero_vector(index, chunk[i].id) for i in bad)
-                    for i, triple in enumerate(chunk):
-                        if i not in bad:
-                            doc = triple_document(triple, vectors[i], added_ns, start + i, generation)
-                            yield q.create_action(index, triple.id, doc)
-
-            outcome = self._write(actions(), [index], refused)
-        result = AddResult(added=outcome.done, existing=[*existing, *outcome.conflicts])
-        if not outcome.ok:
-            raise BulkWriteError(f"adding triples to {index!r}", outcome, result)
-        return result
-
-    def mark_extracted(self, passage_ids: Sequence[str]) -> None:
-        """Set ``extracted`` on these passages; ids that are not stored are ignored.
-
-        The stored ids are looked up first: an ``update`` sent to a deleted index would make
-        Elasticsearch auto-create it (``action.auto_create_index`` is on by default) with a
-        dynamic mapping, leaving an index gear-agent cannot use; the look-up fails instead.
-        """
-        index = self.indices.passages
-        stored = self.connection.mget(index, passage_ids, [])
-        actions = (
-            q.update_action(index, pid, {"extracted": True})
-            for pid in _unique(passage_ids)
-            if pid in stored
-        )
-        outcome = self._write(actions, [index], [])
-        if not outcome.ok:
-            raise BulkWriteError(f"marking passages in {index!r}", outcome)
-
-    def delete_passages(self, passage_ids: Sequence[str]) -> list[str]:
-        """Delete passages and, first, their triples.
-
-        The triples are found by a ``terms`` query on ``passage_id`` and deleted by id in
-        ``_bulk`` requests, like every other write: each document's outcome is known and
-        rejections are retried. (``_delete_by_query`` would need the ``reindex`` module,
-        which not every cluster has, and reports failures in another shape.) Triples go
-        first so that a failure half-way never leaves triples of a deleted passage behind
-        as neighbours. Returns the ids that were stored and are now deleted, in the order
-        asked.
-        """
-        with self._commit() as generation:
-            stored = self.connection.mget(self.indices.passages, passage_ids, ["generation"])
-            ids = [pid for pid in _unique(passage_ids) if pid in stored]
-            if not ids:
-                return []
-            self._changing()
-            triples = self.indices.triples
-            for chunk in _chunks(ids, _TERMS_CHUNK):
-                found = {hit["_id"]: hit.get("_source", {}).get("generation", 0) for hit in self.connection.walk(
-                    triples, q.terms("passage_id", chunk), q.BY_ID, {"includes": ["generation"]})}
-                self._record_deleted("triple", found, generation)
-                outcome = self._write((q.delete_action(triples, tid) for tid in found), [triples], [])
-                if not outcome.ok:
-                    raise BulkWriteError(
-                        f"deleting the triples of {len(chunk)} passage(s) from {triples!r} (the "
-                        "passages were kept; retry the delete)",
-                        outcome,
-                    )
-            self.node_store().forget_passages(ids)
-            index = self.indices.passages
-            self._record_deleted("passage", {pid: stored[pid].get("generation", 0) for pid in ids}, generation)
-            outcome = self._write((q.delete_action(index, pid) for pid in ids), [index], [])
-        if not outcome.ok:
-            raise BulkWriteError(f"deleting passages from {index!r}", outcome, outcome.done)
-        done = set(outcome.done)
-        return [pid for pid in ids if pid in done]
-
     def _record_deleted(self, collection: str, born: dict[str, int], generation: int | None) -> None:
         """Write the deletion records of ``born`` (id -> the generation that wrote it) before
         the documents go, so no reader of the feed misses a removal."""
@@ -471,34 +349,6 @@ class ElasticsearchStore(Store):
         if not outcome.ok:
             raise BulkWriteError(f"recording {len(born)} deletion(s) in {index!r} (nothing was deleted; "
                                  "retry the delete)", outcome)
-
-    def delete_source(self, source: str) -> list[str]:
-        """Delete every passage whose ``source`` is exactly ``source`` (and its triples)."""
-        return self.delete_passages(self.passage_ids_of_source(source))
-
-    def passage_ids_of_source(self, source: str) -> list[str]:
-        hits = self.connection.walk(self.indices.passages, q.term("source", source), q.BY_ID, snapshot=True)
-        return [hit["_id"] for hit in hits]
-
-    def stored_sources(self, under: str | None = None, *, relative: bool = False) -> list[str]:
-        """Distinct sources, read from the ``source`` field of every passage (of those under
-        ``under``: a term or prefix query; ``relative``: not under ``/``) page by page."""
-        if relative:
-            found = self.stored_sources_matching({"bool": {"must_not": [{"prefix": {"source": "/"}}]}})
-            folder = None if under is None else under.rstrip("/")
-            return [s for s in found if folder is None or s in (under, folder) or s.startswith(folder + "/")]
-        if under is None:
-            query: dict[str, Any] = {"match_all": {}}
-        else:
-            folder = under.rstrip("/")
-            query = {"bool": {"should": [q.term("source", under), q.term("source", folder),
-                                         {"prefix": {"source": folder + "/"}}], "minimum_should_match": 1}}
-        return self.stored_sources_matching(query)
-
-    def stored_sources_matching(self, query: dict[str, Any]) -> list[str]:
-        """Distinct ``source`` values of the passages ``query`` matches, sorted."""
-        hits = self.connection.walk(self.indices.passages, query, q.BY_ID, {"includes": ["source"]}, snapshot=True)
-        return sorted({(hit.get("_source") or {}).get("source", "") for hit in hits})
 
     # ---- commits -----------------------------------------------------------
     def generation(self) -> int:
@@ -632,43 +482,6 @@ class ElasticsearchStore(Store):
             )
         return q.terms("passage_id", ids)
 
-    def count(self, collection: Collection, where: Any = None) -> int:
-        index = self.indices.of(collection)
-        flt = q.both(self._filter(collection, parse_where(where)), self._pin())
-        body = {} if flt is None else {"query": {"bool": {"filter": [flt]}}}
-        self.connection.settle()
-        with translate_errors(f"counting {index!r}"):
-            return int(_body(self._client.count(index=index, **body))["count"])
-
-    def filter_passage_ids(self, ids: Sequence[str], where: Any) -> list[str]:
-        """The ``ids`` of stored passages passing ``where``, in the order given (server-side)."""
-        parsed = parse_where(where)
-        if parsed is None:
-            return list(ids)
-        index = self.indices.passages
-        passing: set[str] = set()
-        for chunk in _chunks(_unique(ids), _TERMS_CHUNK):
-            query = {"bool": {"filter": [{"ids": {"values": list(chunk)}}, q.where_filter(parsed)]}}
-            request = {"query": query, "size": len(chunk), "source": False, "track_total_hits": False}
-            response = self.connection.search(f"filtering ids in {index!r}", index, request)
-            passing.update(hit["_id"] for hit in response["hits"]["hits"])
-        return [i for i in ids if i in passing]
-
-    def bm25_search(self, collection: Collection, query: str, k: int, where: Any = None) -> list[Hit]:
-        """Top ``k`` by BM25 (only matching documents, filtered server-side); ``k`` <= 0 gives ``[]``."""
-        index = self.indices.of(collection)
-        if k <= 0:
-            return []
-        flt = q.both(self._filter(collection, parse_where(where)), self._pin())
-        exact = self.settings.es_exact_bm25
-        request = q.bm25_request(TEXT_FIELD[collection], query, es_bm25.candidates(k) if exact else k, filter=flt)
-        if exact:
-            request["seq_no_primary_term"] = True
-        response = self.connection.search(f"BM25 search on {index!r}", index, request)
-        if not exact:
-            return [Hit(h["_id"], float(h["_score"])) for h in response["hits"]["hits"]]
-        return self._exact_bm25(index, TEXT_FIELD[collection], query, response["hits"]["hits"], k)
-
     def _exact_bm25(self, index: str, field: str, query: str, hits: list[dict[str, Any]], k: int) -> list[Hit]:
         """``hits`` scored again with exact document lengths (:mod:`gear_agent.store.elasticsearch.bm25`)."""
         if not hits:
@@ -678,120 +491,6 @@ class ElasticsearchStore(Store):
             vectors = _body(self._client.mtermvectors(
                 index=index, **es_bm25.termvectors_request(field, [h["_id"] for h in hits])))
         return es_bm25.rescore(terms, vectors, field, k, {h["_id"]: h.get("_seq_no", 0) for h in hits})
-
-    def vector_search(
-        self, collection: Collection, vector: np.ndarray, k: int, where: Any = None
-    ) -> list[Hit]:
-        """Top ``k`` by cosine; scores are cosines (ES's ``(1 + cos) / 2`` undone). With
-        ``where``, a kNN pre-filter: ``k`` hits whenever ``k`` documents pass it.
-
-        Inside :meth:`snapshot` the hits bring their ``generation`` (from doc values) and only
-        when one of them is of a later commit is the search asked again with the snapshot's
-        filter (rare: a commit landing during the question); ``ppr`` asks four kNN searches
-        per question, one of hundreds of passages, and a filter on each was measurably slower
-        on the test cluster (docs/elasticsearch.md)."""
-        index = self.indices.of(collection)
-        if k <= 0:
-            return []
-        vector = self.query_vector(vector)
-        flt = self._filter(collection, parse_where(where))
-        pin = self._pin()
-        request = q.knn_request(vector, k, filter=flt)
-        if pin is not None:  # from doc values: reading _source would parse every hit's vector
-            request["docvalue_fields"] = ["generation"]
-        hits = self.connection.search(f"kNN search on {index!r}", index, request)["hits"]["hits"]
-        pinned = getattr(self._pinned, "generation", None)
-        if pin is not None and any(max((h.get("fields") or {}).get("generation", [-1])) > pinned for h in hits):
-            request = q.knn_request(vector, k, filter=q.both(flt, pin))
-            hits = self.connection.search(f"kNN search on {index!r}", index, request)["hits"]["hits"]
-        return [Hit(h["_id"], q.score_to_cosine(float(h["_score"]))) for h in hits]
-
-    def get_passages(self, ids: Sequence[str]) -> list[Passage]:
-        found = self.connection.mget(self.indices.passages, ids)
-        return [passage_from_source(found[i]) for i in ids if i in found]
-
-    def get_triples(self, ids: Sequence[str]) -> list[Triple]:
-        found = self._triple_sources(ids, None)
-        return [triple_from_source(found[i]) for i in ids if i in found]
-
-    def triple_vectors(self, ids: Sequence[str]) -> np.ndarray:
-        """Stored triple embeddings, one row per id.
-
-        Raises:
-            KeyError: some ids are not stored triples.
-        """
-        found = self._triple_sources(ids, [VECTOR_FIELD])
-        missing = [i for i in ids if i not in found]
-        if missing:
-            raise KeyError(f"not stored triples: {', '.join(missing[:5])}")
-        if not ids:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        return np.asarray([found[i][VECTOR_FIELD] for i in ids], dtype=np.float32)
-
-    def triples_of_passage(self, passage_id: str) -> list[str]:
-        hits = self.connection.walk(
-            self.indices.triples, q.term("passage_id", passage_id), q.EXTRACTION_ORDER
-        )
-        return [hit["_id"] for hit in hits]
-
-    def triples_of_passages(self, passage_ids: Sequence[str]) -> list[list[str]]:
-        """:meth:`triples_of_passage` of each passage in one search (a ``terms`` query; more
-        pages only past :attr:`page_size` triples). The documents come back whole and are
-        kept (:meth:`_remember`), so the :meth:`triple_vectors` and :meth:`get_triples` of
-        the beam search that starts from them cost no request."""
-        if not passage_ids:
-            return []
-        self._check_recent()
-        of: dict[str, list[str]] = {pid: [] for pid in passage_ids}
-        for chunk in _chunks(_unique(passage_ids), _TERMS_CHUNK):
-            hits = list(self.connection.walk(self.indices.triples, q.terms("passage_id", list(chunk)),
-                                   q.EXTRACTION_ORDER, True))
-            self._remember(hits)
-            for hit in hits:
-                of[hit["_source"]["passage_id"]].append(hit["_id"])
-        return [list(of[pid]) for pid in passage_ids]
-
-    def neighbours(
-        self, triple_id: str, query_vector: np.ndarray | None = None, limit: int = 100
-    ) -> list[str]:
-        """Triples sharing a (normalised) head or tail entity with ``triple_id``, itself excluded.
-
-        With ``query_vector``: a kNN search filtered to those triples, the
-        ``limit`` most similar first. Without: the first ``limit`` by id.
-        An unknown ``triple_id`` has no neighbours.
-
-        The search looks the triple's entities up itself (a ``terms`` lookup), and the hits
-        bring their documents back, so the :meth:`get_triples` and :meth:`triple_vectors`
-        of a beam search's candidates that follow are answered from them (see
-        :meth:`_remember`). It is :meth:`neighbours_many` of one triple: a generation check
-        and one ``_msearch``.
-        """
-        return self.neighbours_many([triple_id], query_vector, limit)[0]
-
-    def neighbours_many(
-        self, triple_ids: Sequence[str], query_vector: np.ndarray | None = None, limit: int = 100
-    ) -> list[list[str]]:
-        """:meth:`neighbours` of each of ``triple_ids`` in one ``_msearch`` request (a beam
-        search step's beams at once), after one generation check (see :meth:`_remember`)."""
-        if limit <= 0 or not triple_ids:
-            return [[] for _ in triple_ids]
-        index = self.indices.triples
-        vector = None if query_vector is None else self.query_vector(query_vector)
-        self._check_recent()
-        pin = self._pin()
-        requests = [q.neighbours_request(index, t, vector, limit, pin) for t in triple_ids]
-        what = f"neighbours of {len(triple_ids)} triple(s) in {index!r}"
-        self.connection.settle()
-        with translate_errors(what):
-            answer = _body(self._client.msearch(index=index, searches=q.msearch_lines(index, requests)))
-        found = []
-        for response in answer["responses"]:
-            if "error" in response:
-                raise _search_error(what, response)
-            hits = response["hits"]["hits"]
-            self._remember(hits)
-            found.append([hit["_id"] for hit in hits])
-        return found
 
     def _check_recent(self) -> None:
         """Bring the kept triple documents to the store's generation when it moved since
@@ -828,7 +527,7 @@ class ElasticsearchStore(Store):
             del recent[stale]
 
     def _triple_sources(self, ids: Sequence[str], fields: Sequence[str] | None) -> dict[str, dict[str, Any]]:
-        """Triple documents by id: kept ones from :meth:`_remember`, the rest by ``_mget``."""
+        """Triple documents by id: kept ones from :meth:`ElasticsearchStore._remember`, the rest by ``_mget``."""
         recent = self._recent_triples
         found = {i: recent[i] for i in ids if i in recent}
         rest = [i for i in ids if i not in found]
@@ -836,29 +535,364 @@ class ElasticsearchStore(Store):
             found.update(self.connection.mget(self.indices.triples, rest, fields))
         return found
 
-    def unextracted_passages(self) -> list[Passage]:
-        hits = self.connection.walk(
-            self.indices.passages, q.term("extracted", False), q.BY_ID, _NO_VECTOR, snapshot=True
-        )
-        return [passage_from_source(hit["_source"]) for hit in hits]
-
-    def iter_passages(self) -> Iterator[Passage]:
-        hits = self.connection.walk(self.indices.passages, q.match_all(), q.BY_ID, _NO_VECTOR, snapshot=True)
-        for hit in hits:
-            yield passage_from_source(hit["_source"])
-
-    def iter_triples(self) -> Iterator[Triple]:
-        """Every triple in the order it was added (the add call, its place in the call), as
-        the embedded store reads them: SiReRAG's aggregates join propositions in this order,
-        so another order would give other node texts, hence other embeddings."""
-        hits = self.connection.walk(self.indices.triples, q.match_all(), q.EXTRACTION_ORDER, _NO_VECTOR, snapshot=True)
-        for hit in hits:
-            yield triple_from_source(hit["_source"])
-
     def close(self) -> None:
         """Close the client if this store built it; an injected client stays open."""
         if self._owns_client:
             self._client.close()
+
+
+class _Searchable:
+    """Count and search of one index of an :class:`ElasticsearchStore` (what passages and
+    triples share)."""
+
+    name: ClassVar[str]
+
+    def __init__(self, store: ElasticsearchStore) -> None:
+        self.store = store
+
+    def count(self, where: Any = None) -> int:
+        index = self.store.indices.of(self.name)
+        flt = q.both(self.store._filter(self.name, parse_where(where)), self.store._pin())
+        body = {} if flt is None else {"query": {"bool": {"filter": [flt]}}}
+        self.store.connection.settle()
+        with translate_errors(f"counting {index!r}"):
+            return int(_body(self.store._client.count(index=index, **body))["count"])
+
+    def bm25_search(self, query: str, k: int, where: Any = None) -> list[Hit]:
+        """Top ``k`` by BM25 (only matching documents, filtered server-side); ``k`` <= 0 gives ``[]``."""
+        index = self.store.indices.of(self.name)
+        if k <= 0:
+            return []
+        flt = q.both(self.store._filter(self.name, parse_where(where)), self.store._pin())
+        exact = self.store.settings.es_exact_bm25
+        request = q.bm25_request(TEXT_FIELD[self.name], query, es_bm25.candidates(k) if exact else k, filter=flt)
+        if exact:
+            request["seq_no_primary_term"] = True
+        response = self.store.connection.search(f"BM25 search on {index!r}", index, request)
+        if not exact:
+            return [Hit(h["_id"], float(h["_score"])) for h in response["hits"]["hits"]]
+        return self.store._exact_bm25(index, TEXT_FIELD[self.name], query, response["hits"]["hits"], k)
+
+    def vector_search(self, vector: np.ndarray, k: int, where: Any = None) -> list[Hit]:
+        """Top ``k`` by cosine; scores are cosines (ES's ``(1 + cos) / 2`` undone). With
+        ``where``, a kNN pre-filter: ``k`` hits whenever ``k`` documents pass it.
+
+        Inside :meth:`snapshot` the hits bring their ``generation`` (from doc values) and only
+        when one of them is of a later commit is the search asked again with the snapshot's
+        filter (rare: a commit landing during the question); ``ppr`` asks four kNN searches
+        per question, one of hundreds of passages, and a filter on each was measurably slower
+        on the test cluster (docs/elasticsearch.md)."""
+        index = self.store.indices.of(self.name)
+        if k <= 0:
+            return []
+        vector = self.store.query_vector(vector)
+        flt = self.store._filter(self.name, parse_where(where))
+        pin = self.store._pin()
+        request = q.knn_request(vector, k, filter=flt)
+        if pin is not None:  # from doc values: reading _source would parse every hit's vector
+            request["docvalue_fields"] = ["generation"]
+        hits = self.store.connection.search(f"kNN search on {index!r}", index, request)["hits"]["hits"]
+        pinned = getattr(self.store._pinned, "generation", None)
+        if pin is not None and any(max((h.get("fields") or {}).get("generation", [-1])) > pinned for h in hits):
+            request = q.knn_request(vector, k, filter=q.both(flt, pin))
+            hits = self.store.connection.search(f"kNN search on {index!r}", index, request)["hits"]["hits"]
+        return [Hit(h["_id"], q.score_to_cosine(float(h["_score"]))) for h in hits]
+
+
+class ElasticsearchPassages(_Searchable, Passages):
+    """The passages of an :class:`ElasticsearchStore` (``{prefix}-passages``)."""
+
+    def add(self, passages: Sequence[Passage]) -> AddResult:
+        """Embed and store the passages not yet stored; the rest are no-ops.
+
+        Raises:
+            BulkWriteError: some passages were not stored; ``err.failures`` says
+                which and why, ``err.result`` is the :class:`AddResult` of the rest.
+        """
+        index = self.store.indices.passages
+        refused: list[BulkFailure] = []
+        with self.store._commit() as generation:
+            stored = self.store.connection.mget(index, [p.id for p in passages], [])
+            new, existing = split_new(passages, stored)
+
+            def actions() -> Iterator[Any]:
+                for chunk in _chunks(new, self.store.connection.writer.batch_size):
+                    self.store._changing()  # renews the writer lock while a long write goes on
+                    vectors, bad = self.store.embed_rows([p.content for p in chunk])
+                    refused.extend(_zero_vector(index, chunk[i].id) for i in bad)
+                    for i, passage in enumerate(chunk):
+                        if i not in bad:
+                            yield q.create_action(
+                                index, passage.id, passage_document(passage, vectors[i], generation)
+                            )
+
+            outcome = self.store._write(actions(), [index], refused)
+        result = AddResult(added=outcome.done, existing=[*existing, *outcome.conflicts])
+        if not outcome.ok:
+            raise BulkWriteError(f"adding passages to {index!r}", outcome, result)
+        return result
+
+    def mark_extracted(self, passage_ids: Sequence[str]) -> None:
+        """Set ``extracted`` on these passages; ids that are not stored are ignored.
+
+        The stored ids are looked up first: an ``update`` sent to a deleted index would make
+        Elasticsearch auto-create it (``action.auto_create_index`` is on by default) with a
+        dynamic mapping, leaving an index gear-agent cannot use; the look-up fails instead.
+        """
+        index = self.store.indices.passages
+        stored = self.store.connection.mget(index, passage_ids, [])
+        actions = (
+            q.update_action(index, pid, {"extracted": True})
+            for pid in _unique(passage_ids)
+            if pid in stored
+        )
+        outcome = self.store._write(actions, [index], [])
+        if not outcome.ok:
+            raise BulkWriteError(f"marking passages in {index!r}", outcome)
+
+    def remove(self, passage_ids: Sequence[str]) -> list[str]:
+        """Delete passages and, first, their triples.
+
+        The triples are found by a ``terms`` query on ``passage_id`` and deleted by id in
+        ``_bulk`` requests, like every other write: each document's outcome is known and
+        rejections are retried. (``_delete_by_query`` would need the ``reindex`` module,
+        which not every cluster has, and reports failures in another shape.) Triples go
+        first so that a failure half-way never leaves triples of a deleted passage behind
+        as neighbours. Returns the ids that were stored and are now deleted, in the order
+        asked.
+        """
+        with self.store._commit() as generation:
+            stored = self.store.connection.mget(self.store.indices.passages, passage_ids, ["generation"])
+            ids = [pid for pid in _unique(passage_ids) if pid in stored]
+            if not ids:
+                return []
+            self.store._changing()
+            triples = self.store.indices.triples
+            for chunk in _chunks(ids, _TERMS_CHUNK):
+                found = {hit["_id"]: hit.get("_source", {}).get("generation", 0) for hit in self.store.connection.walk(
+                    triples, q.terms("passage_id", chunk), q.BY_ID, {"includes": ["generation"]})}
+                self.store._record_deleted("triple", found, generation)
+                outcome = self.store._write((q.delete_action(triples, tid) for tid in found), [triples], [])
+                if not outcome.ok:
+                    raise BulkWriteError(
+                        f"deleting the triples of {len(chunk)} passage(s) from {triples!r} (the "
+                        "passages were kept; retry the delete)",
+                        outcome,
+                    )
+            self.store.node_store().forget_passages(ids)
+            index = self.store.indices.passages
+            self.store._record_deleted("passage", {pid: stored[pid].get("generation", 0) for pid in ids}, generation)
+            outcome = self.store._write((q.delete_action(index, pid) for pid in ids), [index], [])
+        if not outcome.ok:
+            raise BulkWriteError(f"deleting passages from {index!r}", outcome, outcome.done)
+        done = set(outcome.done)
+        return [pid for pid in ids if pid in done]
+
+    def remove_source(self, source: str) -> list[str]:
+        """Delete every passage whose ``source`` is exactly ``source`` (and its triples)."""
+        return self.remove(self.ids_of_source(source))
+
+    def ids_of_source(self, source: str) -> list[str]:
+        hits = self.store.connection.walk(self.store.indices.passages, q.term("source", source), q.BY_ID, snapshot=True)
+        return [hit["_id"] for hit in hits]
+
+    def sources(self, under: str | None = None, *, relative: bool = False) -> list[str]:
+        """Distinct sources, read from the ``source`` field of every passage (of those under
+        ``under``: a term or prefix query; ``relative``: not under ``/``) page by page."""
+        if relative:
+            found = self.sources_matching({"bool": {"must_not": [{"prefix": {"source": "/"}}]}})
+            folder = None if under is None else under.rstrip("/")
+            return [s for s in found if folder is None or s in (under, folder) or s.startswith(folder + "/")]
+        if under is None:
+            query: dict[str, Any] = {"match_all": {}}
+        else:
+            folder = under.rstrip("/")
+            query = {"bool": {"should": [q.term("source", under), q.term("source", folder),
+                                         {"prefix": {"source": folder + "/"}}], "minimum_should_match": 1}}
+        return self.sources_matching(query)
+
+    def sources_matching(self, query: dict[str, Any]) -> list[str]:
+        """Distinct ``source`` values of the passages ``query`` matches, sorted."""
+        hits = self.store.connection.walk(self.store.indices.passages, query, q.BY_ID, {"includes": ["source"]}, snapshot=True)
+        return sorted({(hit.get("_source") or {}).get("source", "") for hit in hits})
+
+    def filter_ids(self, ids: Sequence[str], where: Any) -> list[str]:
+        """The ``ids`` of stored passages passing ``where``, in the order given (server-side)."""
+        parsed = parse_where(where)
+        if parsed is None:
+            return list(ids)
+        index = self.store.indices.passages
+        passing: set[str] = set()
+        for chunk in _chunks(_unique(ids), _TERMS_CHUNK):
+            query = {"bool": {"filter": [{"ids": {"values": list(chunk)}}, q.where_filter(parsed)]}}
+            request = {"query": query, "size": len(chunk), "source": False, "track_total_hits": False}
+            response = self.store.connection.search(f"filtering ids in {index!r}", index, request)
+            passing.update(hit["_id"] for hit in response["hits"]["hits"])
+        return [i for i in ids if i in passing]
+
+    def get(self, ids: Sequence[str]) -> list[Passage]:
+        found = self.store.connection.mget(self.store.indices.passages, ids)
+        return [passage_from_source(found[i]) for i in ids if i in found]
+
+    def unextracted(self) -> list[Passage]:
+        hits = self.store.connection.walk(
+            self.store.indices.passages, q.term("extracted", False), q.BY_ID, _NO_VECTOR, snapshot=True
+        )
+        return [passage_from_source(hit["_source"]) for hit in hits]
+
+    def iterate(self) -> Iterator[Passage]:
+        hits = self.store.connection.walk(self.store.indices.passages, q.match_all(), q.BY_ID, _NO_VECTOR, snapshot=True)
+        for hit in hits:
+            yield passage_from_source(hit["_source"])
+
+    def vectors(self, ids: Sequence[str]) -> np.ndarray:
+        """Stored passage embeddings, one row per id.
+
+        Raises:
+            KeyError: some ids are not stored passages.
+        """
+        found = self.store.connection.mget(self.store.indices.passages, ids, [VECTOR_FIELD]) if ids else {}
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise KeyError(f"not stored passages: {', '.join(missing[:5])}")
+        if not ids:
+            return np.zeros((0, self.store.dimension), dtype=np.float32)
+        return np.asarray([found[i][VECTOR_FIELD] for i in ids], dtype=np.float32)
+
+
+class ElasticsearchTriples(_Searchable, Triples):
+    """The triples of an :class:`ElasticsearchStore` (``{prefix}-triples``)."""
+
+    def add(self, triples: Sequence[Triple]) -> AddResult:
+        """Embed and store triples; every ``passage_id`` must name a stored passage.
+
+        Raises:
+            StoreError: a triple names a passage that is not stored (nothing is written).
+            BulkWriteError: some triples were not stored (see :meth:`ElasticsearchPassages.add`).
+        """
+        index = self.store.indices.triples
+        refused: list[BulkFailure] = []
+        with self.store._commit() as generation:
+            stored = self.store.connection.mget(index, [t.id for t in triples], [])
+            new, existing = split_new(triples, stored)
+            parents = self.store.connection.mget(self.store.indices.passages, [t.passage_id for t in new], [])
+            orphans = sorted({t.passage_id for t in new if t.passage_id not in parents})
+            if orphans:
+                raise StoreError(
+                    f"{len(orphans)} passage id(s) named by triples are not stored: "
+                    f"{', '.join(orphans[:5])}{' ...' if len(orphans) > 5 else ''}. "
+                    "Add the passages first."
+                )
+            added_ns = self.store.connection.next_ns()
+
+            def actions() -> Iterator[Any]:
+                for start in range(0, len(new), self.store.connection.writer.batch_size):
+                    chunk = new[start : start + self.store.connection.writer.batch_size]
+                    self.store._changing()
+                    vectors, bad = self.store.embed_rows([t.text for t in chunk])
+                    refused.extend(_zero_vector(index, chunk[i].id) for i in bad)
+                    for i, triple in enumerate(chunk):
+                        if i not in bad:
+                            doc = triple_document(triple, vectors[i], added_ns, start + i, generation)
+                            yield q.create_action(index, triple.id, doc)
+
+            outcome = self.store._write(actions(), [index], refused)
+        result = AddResult(added=outcome.done, existing=[*existing, *outcome.conflicts])
+        if not outcome.ok:
+            raise BulkWriteError(f"adding triples to {index!r}", outcome, result)
+        return result
+
+    def get(self, ids: Sequence[str]) -> list[Triple]:
+        found = self.store._triple_sources(ids, None)
+        return [triple_from_source(found[i]) for i in ids if i in found]
+
+    def vectors(self, ids: Sequence[str]) -> np.ndarray:
+        """Stored triple embeddings, one row per id.
+
+        Raises:
+            KeyError: some ids are not stored triples.
+        """
+        found = self.store._triple_sources(ids, [VECTOR_FIELD])
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise KeyError(f"not stored triples: {', '.join(missing[:5])}")
+        if not ids:
+            return np.zeros((0, self.store.dimension), dtype=np.float32)
+        return np.asarray([found[i][VECTOR_FIELD] for i in ids], dtype=np.float32)
+
+    def of_passage(self, passage_id: str) -> list[str]:
+        hits = self.store.connection.walk(
+            self.store.indices.triples, q.term("passage_id", passage_id), q.EXTRACTION_ORDER
+        )
+        return [hit["_id"] for hit in hits]
+
+    def of_passages(self, passage_ids: Sequence[str]) -> list[list[str]]:
+        """:meth:`of_passage` of each passage in one search (a ``terms`` query; more
+        pages only past :attr:`page_size` triples). The documents come back whole and are
+        kept (:meth:`ElasticsearchStore._remember`), so the :meth:`vectors` and :meth:`get` of
+        the beam search that starts from them cost no request."""
+        if not passage_ids:
+            return []
+        self.store._check_recent()
+        of: dict[str, list[str]] = {pid: [] for pid in passage_ids}
+        for chunk in _chunks(_unique(passage_ids), _TERMS_CHUNK):
+            hits = list(self.store.connection.walk(self.store.indices.triples, q.terms("passage_id", list(chunk)),
+                                   q.EXTRACTION_ORDER, True))
+            self.store._remember(hits)
+            for hit in hits:
+                of[hit["_source"]["passage_id"]].append(hit["_id"])
+        return [list(of[pid]) for pid in passage_ids]
+
+    def neighbours(
+        self, triple_id: str, query_vector: np.ndarray | None = None, limit: int = 100
+    ) -> list[str]:
+        """Triples sharing a (normalised) head or tail entity with ``triple_id``, itself excluded.
+
+        With ``query_vector``: a kNN search filtered to those triples, the
+        ``limit`` most similar first. Without: the first ``limit`` by id.
+        An unknown ``triple_id`` has no neighbours.
+
+        The search looks the triple's entities up itself (a ``terms`` lookup), and the hits
+        bring their documents back, so the :meth:`get` and :meth:`vectors`
+        of a beam search's candidates that follow are answered from them (see
+        :meth:`ElasticsearchStore._remember`). It is :meth:`neighbours_many` of one triple: a generation check
+        and one ``_msearch``.
+        """
+        return self.neighbours_many([triple_id], query_vector, limit)[0]
+
+    def neighbours_many(
+        self, triple_ids: Sequence[str], query_vector: np.ndarray | None = None, limit: int = 100
+    ) -> list[list[str]]:
+        """:meth:`neighbours` of each of ``triple_ids`` in one ``_msearch`` request (a beam
+        search step's beams at once), after one generation check (see :meth:`ElasticsearchStore._remember`)."""
+        if limit <= 0 or not triple_ids:
+            return [[] for _ in triple_ids]
+        index = self.store.indices.triples
+        vector = None if query_vector is None else self.store.query_vector(query_vector)
+        self.store._check_recent()
+        pin = self.store._pin()
+        requests = [q.neighbours_request(index, t, vector, limit, pin) for t in triple_ids]
+        what = f"neighbours of {len(triple_ids)} triple(s) in {index!r}"
+        self.store.connection.settle()
+        with translate_errors(what):
+            answer = _body(self.store._client.msearch(index=index, searches=q.msearch_lines(index, requests)))
+        found = []
+        for response in answer["responses"]:
+            if "error" in response:
+                raise _search_error(what, response)
+            hits = response["hits"]["hits"]
+            self.store._remember(hits)
+            found.append([hit["_id"] for hit in hits])
+        return found
+
+    def iterate(self) -> Iterator[Triple]:
+        """Every triple in the order it was added (the add call, its place in the call), as
+        the embedded store reads them: SiReRAG's aggregates join propositions in this order,
+        so another order would give other node texts, hence other embeddings."""
+        hits = self.store.connection.walk(self.store.indices.triples, q.match_all(), q.EXTRACTION_ORDER, _NO_VECTOR, snapshot=True)
+        for hit in hits:
+            yield triple_from_source(hit["_source"])
+
 
 
 def _zero_vector(index: str, doc_id: str) -> BulkFailure:

@@ -25,6 +25,7 @@ import numpy as np
 
 from gear_agent.store.base import IndexCorruptError, StoreError, split_new
 from gear_agent.store.bm25 import top_k
+from gear_agent.store.collections import Passages
 from gear_agent.store.embedded.db import Database, chunked, marks
 from gear_agent.store.embedded.vectors import REBUILD_ROWS, CheckedVectors, Progress
 from gear_agent.store.nodes import NodeStore
@@ -40,14 +41,13 @@ class NodeHost(Protocol):
     db: Database
     root: Path
     dimension: int
+    passages: Passages
 
     def generation(self) -> int: ...
 
     def transaction(self) -> AbstractContextManager[None]: ...
 
     def passage_rows(self, ids: Sequence[str]) -> dict[str, int]: ...
-
-    def passage_vectors(self, ids: Sequence[str]) -> np.ndarray: ...
 
     def embed_checked(self, texts: list[str], what: list[str]) -> np.ndarray: ...
 
@@ -288,7 +288,7 @@ class EmbeddedNodeStore(NodeStore):
         return np.asarray(self._matrix(rows)[wanted], dtype=np.float32)
 
     def passage_vectors(self, ids: Sequence[str]) -> np.ndarray:
-        return self.store.passage_vectors(ids)
+        return self.store.passages.vectors(ids)
 
     def iter_nodes(self) -> Iterator[Node]:
         if not self._has_tables():

@@ -107,12 +107,12 @@ def salvage(root: Path, damaged: Path, work: Path, last_made: int) -> Salvaged |
             store.import_with_vectors(passages, p_vectors, extracted, triples, t_vectors)
         present = set(store.passage_rows(deleted)) if deleted else set()
         if present:
-            store.delete_passages(sorted(present))
+            store.passages.remove(sorted(present))
         if marks:
-            unmarked = {p.id for p in store.unextracted_passages()}
+            unmarked = {p.id for p in store.passages.unextracted()}
             marks = [i for i in marks if i in unmarked]
         if marks:
-            store.mark_extracted(marks)
+            store.passages.mark_extracted(marks)
         held = int(meta.get("generation", 0))
         complete = (held >= last_made and int(meta.get("rows:node", 0)) == have["node"]
                     and _accounted(source, "passage", have["passage"], int(meta.get("rows:passage", 0)), p_rows)
