@@ -220,7 +220,6 @@ def info(index_dir: IndexOpt = None) -> None:
     """Counts, embedding model and size on disk of the index (loads no model)."""
     from gear_agent.store.backends import backend
     from gear_agent.store.base import StoreError
-    from gear_agent.store.embedded.manifest import size_on_disk
 
     settings = load_settings(index_dir)
     row = backend(settings.backend)
@@ -240,7 +239,8 @@ def info(index_dir: IndexOpt = None) -> None:
     else:
         table.add_row("last commit", f"{manifest.get('committed_at', '?')} (generation {manifest.get('generation', 0)})")
         table.add_row("BM25 tokenizers", ", ".join(manifest.get("tokenizers", [])))
-        table.add_row("size on disk", f"{size_on_disk(settings.index_dir) / 1e6:.1f} MB")
+        if row.size_on_disk is not None:
+            table.add_row("size on disk", f"{row.size_on_disk(settings) / 1e6:.1f} MB")
     results.print(table)
     _print_hints(settings, manifest)  # what to do next
 

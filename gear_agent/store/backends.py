@@ -236,7 +236,7 @@ def node_store_of(store: Store) -> NodeStore:
         >>> node_store_of(store).count()  # doctest: +SKIP
     """
     if isinstance(store, HasNodes):
-        return store.node_store()
+        return store.nodes
     names = ", ".join(f"GEAR_BACKEND={name}" for name in backends_with_nodes()) or "none"
     raise NodesNotSupportedError(
         f"the {store.backend or type(store).__name__} backend does not store SiReRAG nodes; "

@@ -66,8 +66,9 @@ class Store(ABC):
     exactly one passage; deleting a passage deletes its triples and their graph edges.
     Every commit has a generation, and :meth:`changes_since` says what changed after one.
 
-    Optional capabilities are protocols a backend may implement: SiReRAG nodes
-    (:class:`gear_agent.store.nodes.HasNodes`).
+    Optional capabilities are protocols a backend may implement: SiReRAG nodes, a third
+    collection ``store.nodes`` (:class:`gear_agent.store.nodes.HasNodes`; both backends
+    keep them).
     """
 
     #: The backend's name in :data:`gear_agent.store.backends.BACKENDS`.

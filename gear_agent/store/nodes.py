@@ -1,9 +1,10 @@
 """The node collection of a store: SiReRAG tree nodes beside passages and triples.
 
 Keeping nodes is an optional capability: a backend that keeps them implements the
-:class:`HasNodes` protocol (a ``node_store()`` method returning a :class:`NodeStore`), and
-:func:`gear_agent.store.backends.node_store_of` is how callers ask for it, with a one-line error naming a backend
-that does when this one does not. Nodes are dense-only (the paper ranks its pool by
+:class:`HasNodes` protocol (a ``nodes`` collection, a :class:`NodeStore`, beside
+``passages`` and ``triples``), and :func:`gear_agent.store.backends.node_store_of` is how
+callers ask for it, with a one-line error naming a backend that does when this one does
+not. Nodes are dense-only (the paper ranks its pool by
 embedding similarity): no BM25 postings, no ANN.
 """
 
@@ -32,7 +33,7 @@ class NodeStore(ABC):
     """
 
     @abstractmethod
-    def add_nodes(self, nodes: Sequence[Node]) -> AddResult:
+    def add(self, nodes: Sequence[Node]) -> AddResult:
         """Store and embed the nodes not yet stored (one atomic commit).
 
         Raises:
@@ -40,7 +41,7 @@ class NodeStore(ABC):
         """
 
     @abstractmethod
-    def delete_nodes(self, ids: Sequence[str]) -> list[str]:
+    def remove(self, ids: Sequence[str]) -> list[str]:
         """Delete nodes by id; returns the ids deleted."""
 
     @abstractmethod
@@ -60,7 +61,7 @@ class NodeStore(ABC):
         """Top ``k`` nodes by cosine similarity with a normalised query vector."""
 
     @abstractmethod
-    def get_nodes(self, ids: Sequence[str]) -> list[Node]:
+    def get(self, ids: Sequence[str]) -> list[Node]:
         """Nodes by id, in the order asked; unknown ids are left out."""
 
     @abstractmethod
@@ -76,7 +77,7 @@ class NodeStore(ABC):
         """Stored embeddings of passages (the similarity tree's leaves), in the order asked."""
 
     @abstractmethod
-    def iter_nodes(self) -> Iterator[Node]:
+    def iterate(self) -> Iterator[Node]:
         """Every stored node, in the order stored."""
 
     @abstractmethod
@@ -96,6 +97,5 @@ class NodeStore(ABC):
 class HasNodes(Protocol):
     """A backend that keeps SiReRAG nodes beside its passages and triples."""
 
-    def node_store(self) -> NodeStore:
-        """The node collection of this index."""
-        ...
+    nodes: NodeStore
+    """The node collection of this index."""

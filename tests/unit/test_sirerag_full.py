@@ -78,8 +78,8 @@ def test_full_build_makes_both_trees_with_provenance(store: EmbeddedStore) -> No
     assert report.clusters_summarised > 0 and report.clusters_reused == 0
     assert report.input_tokens > 0 and report.output_tokens > 0
     assert len(model.calls) == 8 + report.clusters_summarised
-    nodes = store.node_store()
-    every = {n.id: n for n in nodes.iter_nodes()}
+    nodes = store.nodes
+    every = {n.id: n for n in nodes.iterate()}
     assert sum(n for *_, n in report.level_rows()) == len(every)
     passage_ids = {p.id for p in passages()}
     for node in every.values():  # provenance from any node to its passages

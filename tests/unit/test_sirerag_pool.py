@@ -91,7 +91,7 @@ def test_the_pool_records_the_commit_it_reflects(tmp_path) -> None:
     store = build_store(tmp_path / "index", HashingEmbedder(64))
     at = store.generation()
     build_ablation(store)
-    nodes = store.node_store()
+    nodes = store.nodes
     assert nodes.get_meta(GENERATION_KEY) == str(at)
     late = Passage(passage_id("Late", "Added after the build."), "Late", "Added after the build.")
     store.passages.add([late])

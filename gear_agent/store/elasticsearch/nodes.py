@@ -80,7 +80,7 @@ class ElasticsearchNodeStore(NodeStore):
     """The node collection of one :class:`~gear_agent.store.elasticsearch.store.ElasticsearchStore`.
 
     Example:
-        >>> nodes = store.node_store()  # doctest: +SKIP
+        >>> nodes = store.nodes  # doctest: +SKIP
         >>> nodes.passages_of([nodes.search(vector, 1)[0].id])  # doctest: +SKIP
     """
 
@@ -116,7 +116,7 @@ class ElasticsearchNodeStore(NodeStore):
         return self.store.connection.walk(self.index, query, NODE_ORDER, source, snapshot=True)
 
     # ---- writes ---------------------------------------------------------------
-    def add_nodes(self, nodes: Sequence[Node]) -> AddResult:
+    def add(self, nodes: Sequence[Node]) -> AddResult:
         """Embed and store the nodes not yet stored.
 
         Raises:
@@ -151,7 +151,7 @@ class ElasticsearchNodeStore(NodeStore):
             raise BulkWriteError(f"adding nodes to {self.index!r}", outcome, result)
         return result
 
-    def delete_nodes(self, ids: Sequence[str]) -> list[str]:
+    def remove(self, ids: Sequence[str]) -> list[str]:
         if not self._exists(self.index):
             return []
         stored = self.store.connection.mget(self.index, ids, [])
@@ -185,7 +185,7 @@ class ElasticsearchNodeStore(NodeStore):
 
     def clear(self) -> int:
         ids = [hit["_id"] for hit in self._walk(q.match_all(), False)]
-        return len(self.delete_nodes(ids))
+        return len(self.remove(ids))
 
     def set_meta(self, values: Mapping[str, str]) -> None:
         if not values:
@@ -249,7 +249,7 @@ class ElasticsearchNodeStore(NodeStore):
         response = self.store.connection.search(f"kNN search on {self.index!r}", self.index, request)
         return [Hit(h["_id"], q.score_to_cosine(float(h["_score"]))) for h in response["hits"]["hits"]]
 
-    def get_nodes(self, ids: Sequence[str]) -> list[Node]:
+    def get(self, ids: Sequence[str]) -> list[Node]:
         if not self._exists(self.index):
             return []
         found = self.store.connection.mget(self.index, ids)
@@ -278,6 +278,6 @@ class ElasticsearchNodeStore(NodeStore):
             return np.zeros((0, self.store.dimension), dtype=np.float32)
         return np.asarray([found[i][VECTOR_FIELD] for i in ids], dtype=np.float32)
 
-    def iter_nodes(self) -> Iterator[Node]:
+    def iterate(self) -> Iterator[Node]:
         for hit in self._walk(q.match_all()):
             yield _node(hit["_source"])

@@ -72,12 +72,12 @@ from gear_agent.store.elasticsearch.mappings import (
     triple_from_source,
     upgrade_mapping,
 )
+from gear_agent.store.elasticsearch.nodes import ElasticsearchNodeStore
 from gear_agent.types import AddResult, Collection, Hit, Passage, Triple
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from elasticsearch import Elasticsearch
 
-    from gear_agent.store.elasticsearch.nodes import ElasticsearchNodeStore
 
 __all__ = ["BulkFailure", "BulkWriteError", "ElasticsearchSettings", "ElasticsearchStore"]
 
@@ -170,7 +170,6 @@ class ElasticsearchStore(Store):
             page_size,
             self._pin,
         )
-        self._nodes: ElasticsearchNodeStore | None = None
         self._recent_triples: dict[str, dict[str, Any]] = {}
         self._recent_generation: int | None = None  # the generation the kept triples were read at
         self.changes_index = f"{settings.es_index_prefix}-changes"
@@ -178,6 +177,8 @@ class ElasticsearchStore(Store):
         self._pinned = threading.local()  # the generation a snapshot() reads
         self.passages = ElasticsearchPassages(self)
         self.triples = ElasticsearchTriples(self)
+        self.nodes = ElasticsearchNodeStore(self)
+        """The SiReRAG nodes (``{prefix}-nodes``, made by the first write)."""
         try:
             self.server_version, self.cluster_uuid = check_server(self._client, self._where)
             for collection in ("passage", "triple"):
@@ -269,14 +270,6 @@ class ElasticsearchStore(Store):
         with translate_errors(f"reading the mapping of index {name!r}"):
             response = _body(es.indices.get_mapping(index=name))
         return next((entry.get("mappings", {}) for entry in response.values()), {})
-
-    def node_store(self) -> ElasticsearchNodeStore:
-        """The SiReRAG nodes of this index (``{prefix}-nodes``, made by the first write)."""
-        if self._nodes is None:
-            from gear_agent.store.elasticsearch.nodes import ElasticsearchNodeStore
-
-            self._nodes = ElasticsearchNodeStore(self)
-        return self._nodes
 
     # ---- helpers -----------------------------------------------------------
     def embed_rows(self, texts: list[str]) -> tuple[np.ndarray, set[int]]:
@@ -679,7 +672,7 @@ class ElasticsearchPassages(_Searchable, Passages):
                         "passages were kept; retry the delete)",
                         outcome,
                     )
-            self.store.node_store().forget_passages(ids)
+            self.store.nodes.forget_passages(ids)
             index = self.store.indices.passages
             self.store._record_deleted("passage", {pid: stored[pid].get("generation", 0) for pid in ids}, generation)
             outcome = self.store._write((q.delete_action(index, pid) for pid in ids), [index], [])

@@ -75,7 +75,7 @@ class EmbeddedNodeStore(NodeStore):
     """The node collection of one :class:`~gear_agent.store.embedded.store.EmbeddedStore`.
 
     Example:
-        >>> nodes = store.node_store()  # doctest: +SKIP
+        >>> nodes = store.nodes  # doctest: +SKIP
         >>> nodes.passages_of([nodes.search(vector, 1)[0].id])  # doctest: +SKIP
     """
 
@@ -141,7 +141,7 @@ class EmbeddedNodeStore(NodeStore):
         return found
 
     # ---- writes ---------------------------------------------------------------
-    def add_nodes(self, nodes: Sequence[Node]) -> AddResult:
+    def add(self, nodes: Sequence[Node]) -> AddResult:
         with self.store.transaction():
             if not self._has_tables():
                 for statement in NODE_SCHEMA.split(";"):  # executescript would commit first
@@ -169,7 +169,7 @@ class EmbeddedNodeStore(NodeStore):
             self._writes += 1
             return AddResult(added=[n.id for n in new], existing=existing)
 
-    def delete_nodes(self, ids: Sequence[str]) -> list[str]:
+    def remove(self, ids: Sequence[str]) -> list[str]:
         with self.store.transaction():
             if not self._has_tables():
                 return []
@@ -264,7 +264,7 @@ class EmbeddedNodeStore(NodeStore):
         chosen, values = top_k(np.where(finite, scores, -np.inf), k)
         return [Hit(ids[int(i)], float(v)) for i, v in zip(chosen, values) if np.isfinite(v)]
 
-    def get_nodes(self, ids: Sequence[str]) -> list[Node]:
+    def get(self, ids: Sequence[str]) -> list[Node]:
         if not self._has_tables():
             return []
         rows: dict[str, tuple[Any, ...]] = {}
@@ -290,7 +290,7 @@ class EmbeddedNodeStore(NodeStore):
     def passage_vectors(self, ids: Sequence[str]) -> np.ndarray:
         return self.store.passages.vectors(ids)
 
-    def iter_nodes(self) -> Iterator[Node]:
+    def iterate(self) -> Iterator[Node]:
         if not self._has_tables():
             return iter([])
         records = self.db.rows(f"SELECT {_COLUMNS} FROM nodes ORDER BY row")

@@ -425,10 +425,6 @@ class EmbeddedStore(Store):
         self.db.close()
 
     # ---- extras of this backend -------------------------------------------------------
-    def node_store(self) -> EmbeddedNodeStore:
-        """The SiReRAG nodes of this index (:mod:`gear_agent.store.embedded.nodes`)."""
-        return self.nodes
-
     def passage_position(self, passage_id: str) -> int | None:
         """Row of a passage in the passage vector file, or None."""
         return self.passage_rows([passage_id]).get(passage_id)
