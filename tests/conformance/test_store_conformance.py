@@ -15,6 +15,8 @@ import pytest
 from gear_agent.embedding.base import Embedder
 from gear_agent.ids import passage_id, triple_id
 from gear_agent.store.base import ModelMismatchError, Store, StoreError
+from gear_agent.store.collections import Passages, Triples
+from gear_agent.store.nodes import NodeStore
 from gear_agent.types import Passage, Triple
 
 
@@ -162,6 +164,24 @@ def test_get_by_ids_keeps_the_order_asked_and_skips_unknown(filled: Store) -> No
         T_EIFFEL_PARIS,
     ]
     assert filled.passages.get([]) == []
+
+
+def test_the_store_composes_its_collections(filled: Store) -> None:
+    """Passages, triples and SiReRAG nodes are collection objects on every backend; the
+    store picks one by name and names the two it knows when asked for another."""
+    assert isinstance(filled.passages, Passages)
+    assert isinstance(filled.triples, Triples)
+    assert isinstance(filled.nodes, NodeStore)
+    assert filled.collection("passage") is filled.passages
+    assert filled.collection("triple") is filled.triples
+    with pytest.raises(ValueError, match="expected 'passage' or 'triple'"):
+        filled.collection("node")  # type: ignore[arg-type]
+
+
+def test_passage_vectors_are_the_stored_embeddings(filled: Store, embedder: Embedder) -> None:
+    vectors = filled.passages.vectors([P_SEINE.id, P_EIFFEL.id])
+    assert vectors.shape == (2, embedder.dimension)
+    np.testing.assert_allclose(vectors, embedder.embed([P_SEINE.content, P_EIFFEL.content]), atol=1e-6)
 
 
 def test_triple_vectors_are_the_stored_embeddings(filled: Store, embedder: Embedder) -> None:
