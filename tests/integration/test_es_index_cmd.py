@@ -15,6 +15,7 @@ from typer.testing import CliRunner  # noqa: E402
 from gear_agent.cli import app  # noqa: E402
 from gear_agent.config import GearSettings  # noqa: E402
 from gear_agent.embedding.hashing import HashingEmbedder  # noqa: E402
+from gear_agent.store.elasticsearch.connection import Connection  # noqa: E402
 from gear_agent.store.elasticsearch.store import ElasticsearchStore  # noqa: E402
 
 pytestmark = pytest.mark.es
@@ -31,7 +32,7 @@ def test_gear_index_on_elasticsearch_builds_inside_bulk_load_and_is_searchable(
         monkeypatch.setenv(key, value)
     refreshes: list[str] = []  # the refreshes the build sent, and whether inside the block
     state = {"inside": False}
-    bulk_load, refresh = ElasticsearchStore.bulk_load, ElasticsearchStore._refresh
+    bulk_load, refresh = ElasticsearchStore.bulk_load, Connection.refresh
 
     def watched_bulk_load(self):  # noqa: ANN001, ANN202
         block = bulk_load(self)
@@ -52,7 +53,7 @@ def test_gear_index_on_elasticsearch_builds_inside_bulk_load_and_is_searchable(
         return refresh(self, *indices)
 
     monkeypatch.setattr(ElasticsearchStore, "bulk_load", watched_bulk_load)
-    monkeypatch.setattr(ElasticsearchStore, "_refresh", watched_refresh)
+    monkeypatch.setattr(Connection, "refresh", watched_refresh)
     result = CliRunner().invoke(app, ["index", str(DEMO / "corpus.json"), "--openie", str(DEMO / "openie.json")])
     assert result.exit_code == 0, result.output
     assert refreshes == ["outside"], refreshes  # none per write: one, as the block ends
