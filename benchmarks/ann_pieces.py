@@ -49,7 +49,7 @@ def p50_ms(store, vectors) -> float:  # noqa: ANN001 - a store, query vectors
     times = []
     for vector in vectors:
         started = time.perf_counter()
-        store.vector_search("passage", vector, 10)
+        store.passages.vector_search(vector, 10)
         times.append(1000 * (time.perf_counter() - started))
     return statistics.median(times)
 
@@ -68,7 +68,7 @@ def main() -> None:
     from gear_agent.embedding import make_embedder
     from gear_agent.ids import passage_id
     from gear_agent.store import ann
-    from gear_agent.store.embedded import EmbeddedStore
+    from gear_agent.store.embedded.store import EmbeddedStore
     from gear_agent.types import Passage
 
     policy = ann.AnnPolicy() if args.piece_rows is None else ann.AnnPolicy(piece_rows=args.piece_rows)
@@ -86,13 +86,13 @@ def main() -> None:
         store = EmbeddedStore.open(folder, embedder, ann=policy)
         started, cpu = time.perf_counter(), cpu_s()
         for lo in range(0, len(passages), BATCH):
-            store.add_passages(passages[lo : lo + BATCH])
+            store.passages.add(passages[lo : lo + BATCH])
         commit_s, commit_cpu = time.perf_counter() - started, cpu_s() - cpu
         queries = [embedder.embed_one(p.content) for p in passages[:: max(1, len(passages) // args.queries)]]
         queries = queries[: args.queries]
         del passages
         started = time.perf_counter()
-        exact = [[h.id for h in store.vector_search("passage", q, 10)] for q in queries[:1]]
+        exact = [[h.id for h in store.passages.vector_search(q, 10)] for q in queries[:1]]
         first_s = time.perf_counter() - started
         rows += [("commit passages (wall, CPU)", f"{commit_s:.0f} s, {commit_cpu:.0f} s"),
                  ("time to the first query (commit + first search, exact)", f"{commit_s + first_s:.1f} s"),
@@ -136,8 +136,8 @@ def main() -> None:
         rows += [("ANN build, all pieces (wall, CPU)", f"{ann_s:.0f} s, {ann_cpu:.0f} s"),
                  ("parts", f"{len(parts)}, rows 0..{store.view('passage').ann.covered:,}"),
                  ("search p50 with the ANN", f"{p50_ms(store, queries):.1f} ms")]
-        found = sum(len(set(h.id for h in store.vector_search("passage", q, 10))
-                        & {h.id for h in store.exact_vector_search("passage", q, 10)}) for q in queries)
+        found = sum(len(set(h.id for h in store.passages.vector_search(q, 10))
+                        & {h.id for h in store.passages.exact_vector_search(q, 10)}) for q in queries)
         rows.append(("recall@10 of the ANN search vs exact", f"{found / (10 * len(queries)):.3f}"))
         del exact
         store.close()

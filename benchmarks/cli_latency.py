@@ -52,14 +52,14 @@ def build_indexes(folder: Path) -> tuple[Path, Path]:
     """Two small indexes, recorded as built with all-MiniLM-L6-v2 and with hashing-64."""
     sys.path.insert(0, str(ROOT))
     from gear_agent.embedding.hashing import HashingEmbedder
-    from gear_agent.store.embedded import EmbeddedStore
+    from gear_agent.store.embedded.store import EmbeddedStore
     from gear_agent.types import Passage
 
     passages = [Passage(f"p-{i}", f"T{i}", f"passage {i}", "bench") for i in range(20)]
     stand_in = HashingEmbedder(384, name="sentence-transformers/all-MiniLM-L6-v2")
     for path, embedder in ((folder / "minilm", stand_in), (folder / "hashing", HashingEmbedder(64))):
         store = EmbeddedStore.open(path, embedder)
-        store.add_passages(passages)
+        store.passages.add(passages)
         store.close()
     return folder / "minilm", folder / "hashing"
 

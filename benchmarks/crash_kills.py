@@ -58,7 +58,7 @@ def main() -> None:
                    for i, target in enumerate(kill_targets(args.kills, rng))]
         from support.crash_trials import SMALL_ANN, BagOfWordsEmbedder
 
-        from gear_agent.store.embedded import EmbeddedStore
+        from gear_agent.store.embedded.store import EmbeddedStore
 
         index_everything(str(Path(tmp) / "calibration-cache"))
         store = EmbeddedStore.open(Path(tmp) / "calibration-cache", BagOfWordsEmbedder(), ann=SMALL_ANN)

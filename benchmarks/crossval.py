@@ -63,7 +63,7 @@ def _reranked(runtime: Any, retriever: Any, weight: float) -> Callable[[str], li
         if weight == 0 or not ranked:
             return [p.id for p in ranked]
         top, rest = ranked[:5], ranked[5:]
-        hits = runtime.store.vector_search("passage", runtime.encode(question), 200)
+        hits = runtime.store.passages.vector_search(runtime.encode(question), 200)
         cosine = {h.id: h.score for h in hits}
         floor = min(cosine.values(), default=0.0)
         best = max(p.score for p in top) or 1.0

@@ -113,7 +113,7 @@ from gear_agent.ids import passage_id
 settings = GearSettings(index_dir=Path(sys.argv[1]), embedding_model=sys.argv[2], bm25_tokenizer="word")
 store = open_store(settings, make_embedder(settings), create=False)
 title, text = "Late Commit", "The last commit before the crash holds this passage."
-store.add_passages([Passage(passage_id(title, text), title, text, "late.json")])
+store.passages.add([Passage(passage_id(title, text), title, text, "late.json")])
 os._exit(0)  # killed after the commit: it stays in the WAL, not checkpointed
 '''
 

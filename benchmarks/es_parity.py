@@ -97,12 +97,12 @@ def stored_vectors(index: Path, model: str) -> dict[str, np.ndarray]:
     settings = GearSettings(backend="embedded", index_dir=index, embedding_model=model)
     table: dict[str, np.ndarray] = {}
     with open_store(settings, NamedEmbedder(embedder_name(settings), 384), create=False) as store:
-        nodes = store.node_store()
-        passages = list(store.iter_passages())
+        nodes = store.nodes
+        passages = list(store.passages.iterate())
         table.update(zip((p.content for p in passages), nodes.passage_vectors([p.id for p in passages])))
-        triples = list(store.iter_triples())
-        table.update(zip((t.text for t in triples), store.triple_vectors([t.id for t in triples])))
-        pool = list(nodes.iter_nodes())
+        triples = list(store.triples.iterate())
+        table.update(zip((t.text for t in triples), store.triples.vectors([t.id for t in triples])))
+        pool = list(nodes.iterate())
         if pool:
             table.update(zip((n.text for n in pool), nodes.vectors([n.id for n in pool])))
     return table

@@ -37,7 +37,7 @@ from gear_agent.embedding import make_embedder  # noqa: E402
 from gear_agent.open_index import OpenIndex  # noqa: E402
 from gear_agent.retrieval.registry import make_retriever  # noqa: E402
 from gear_agent.retrieval.search import QueryEncoder  # noqa: E402
-from gear_agent.store.elasticsearch import ElasticsearchStore  # noqa: E402
+from gear_agent.store.elasticsearch.store import ElasticsearchStore  # noqa: E402
 
 
 def store_class_at(rev: str) -> type:
@@ -45,17 +45,23 @@ def store_class_at(rev: str) -> type:
     at git revision ``rev``; the other ES modules are the working tree's."""
 
     def load(path: str, name: str, namespace: dict[str, Any]) -> types.ModuleType:
-        source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path}"], capture_output=True,
-                                text=True, check=True).stdout
-        source = source.replace("from gear_agent.store import es_queries as q\n", "")
+        new, old = path.split("|")  # the module's path since store/ became packages, and before
+        shown = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{new}"], capture_output=True, text=True)
+        if shown.returncode != 0:
+            shown = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{old}"], capture_output=True,
+                                   text=True, check=True)
+        source = shown.stdout
+        for line in ("from gear_agent.store import es_queries as q\n",
+                     "from gear_agent.store.elasticsearch import queries as q\n"):
+            source = source.replace(line, "")
         module = types.ModuleType(name)
         module.__dict__.update(namespace)
         sys.modules[name] = module
         exec(compile(source, f"{rev}:{path}", "exec"), module.__dict__)  # noqa: S102 - our own code at rev
         return module
 
-    queries = load("gear_agent/store/es_queries.py", "_es_queries_before", {})
-    backend = load("gear_agent/store/elasticsearch.py", "_elasticsearch_before", {"q": queries})
+    queries = load("gear_agent/store/elasticsearch/queries.py|gear_agent/store/es_queries.py", "_es_queries_before", {})
+    backend = load("gear_agent/store/elasticsearch/store.py|gear_agent/store/elasticsearch.py", "_elasticsearch_before", {"q": queries})
     return backend.ElasticsearchStore
 
 
@@ -92,7 +98,7 @@ def main() -> None:
                              es_cache_dir=work / f"cache-{n}")
             embedder = make_embedder(s)
             store, seconds = build(cls, s, embedder, corpus, openie)
-            rows[label] = {"build_s": seconds, "triples": store.count("triple")}
+            rows[label] = {"build_s": seconds, "triples": store.triples.count()}
             runtimes[label] = OpenIndex(s, embedder, store, QueryEncoder(embedder))
             for question in questions:
                 runtimes[label].encode(question)

@@ -1,6 +1,6 @@
 """Requests a re-sync of many sources sends to Elasticsearch before it writes anything: the
 stored passages of each source listed one query per source (the ``Store`` default) or by
-``terms`` queries of 1,000 sources (``ElasticsearchStore.passage_ids_of_sources``).
+``terms`` queries of 1,000 sources (``Passages.ids_of_sources`` on Elasticsearch).
 
 Every source (one file of one passage) is indexed, then read again unchanged and planned
 (:func:`gear_agent.sources.plan_sync`); the table gives the HTTP requests the plan sent and
@@ -29,8 +29,8 @@ from support.fakes import make_passage  # noqa: E402
 from gear_agent.config import GearSettings  # noqa: E402
 from gear_agent.embedding.hashing import HashingEmbedder  # noqa: E402
 from gear_agent.sources import plan_sync  # noqa: E402
-from gear_agent.store.base import Store  # noqa: E402
-from gear_agent.store.elasticsearch import ElasticsearchStore  # noqa: E402
+from gear_agent.store.collections import Passages  # noqa: E402
+from gear_agent.store.elasticsearch.store import ElasticsearchStore  # noqa: E402
 
 
 def counted(store: ElasticsearchStore) -> list[int]:
@@ -53,12 +53,12 @@ def run(url: str, sources: int) -> list[tuple[str, int, float]]:
     try:
         passages = [make_passage(f"File {i}", f"File {i} says river {i} floods.", source=f"/docs/f{i}.txt")
                     for i in range(sources)]
-        store.add_passages(passages)
+        store.passages.add(passages)
         names = [p.source for p in passages]
         rows = []
-        for label, listing in (("one query per source", lambda s: Store.passage_ids_of_sources(store, s)),
-                               ("terms of 1,000 sources", store.passage_ids_of_sources)):
-            store.passage_ids_of_sources = listing  # type: ignore[method-assign]
+        for label, listing in (("one query per source", lambda s: Passages.ids_of_sources(store.passages, s)),
+                               ("terms of 1,000 sources", store.passages.ids_of_sources)):
+            store.passages.ids_of_sources = listing  # type: ignore[method-assign]
             count = counted(store)
             started = time.perf_counter()
             plan = plan_sync(store, passages, names)

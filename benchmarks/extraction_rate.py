@@ -35,7 +35,7 @@ from gear_agent.embedding.hashing import HashingEmbedder  # noqa: E402
 from gear_agent.extraction import extract_triples  # noqa: E402
 from gear_agent.ids import passage_id  # noqa: E402
 from gear_agent.llm.client import LLMClient  # noqa: E402
-from gear_agent.store.embedded import EmbeddedStore  # noqa: E402
+from gear_agent.store.embedded.store import EmbeddedStore  # noqa: E402
 from gear_agent.types import Passage  # noqa: E402
 
 
@@ -68,7 +68,7 @@ def run(concurrency: int, passages: int, latency: float, every: int = 0,
     with tempfile.TemporaryDirectory(prefix="gear-extract-rate-") as folder:
         store = EmbeddedStore.open(Path(folder), HashingEmbedder(64))
         texts = [(f"Town {i}", f"Town {i} lies on river {i % 7} and holds a market.") for i in range(passages)]
-        store.add_passages([Passage(passage_id(t, x), t, x, "bench") for t, x in texts])
+        store.passages.add([Passage(passage_id(t, x), t, x, "bench") for t, x in texts])
         model = ScriptedChatModel(respond=limited(every, retry_after), delay_s=latency, usage=(180, 40))
         started = time.perf_counter()
         summary = asyncio.run(extract_triples(store, LLMClient(model), concurrency=concurrency))

@@ -93,7 +93,7 @@ def build_flood_index(folder: Path, passages: int) -> None:
     report = IndexReport()
     add_passages(runtime.store, rows, report)
     add_triples(runtime.store, triples, report)
-    runtime.store.mark_extracted([p.id for p in rows])
+    runtime.store.passages.mark_extracted([p.id for p in rows])
     runtime.store.close()
 
 

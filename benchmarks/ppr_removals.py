@@ -71,11 +71,11 @@ def _open(index: Path, embedder_name: str) -> tuple[Any, Any, Any]:
 def phase_delete(args: argparse.Namespace) -> dict[str, Any]:
     """Delete ``--delete`` passages, spread over the stored ids (another process's write)."""
     _, _, store = _open(args.index, args.embedder)
-    ids = sorted(store.passage_ids())
+    ids = sorted(store.passages.ids())
     step = max(1, len(ids) // args.delete)
     chosen = ids[::step][: args.delete]
     started = time.perf_counter()
-    store.delete_passages(chosen)
+    store.passages.remove(chosen)
     seconds = time.perf_counter() - started
     store.close()
     return {"deleted": len(chosen), "seconds": seconds}
@@ -114,7 +114,7 @@ def phase_serve(args: argparse.Namespace) -> dict[str, Any]:
     after = time.perf_counter() - started
     save = stages.get("save", [])
     save_s = save[-1][0] - save[0][0] if len(save) >= 2 else 0.0
-    triples = store.count("triple")
+    triples = store.triples.count()
     rebuilt = any(total == triples and triples > 0 for _, _, total in stages.get("link", []))
     retriever.progress = None
 
@@ -143,7 +143,7 @@ def phase_serve(args: argparse.Namespace) -> dict[str, Any]:
             "save_s": save_s, "rebuilt": rebuilt, "same_ranking": same,
             "same_relation_contains": mine[:2] == theirs[:2], "synonym_pairs": len(theirs[2]),
             "synonym_differ": len(mine[2] ^ theirs[2]),
-            "deleted": deleted["deleted"], "passages": store.count("passage"), "triples": triples}
+            "deleted": deleted["deleted"], "passages": store.passages.count(), "triples": triples}
 
 
 PHASES = {"delete": phase_delete, "serve": phase_serve}

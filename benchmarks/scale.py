@@ -168,7 +168,7 @@ def phase_build(args: argparse.Namespace) -> dict[str, Any]:
     with store.bulk_load() if s.backend == "elasticsearch" else contextlib.nullcontext():
         build_index(store, args.corpus, args.openie, args.path)
     seconds = time.perf_counter() - started
-    counts = {"passages": store.count("passage"), "triples": store.count("triple")}
+    counts = {"passages": store.passages.count(), "triples": store.triples.count()}
     store.close()
     return {"seconds": seconds, "cpu_s": cpu_seconds() - cpu, "written": io_written() - written, **counts}
 
@@ -180,12 +180,12 @@ def phase_add(args: argparse.Namespace) -> dict[str, Any]:
     s = settings(args.index, args.embedder)
     embedder = make_embedder(s)
     store = open_store(s, embedder, create=False)
-    before = store.count("passage")
+    before = store.passages.count()
     written, cpu = io_written(), cpu_seconds()
     started = time.perf_counter()
     build_index(store, args.corpus, args.openie, args.path)
     seconds = time.perf_counter() - started
-    added = store.count("passage") - before
+    added = store.passages.count() - before
     store.close()  # counted before closing
     return {"seconds": seconds, "cpu_s": cpu_seconds() - cpu, "written": io_written() - written, "added": added}
 
@@ -265,9 +265,9 @@ def open_to_first_query(s: Any, embedder: Any, query: str) -> tuple[Any, float]:
     store = open_store(s, embedder, create=False)
     vector = embedder.embed_one(query)
     for collection in ("passage", "triple"):
-        store.bm25_search(collection, query, 1)
-        hits = store.vector_search(collection, vector, 1)
-    store.neighbours(hits[0].id, vector, 10)
+        store.collection(collection).bm25_search(query, 1)
+        hits = store.collection(collection).vector_search(vector, 1)
+    store.triples.neighbours(hits[0].id, vector, 10)
     return store, time.perf_counter() - started
 
 
@@ -344,7 +344,7 @@ def ann_recall(store: Any, embedder: Any, queries: list[str]) -> dict[str, float
             if not truth:
                 continue
             kth = truth[-1].score
-            found = store.vector_search(collection, vector, 10)
+            found = store.collection(collection).vector_search(vector, 10)
             hits.append(sum(h.score >= kth - 1e-6 for h in found) / len(truth))
         result[collection] = statistics.fmean(hits) if hits else 1.0
     return result

@@ -2,7 +2,7 @@
 ``benchmarks/scale.py`` built.
 
 PPR (HippoRAG 2) min-max normalises the query's cosines with triples and passages; the
-lowest of each comes from the negated query's nearest row (``Store.lowest_similarity``),
+lowest of each comes from the negated query's nearest row (``Collection.lowest_similarity``),
 which the embedded store searches with its parts' *shallow* beam
 (``AnnPolicy.shallow_expansion`` / ``shallow_candidates``). Per setting and collection
 this prints how far above the exact lowest cosine the answer is (mean and max), how often
@@ -51,7 +51,7 @@ from gear_agent.open_index import OpenIndex  # noqa: E402
 from gear_agent.retrieval.registry import make_retriever  # noqa: E402
 from gear_agent.retrieval.search import QueryEncoder  # noqa: E402
 from gear_agent.store.ann import AnnPolicy  # noqa: E402
-from gear_agent.store.embedded import EmbeddedStore  # noqa: E402
+from gear_agent.store.embedded.store import EmbeddedStore  # noqa: E402
 
 COLLECTIONS = ("passage", "triple")
 
@@ -68,11 +68,11 @@ def open_with(index: Path, embedder: Any, setting: str, **opened: Any) -> Embedd
 def lowest_rows(store: EmbeddedStore, vectors: np.ndarray, exact: dict[str, np.ndarray], setting: str) -> None:
     for collection in COLLECTIONS:
         for q in vectors[:5]:
-            store.lowest_similarity(collection, q)
+            store.collection(collection).lowest_similarity(q)
         found, times = [], []
         for q in vectors:
             started = time.perf_counter()
-            found.append(store.lowest_similarity(collection, q))
+            found.append(store.collection(collection).lowest_similarity(q))
             times.append(time.perf_counter() - started)
         gap = np.asarray(found, dtype=np.float64) - exact[collection]
         print(f"| {setting} | {collection} | {gap.mean():.4f} | {gap.max():.4f} | "
@@ -151,7 +151,7 @@ def main() -> None:
     reference = open_with(args.index, embedder, chosen[0])
     exact = {c: np.asarray([-reference.exact_vector_search(c, -q, 1)[0].score for q in vectors])
              for c in COLLECTIONS}
-    print(f"{len(queries)} queries; {reference.count('passage'):,} passages, {reference.count('triple'):,} triples\n")
+    print(f"{len(queries)} queries; {reference.passages.count():,} passages, {reference.triples.count():,} triples\n")
     print("| expansion / candidates | collection | mean above exact | max above exact | exact share | p50 ms |")
     print("|---|---|---|---|---|---|")
     for setting in chosen:

@@ -57,7 +57,7 @@ def main() -> None:
     from gear_agent.sirerag import SiReRAGSettings
     from gear_agent.sirerag.build import build_full
     from gear_agent.sirerag.freshness import update_pool
-    from gear_agent.store.embedded import EmbeddedStore
+    from gear_agent.store.embedded.store import EmbeddedStore
 
     gear = settings_from(embedding_model=args.embedding_model)
     embedder = make_embedder(gear)
@@ -69,7 +69,7 @@ def main() -> None:
         folder = Path(tempfile.mkdtemp(prefix="sirerag-fresh-"))
         try:
             store = EmbeddedStore.open(folder / "ix", embedder)
-            store.add_passages(base)
+            store.passages.add(base)
             started = time.perf_counter()
             first = LLMClient(StandInChat())
             build = build_full(store, first, settings)
@@ -77,7 +77,7 @@ def main() -> None:
             summaries = build.clusters_summarised
             rows.append((f"{size:,}", "build", f"{built_s:.1f}", *(f"{x:,}" for x in calls(first)),
                          f"{summaries:,} summarised"))
-            store.add_passages(new)
+            store.passages.add(new)
             started = time.perf_counter()
             placed = update_pool(store, settings)
             place_s = time.perf_counter() - started
@@ -90,7 +90,7 @@ def main() -> None:
             rebuild_s = time.perf_counter() - started
             rows.append((f"{size:,}", f"rebuild +{len(new)}", f"{rebuild_s:.1f}", *(f"{x:,}" for x in calls(again)),
                          f"{rebuilt.clusters_summarised:,} summarised, {rebuilt.clusters_reused:,} reused"))
-            store.delete_passages([p.id for p in new])
+            store.passages.remove([p.id for p in new])
             started = time.perf_counter()
             dropped = update_pool(store, settings)
             drop_s = time.perf_counter() - started

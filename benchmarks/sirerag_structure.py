@@ -87,20 +87,20 @@ def main() -> None:
     from gear_agent.retrieval.search import QueryEncoder
     from gear_agent.sirerag import SiReRAGRetriever, SiReRAGSettings
     from gear_agent.sirerag.build import build_full
-    from gear_agent.store.embedded import EmbeddedStore
+    from gear_agent.store.embedded.store import EmbeddedStore
 
     overrides = {"index_dir": args.index} | ({"embedding_model": args.embedding_model} if args.embedding_model else {})
     gear = settings_from(**overrides)
     embedder = make_embedder(gear)
     store = EmbeddedStore.open(args.index, embedder)
     started = time.perf_counter()
-    store.add_passages(read_corpus(args.corpus, gear.chunk_words, gear.chunk_overlap_words))
+    store.passages.add(read_corpus(args.corpus, gear.chunk_words, gear.chunk_overlap_words))
     embed_s = time.perf_counter() - started
     llm = LLMClient(StandInChat(model_name=args.model))
     started = time.perf_counter()
     report = build_full(store, llm, SiReRAGSettings(sirerag_seed=args.seed))
     build_s = time.perf_counter() - started
-    print(f"passages: {store.count('passage'):,} (embedded in {embed_s:.0f} s); build {build_s:.0f} s "
+    print(f"passages: {store.passages.count():,} (embedded in {embed_s:.0f} s); build {build_s:.0f} s "
           f"(clustering, embedding nodes; the stand-in answers at once)")
     print(table(["tree", "kind", "level", "nodes"], report.level_rows()))
     usage = llm.usage.as_dict()["by_node"]

@@ -5,12 +5,12 @@ passage) at each size into a fresh embedded index through the OpenIE path
 (``benchmarks/scale.py``'s ``build_index``; stand-in embedder ``hashing-384``, so no
 model), then, each in a fresh process:
 
-* **snapshot**: :func:`gear_agent.store.snapshot.take` (SQLite's online backup of
+* **snapshot**: :func:`gear_agent.store.embedded.snapshot.take` (SQLite's online backup of
   ``index.sqlite`` into ``snapshots/``, fsync, xxh3 checksum), its seconds and bytes, and
   the same while a reader runs BM25 queries in another thread (the reader's p50 query
   time alone, and of the queries that started while the snapshot ran);
 * **verify**: finding the newest good snapshot (its checksum read back);
-* **restore**: ``index.sqlite`` deleted, then :func:`gear_agent.store.snapshot.restore`
+* **restore**: ``index.sqlite`` deleted, then :func:`gear_agent.store.embedded.snapshot.restore`
   (the copy put in place; no WAL to replay).
 
     python benchmarks/snapshot_cost.py --sizes 10000,100000 --work /tmp/snapcost
@@ -40,14 +40,14 @@ def phase_build(index: Path, corpus: Path, openie: Path) -> dict[str, Any]:
     from scale import build_index
 
     from gear_agent.embedding.hashing import HashingEmbedder
-    from gear_agent.store.embedded import EmbeddedStore
+    from gear_agent.store.embedded.store import EmbeddedStore
 
     shutil.rmtree(index, ignore_errors=True)
     started = time.perf_counter()
     store = EmbeddedStore.open(index, HashingEmbedder(384), tokenizer="word")
     try:
         build_index(store, corpus, openie, "openie")
-        counts = {"passages": store.count("passage"), "triples": store.count("triple")}
+        counts = {"passages": store.passages.count(), "triples": store.triples.count()}
     finally:
         store.close()
     return {**counts, "build_s": round(time.perf_counter() - started, 1)}
@@ -56,14 +56,14 @@ def phase_build(index: Path, corpus: Path, openie: Path) -> dict[str, Any]:
 def _reader(index: Path, queries: list[str], stop: threading.Event, out: list[tuple[float, float]]) -> None:
     """BM25 queries until ``stop``; ``out`` gets (start, seconds) of each."""
     from gear_agent.embedding.hashing import HashingEmbedder
-    from gear_agent.store.embedded import EmbeddedStore
+    from gear_agent.store.embedded.store import EmbeddedStore
 
     store = EmbeddedStore.open(index, HashingEmbedder(384), create=False, tokenizer="word")
     try:
         i = 0
         while not stop.is_set():
             started = time.perf_counter()
-            store.bm25_search("passage", queries[i % len(queries)], k=10)
+            store.passages.bm25_search(queries[i % len(queries)], k=10)
             out.append((started, time.perf_counter() - started))
             i += 1
     finally:
@@ -71,7 +71,7 @@ def _reader(index: Path, queries: list[str], stop: threading.Event, out: list[tu
 
 
 def phase_measure(index: Path, queries: list[str]) -> dict[str, Any]:
-    from gear_agent.store.snapshot import SNAPSHOT_DIR, newest_good, restore, take
+    from gear_agent.store.embedded.snapshot import SNAPSHOT_DIR, newest_good, restore, take
 
     shutil.rmtree(index / SNAPSHOT_DIR, ignore_errors=True)
     sizes = {p.name: p.stat().st_size for p in index.iterdir() if p.is_file()}

@@ -18,8 +18,8 @@ import statistics
 import time
 from pathlib import Path
 
-from gear_agent.store.embedded_db import Database
-from gear_agent.store.vectors import CheckedVectors
+from gear_agent.store.embedded.db import Database
+from gear_agent.store.embedded.vectors import CheckedVectors
 
 
 def _evict(path: Path) -> None:

@@ -77,7 +77,7 @@ class StoreSettings(Section):
 
 class SnapshotSettings(Section):
     """Snapshots of the index (``gear snapshot``; ``gear check --repair`` restores the newest
-    good one; :mod:`gear_agent.store.snapshot`)."""
+    good one; :mod:`gear_agent.store.embedded.snapshot`)."""
 
     snapshot_every: float = Field(
         0.0, ge=0, description="gear serve snapshots the index every this many seconds when it has "
@@ -447,7 +447,7 @@ def _prefixed_names(section: type[BaseModel], data: Any, prefix: str) -> Any:
 
 class ElasticsearchSettings(Section):
     """The Elasticsearch backend's cluster, credentials and index names
-    (:mod:`gear_agent.store.es_client`, ``GEAR_BACKEND=elasticsearch``).
+    (:mod:`gear_agent.store.elasticsearch.client`, ``GEAR_BACKEND=elasticsearch``).
 
     The short names it had as a dataclass of its own (``url=``, ``index_prefix=``, ...)
     are still accepted by ``ElasticsearchSettings(...)``, with a DeprecationWarning.

@@ -48,8 +48,7 @@ from gear_agent.retrieval.registry import DEFAULT_RETRIEVER, check_name, make_re
 from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.sources import DeleteResult, delete_passages, sync_passages
 from gear_agent.store import open_store
-from gear_agent.store.embedded_db import DB_FILE
-from gear_agent.store.manifest import read_manifest
+from gear_agent.store.backends import backend
 from gear_agent.text.token_chunking import Chunker
 
 if TYPE_CHECKING:
@@ -171,7 +170,8 @@ class Gear:
         else:
             self.settings = settings_from(**{**settings.model_dump(exclude_unset=True), **values})
         embedder = _embedder(embedding_model, self.settings)
-        new = self.settings.backend == "embedded" and not _index_at(self.settings.index_dir)
+        exists = backend(self.settings.backend).exists
+        new = exists is not None and not exists(self.settings)
         store = open_store(self.settings, embedder, create=create)
         if new and create:
             warnings.warn(f"no index at {self.settings.index_dir}: created a new, empty one "
@@ -462,7 +462,7 @@ class Gear:
         )
 
     def _warn_if_empty(self) -> None:
-        if self.store.count("passage") == 0:
+        if self.store.passages.count() == 0:
             warnings.warn(f"the index at {self.settings.index_dir} holds no passages, so nothing "
                           "can be retrieved: add some with Gear.index(...)", GearWarning, stacklevel=3)
 
@@ -492,18 +492,11 @@ class Gear:
         self.close()
 
     def __repr__(self) -> str:
-        from gear_agent.store.backends import backend
-
         where = backend(self.settings.backend).location(self.settings)
         return (
-            f"Gear({where!r}, passages={self.store.count('passage')}, "
-            f"triples={self.store.count('triple')}, embedding_model={self.open_index.embedder.name!r})"
+            f"Gear({where!r}, passages={self.store.passages.count()}, "
+            f"triples={self.store.triples.count()}, embedding_model={self.open_index.embedder.name!r})"
         )
-
-
-def _index_at(folder: Path) -> bool:
-    """Whether an embedded index (empty or not, this format or the previous) is at ``folder``."""
-    return (folder / DB_FILE).exists() or read_manifest(folder) is not None
 
 
 def _embedder(embedding_model: Any, settings: GearSettings) -> Embedder:

@@ -16,7 +16,7 @@ does. Values compare within their kind: numbers with numbers, strings with strin
 ``>`` between a number and a string matches nothing. ``!=`` and ``$nin`` also match
 passages that lack the key. Bad filters raise :class:`FilterError` naming the bad part.
 
-Stores apply a :class:`Where` before ranking (see ``Store.bm25_search``); :meth:`Where.matches`
+Stores apply a :class:`Where` before ranking (see ``Collection.bm25_search``); :meth:`Where.matches`
 is the reference semantics in plain Python.
 """
 

@@ -1,7 +1,7 @@
 """The entity graph of an index, as a file Gephi, Cytoscape or networkx opens.
 
 Nodes are entities (the heads and tails of triples, matched after lower-casing and
-collapsing whitespace, as :meth:`~gear_agent.store.base.Store.neighbours` matches them)
+collapsing whitespace, as :meth:`~gear_agent.store.collections.Triples.neighbours` matches them)
 and passages; edges are triples (head entity → tail entity, labelled by the predicate,
 keyed by the triple id) and ``mentions`` (passage → each entity its triples name). Three
 views: the whole index (:func:`index_graph`), the neighbourhood of one entity
@@ -243,7 +243,7 @@ class _Builder:
         if not self.options.passages:
             return self.graph
         wanted = list(dict.fromkeys(pid for pid, _ in self._mentions))
-        for passage in every_passage if every_passage is not None else store.get_passages(wanted):
+        for passage in every_passage if every_passage is not None else store.passages.get(wanted):
             self.passage(passage)
         for pid in wanted:  # a triple whose passage is gone still has a node to point from
             self.graph.nodes.setdefault(pid, {"kind": "passage", "label": pid})
@@ -266,9 +266,9 @@ def index_graph(store: Store, options: ExportOptions | None = None) -> ExportGra
         {'entities': 61, 'passages': 12, 'triples': 34, 'mentions': 66, 'reached': 0}
     """
     builder = _Builder(options or ExportOptions())
-    for triple in store.iter_triples():
+    for triple in store.triples.iterate():
         builder.triple(triple)
-    return builder.finish(store, store.iter_passages() if builder.options.passages else None)
+    return builder.finish(store, store.passages.iterate() if builder.options.passages else None)
 
 
 def entity_neighbourhood(
@@ -296,7 +296,7 @@ def entity_neighbourhood(
     if hops < 1:
         raise GraphExportError(f"--hops must be at least 1, got {hops}")
     by_entity: dict[str, list[Triple]] = {}
-    for triple in store.iter_triples():
+    for triple in store.triples.iterate():
         for name in {entity_key(triple.subject), entity_key(triple.object)}:
             by_entity.setdefault(name, []).append(triple)
     start = entity_key(entity)

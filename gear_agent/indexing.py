@@ -117,7 +117,7 @@ def add_passages(
     """Add passages in committed batches; already stored ones are no-ops (never re-embedded)."""
     started = time.perf_counter()
     report.passages_read += len(passages)
-    added, existing = _add_in_batches(store.add_passages, passages, PASSAGE_BATCH, "passages", progress)
+    added, existing = _add_in_batches(store.passages.add, passages, PASSAGE_BATCH, "passages", progress)
     report.passages_added += added
     report.passages_existing += existing
     store.maintain(progress)  # derived caches (the embedded store's ANN) once per run, not per batch
@@ -128,7 +128,7 @@ def add_triples(
     store: Store, triples: Sequence[Triple], report: IndexReport, progress: Progress = _noop
 ) -> None:
     """Add triples in committed batches; already stored ones are no-ops."""
-    added, existing = _add_in_batches(store.add_triples, triples, TRIPLE_BATCH, "triples", progress)
+    added, existing = _add_in_batches(store.triples.add, triples, TRIPLE_BATCH, "triples", progress)
     report.triples_added += added
     report.triples_existing += existing
 
@@ -158,7 +158,7 @@ def import_openie(
     """
     started = time.perf_counter()
     parsed = source if isinstance(source, OpenIEImport) else read_openie(source, drop_ungrounded)
-    stored = {p.id for p in store.get_passages(list(dict.fromkeys(parsed.passage_ids)))}
+    stored = {p.id for p in store.passages.get(list(dict.fromkeys(parsed.passage_ids)))}
     report.openie_docs += parsed.docs
     report.openie_docs_unmatched += sum(1 for pid in parsed.passage_ids if pid not in stored)
     report.malformed_triples += parsed.malformed
@@ -167,7 +167,7 @@ def import_openie(
     report.ungrounded_left_out = parsed.ungrounded_left_out
     report.malformed_examples.extend(parsed.malformed_examples)
     add_triples(store, [t for t in parsed.triples if t.passage_id in stored], report, progress)
-    store.mark_extracted([pid for pid in parsed.passage_ids if pid in stored])
+    store.passages.mark_extracted([pid for pid in parsed.passage_ids if pid in stored])
     store.maintain(progress)
     report.seconds["triples"] = time.perf_counter() - started
 

@@ -105,7 +105,7 @@ class SourceNames:
     def legacy(self) -> list[str]:
         """Stored relative sources that look like paths of corpus files."""
         if self._legacy is None:
-            self._legacy = [s for s in self.store.stored_sources(relative=True)
+            self._legacy = [s for s in self.store.passages.sources(relative=True)
                             if "://" not in s and s.lower().endswith(LEGACY_SUFFIXES)]
         return self._legacy
 
@@ -118,7 +118,7 @@ class SourceNames:
         """Names of ``source`` and of every file under it, legacy forms included."""
         from gear_agent.ingest.corpus import legacy_matches
 
-        found = self.store.stored_sources(under=source)
+        found = self.store.passages.sources(under=source)
         if source.startswith("/"):
             found += [s for s in self.legacy() if legacy_matches(s, source)]
         return list(dict.fromkeys(found))
@@ -132,7 +132,7 @@ def count_triples_of(store: Store, passage_ids: Sequence[str]) -> int:
     """How many triples the passages ``passage_ids`` hold (a filtered count per
     :data:`COUNT_IDS` ids: one request each on a remote backend, not one per passage)."""
     ids = list(dict.fromkeys(passage_ids))
-    return sum(store.count("triple", where={"id": {"$in": ids[at : at + COUNT_IDS]}})
+    return sum(store.triples.count(where={"id": {"$in": ids[at : at + COUNT_IDS]}})
                for at in range(0, len(ids), COUNT_IDS))
 
 
@@ -151,14 +151,14 @@ def plan_sync(
     stored: set[str] = set()
     ids = list(read_ids)
     for start in range(0, len(ids), 4096):
-        stored.update(p.id for p in store.get_passages(ids[start : start + 4096]))
+        stored.update(p.id for p in store.passages.get(ids[start : start + 4096]))
     by_source: dict[str, list[Passage]] = {}
     for passage in passages:
         by_source.setdefault(passage.source, []).append(passage)
     names = SourceNames(store)
     owned = list(dict.fromkeys(sources))
     names_of = {source: names.of_file(source) for source in owned}
-    stored_ids = store.passage_ids_of_sources([n for found in names_of.values() for n in found])
+    stored_ids = store.passages.ids_of_sources([n for found in names_of.values() for n in found])
     synced, claimed = [], set()
     for source in owned:
         held = by_source.get(source, [])
@@ -174,7 +174,7 @@ def plan_sync(
     pruned: dict[str, list[str]] = {}
     for folder in prune:
         left = [n for n in names.under(folder) if n not in owned_set and n not in claimed and n not in pruned]
-        for name, ids_now in store.passage_ids_of_sources(left).items():
+        for name, ids_now in store.passages.ids_of_sources(left).items():
             gone = [i for i in ids_now if i not in read_ids]
             if gone:
                 pruned[name] = gone
@@ -190,8 +190,8 @@ def sync_passages(
 
     Each source's stale passages are deleted (with their triples, graph edges and every
     structure derived from them) and its new passages added in ONE commit (a group of
-    sources per commit, :meth:`Store.replace_passages`; on Elasticsearch published as one
-    generation, :mod:`gear_agent.store.es_sync`), so a reader, or an index reopened
+    sources per commit, :meth:`Passages.replace`; on Elasticsearch published as one
+    generation, :mod:`gear_agent.store.elasticsearch.sync`), so a reader, or an index reopened
     after a crash, sees a source's old version or its new one, never both and never
     neither. Unchanged passages are kept untouched: not embedded, not extracted again (new
     ones are left unextracted for the extraction that follows). Sources gone from a
@@ -216,7 +216,7 @@ def sync_passages(
         stale = [i for s in group for i in s.stale]
         new = [p for s in group for p in s.new]
         report.triples_removed += count_triples_of(store, stale)
-        result = store.replace_passages(stale, new)
+        result = store.passages.replace(stale, new)
         report.passages_added += len(result.added)
         report.passages_existing += len(result.existing)
         replaced = sum(s.replaced for s in group)
@@ -236,7 +236,7 @@ def sync_passages(
     if group:
         commit(group)
     for start in range(0, len(plan.loose), PASSAGE_BATCH):
-        result = store.add_passages(plan.loose[start : start + PASSAGE_BATCH])
+        result = store.passages.add(plan.loose[start : start + PASSAGE_BATCH])
         report.passages_added += len(result.added)
         report.passages_existing += len(result.existing)
         done += len(result.added) + len(result.existing)
@@ -244,7 +244,7 @@ def sync_passages(
     report.passages_existing += plan.loose_existing
     for source, ids in plan.pruned.items():  # one commit per source gone
         report.triples_removed += count_triples_of(store, ids)
-        report.passages_removed += len(store.delete_passages(ids))
+        report.passages_removed += len(store.passages.remove(ids))
         report.sources_pruned.append(source)
     unchanged_ids = {p.id for p in passages} - {p.id for s in plan.sources for p in s.new} \
         - {p.id for p in plan.loose}
@@ -338,18 +338,18 @@ def delete_passages(
         matched_sources = source_names(store, source)
         seen = set(wanted)
         for name in matched_sources:
-            found = [i for i in store.passage_ids_of_source(name) if i not in seen]
+            found = [i for i in store.passages.ids_of_source(name) if i not in seen]
             seen.update(found)
             wanted.extend(found)
         matched = bool(matched_sources)
         if not matched:
-            similar = store.sources_like(source)
-    passages = store.get_passages(wanted)
+            similar = store.passages.sources_like(source)
+    passages = store.passages.get(wanted)
     stored = {p.id for p in passages}
     unknown = [i for i in dict.fromkeys(ids) if i not in stored]
-    counts = {p.id: len(store.triples_of_passage(p.id)) for p in passages}
+    counts = {p.id: len(store.triples.of_passage(p.id)) for p in passages}
     if passages and not dry_run:
-        gone = set(store.delete_passages([p.id for p in passages]))
+        gone = set(store.passages.remove([p.id for p in passages]))
         passages = [p for p in passages if p.id in gone]
     counts = {p.id: counts[p.id] for p in passages}
     return DeleteResult(passages, sum(counts.values()), counts, unknown, source, matched, similar, dry_run,

@@ -45,7 +45,7 @@ def reader_ids(settings: PromptSettings, passage_ids: Sequence[str]) -> list[str
 def render_read_passages(store: Store, settings: PromptSettings, passage_ids: Sequence[str]) -> str:
     """The reader's passages as its prompt shows them: the first ``reader_full_passages``
     numbered with title and text (within ``prompt_passage_tokens``), the rest by title only."""
-    passages = store.get_passages(reader_ids(settings, passage_ids))
+    passages = store.passages.get(reader_ids(settings, passage_ids))
     full = settings.reader_full_passages
     budget = settings.prompt_passage_tokens
     if full is None or full >= len(passages):
@@ -90,7 +90,7 @@ def ground_triples(
     Returns:
         (grounded, ungrounded), each in the reply's order.
     """
-    passages = store.get_passages(list(passage_ids))
+    passages = store.passages.get(list(passage_ids))
     shown = [f"{p.title}\n{p.text}" for p in passages[:full_texts]]
     shown += [p.title for p in passages[len(shown):]]
     source = Grounding.of(*shown,
@@ -176,7 +176,7 @@ def passage_link(
     hits = search(parts.store, parts.encode, "triple", text, k, mode, s.rrf_k, where)
     via: list[RankedPassage] = []
     seen: set[str] = set()
-    for t in parts.store.get_triples([h.id for h in hits]):
+    for t in parts.store.triples.get([h.id for h in hits]):
         if t.passage_id not in seen:
             seen.add(t.passage_id)
             via.append(RankedPassage(t.passage_id, 1.0 / (len(via) + 1), (t.id,)))

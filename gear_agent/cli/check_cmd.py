@@ -71,19 +71,16 @@ def migrate(index_dir: IndexOpt = None) -> None:
     """Convert an index of the previous format (CURRENT + gen-* folders) into this one, in
     place: records, extraction marks and vectors are copied (nothing is re-embedded) and the
     old files are left untouched (loads no model)."""
-    from gear_agent.embedding.base import NamedEmbedder
+    from gear_agent.store.backends import BACKENDS, backend
     from gear_agent.store.base import StoreError
-    from gear_agent.store.legacy import migrate as migrate_index
-    from gear_agent.store.manifest import read_manifest
 
     settings = load_settings(index_dir)
-    if settings.backend != "embedded":
-        raise StoreError("`gear migrate` converts embedded indexes (GEAR_BACKEND=embedded)")
-    manifest = read_manifest(settings.index_dir)
-    if manifest is None or manifest.get("format_version") != 1:
-        raise StoreError(f"nothing to migrate at {settings.index_dir}: it holds no index of the previous format")
-    embedder = NamedEmbedder(str(manifest["embedding_model"]), int(manifest["dimension"]))
-    counts = migrate_index(settings.index_dir, embedder, settings.bm25_tokenizer)
+    convert = backend(settings.backend).migrate
+    if convert is None:
+        names = [name for name, row in BACKENDS.items() if row.migrate is not None]
+        raise StoreError(f"`gear migrate` converts {' and '.join(names)} indexes "
+                         f"({', '.join(f'GEAR_BACKEND={n}' for n in names)})")
+    counts = convert(settings)
     results.print(f"migrated {counts['passages']:,} passages and {counts['triples']:,} triples into "
                   f"{settings.index_dir}/index.sqlite; the old CURRENT and gen-* files were left in place",
                   highlight=False, soft_wrap=True)

@@ -96,7 +96,9 @@ def require_passing_filter(settings: GearSettings, where: Any) -> None:
     Raises:
         NothingMatchesError: No passage passes; the message names the filter.
     """
-    if where is None or settings.backend != "embedded":
+    from gear_agent.store.backends import backend
+
+    if where is None or backend(settings.backend).manifest is None:  # checked when it opens
         return
     from gear_agent.retrieval.filtering import checked_where
 
@@ -130,7 +132,7 @@ def open_store_without_model(settings: GearSettings) -> Store:
 
 def warn_without_triples(spec: RetrieverSpec, store: Store) -> bool:
     """One warning line when ``spec`` walks triples and the index has none; True if warned."""
-    if not spec.needs_triples or store.count("triple") > 0:
+    if not spec.needs_triples or store.triples.count() > 0:
         return False
     console.print(
         f"[bold yellow]warning:[/] {spec.name} walks triples, but this index has none, so "

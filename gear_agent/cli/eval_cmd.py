@@ -79,7 +79,7 @@ def eval_(
 
             options = sirerag_settings(index.settings, concurrency=concurrency)
             print_report(run_build(index.store, sirerag, options))
-        from gear_agent.store.nodes import node_store_of
+        from gear_agent.store.backends import node_store_of
 
         builders = {name: make_retriever(name, index) for name in names}
         for name in names:

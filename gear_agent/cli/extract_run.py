@@ -23,7 +23,7 @@ def run_extraction(
     from gear_agent.prompts import load_prompt
 
     prompt = load_prompt("extraction", settings.prompts_dir)
-    estimate = estimate_cost(store.unextracted_passages(), settings, prompt=prompt)
+    estimate = estimate_cost(store.passages.unextracted(), settings, prompt=prompt)
     cost = f"${estimate.usd:.4f}" if estimate.usd is not None else "price unknown for this model"
     limit = f"; budget {budget.describe()}" if budget is not None else ""
     console.print(

@@ -185,8 +185,8 @@ def _print_info(store, settings) -> None:
     table.add_row("backend", row.name)
     table.add_row("location", row.location(settings))
     table.add_row("embedding model", f"{store.embedding_model} (dimension {store.dimension})")
-    passages, triples = store.count("passage"), store.count("triple")
-    unextracted = len(store.unextracted_passages())
+    passages, triples = store.passages.count(), store.triples.count()
+    unextracted = len(store.passages.unextracted())
     table.add_row("passages", f"{passages:,}")
     table.add_row("triples", f"{triples:,}" + _triples_hint(triples, passages))
     table.add_row("passages not yet extracted", f"{unextracted:,}" + _extract_hint(unextracted))
@@ -222,7 +222,6 @@ def info(index_dir: IndexOpt = None) -> None:
     """Counts, embedding model and size on disk of the index (loads no model)."""
     from gear_agent.store.backends import backend
     from gear_agent.store.base import StoreError
-    from gear_agent.store.manifest import size_on_disk
 
     settings = load_settings(index_dir)
     row = backend(settings.backend)
@@ -242,7 +241,8 @@ def info(index_dir: IndexOpt = None) -> None:
     else:
         table.add_row("last commit", f"{manifest.get('committed_at', '?')} (generation {manifest.get('generation', 0)})")
         table.add_row("BM25 tokenizers", ", ".join(manifest.get("tokenizers", [])))
-        table.add_row("size on disk", f"{size_on_disk(settings.index_dir) / 1e6:.1f} MB")
+        if row.size_on_disk is not None:
+            table.add_row("size on disk", f"{row.size_on_disk(settings) / 1e6:.1f} MB")
     results.print(table)
     _print_hints(settings, manifest)  # what to do next
 
@@ -307,5 +307,5 @@ def delete(
     if not result.passages:
         results.print("deleted 0 passages: nothing deleted", highlight=False)
         raise typer.Exit(1)
-    results.print(f"deleted {len(result)} passages and {result.triples:,} triples; {store.count('passage'):,} "
-                  f"passages and {store.count('triple'):,} triples remain", highlight=False)
+    results.print(f"deleted {len(result)} passages and {result.triples:,} triples; {store.passages.count():,} "
+                  f"passages and {store.triples.count():,} triples remain", highlight=False)

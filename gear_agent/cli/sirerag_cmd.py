@@ -128,7 +128,7 @@ def info(
     from gear_agent.cli.checks import open_store_without_model
     from gear_agent.sirerag import BuildReport
     from gear_agent.sirerag.build import GENERATION_KEY
-    from gear_agent.store.nodes import node_store_of
+    from gear_agent.store.backends import node_store_of
 
     store = open_store_without_model(load_settings(index_dir))
     nodes = node_store_of(store)

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from gear_agent.embedding.base import Embedder, normalise_rows
-from gear_agent.embedding.sentence_transformer import EmbeddingModelError, _quiet_loading
+from gear_agent.embedding.sentence_transformer import EmbeddingModelError, quiet_loading
 
 INSTALL_HINT = "pip install 'gear-agent[int8]'"
 _WEIGHTS = ("model.safetensors", "pytorch_model.bin")
@@ -88,7 +88,7 @@ def export_int8(folder: Path, target: Path) -> None:
             mean = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             return torch.nn.functional.normalize(mean, dim=-1)
 
-    with _quiet_loading():
+    with quiet_loading():
         model = Pooled(AutoModel.from_pretrained(str(folder)).eval())
     example = torch.ones(2, 8, dtype=torch.long)
     axes = {name: {0: "batch", 1: "tokens"} for name in _INPUTS}

@@ -166,7 +166,7 @@ class SentenceTransformerEmbedder(Embedder):
         from sentence_transformers import SentenceTransformer
 
         try:
-            with _quiet_loading():
+            with quiet_loading():
                 self._model = SentenceTransformer(path, device=device)
         except Exception as exc:  # the library raises many types for a missing model
             raise EmbeddingModelError(
@@ -246,7 +246,7 @@ def _batch_rows(output: Any) -> int:
 
 
 @contextmanager
-def _quiet_loading() -> Iterator[None]:
+def quiet_loading() -> Iterator[None]:
     """No "Loading weights" bar from transformers while the model loads; the bar's switch
     is put back as it was afterwards, so the caller's own choice stands."""
     try:

@@ -73,7 +73,7 @@ class TripleBeamSearch:
 
     def _text(self, triple_ids: Sequence[str]) -> list[str]:
         missing = [t for t in triple_ids if t not in self._texts]
-        for triple in self.store.get_triples(missing):
+        for triple in self.store.triples.get(missing):
             self._texts[triple.id] = triple.text
         return [self._texts[t] for t in triple_ids]
 
@@ -126,7 +126,7 @@ class TripleBeamSearch:
         if not start:
             return []
         settings = self.settings
-        vectors = self.store.triple_vectors(start)
+        vectors = self.store.triples.vectors(start)
         scores = self._score(query, (), None, start, vectors)
         order = np.lexsort((np.arange(len(start)), -scores))[: settings.beam_width]
         beams = [Beam((start[i],), float(scores[i])) for i in order]
@@ -137,13 +137,13 @@ class TripleBeamSearch:
             pool: list[Beam] = []
             next_sums: dict[tuple[str, ...], np.ndarray] = {}
             grown_from: list[tuple[Beam, list[str], np.ndarray, np.ndarray]] = []
-            proposed = self.store.neighbours_many([b.triples[-1] for b in beams], query, settings.beam_neighbours)
+            proposed = self.store.triples.neighbours_many([b.triples[-1] for b in beams], query, settings.beam_neighbours)
             for beam, neighbours in zip(beams, proposed, strict=True):
                 candidates = [t for t in neighbours if t not in used]
                 if not candidates:  # a beam that cannot grow competes as it is
                     grown_from.append((beam, [], np.zeros((0, 0)), np.zeros(0)))
                     continue
-                candidate_vectors = self.store.triple_vectors(candidates)
+                candidate_vectors = self.store.triples.vectors(candidates)
                 cand_scores = self._score(
                     query, beam.triples, sums[beam.triples], candidates, candidate_vectors
                 )
@@ -189,7 +189,7 @@ def beams_to_passages(store: Store, beams: Sequence[Beam]) -> list[RankedPassage
     Scores are ``1 / rank`` (the list is only ever fused by rank).
     """
     flat = flatten_breadth_first(beams)
-    passage_of = {t.id: t.passage_id for t in store.get_triples([tid for tid, _ in flat])}
+    passage_of = {t.id: t.passage_id for t in store.triples.get([tid for tid, _ in flat])}
     ranked: list[RankedPassage] = []
     seen: set[str] = set()
     for triple_id, chain in flat:

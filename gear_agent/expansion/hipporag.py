@@ -157,7 +157,7 @@ class HippoRAGRetriever(Retriever):
         s = self.settings
         graph = self.ppr.graph
         if not len(seeds):
-            hits = self.ppr.store.vector_search("passage", vector, k)
+            hits = self.ppr.store.passages.vector_search(vector, k)
             return [RankedPassage(h.id, h.score) for h in hits]
         passages, scores = hipporag_scores(
             graph, seeds, mass, s.hipporag_damping, s.ppr_method, s.ppr_tolerance
@@ -167,6 +167,6 @@ class HippoRAGRetriever(Retriever):
                   for i in order]
         if len(ranked) < k:  # fewer passages reached than asked for: dense fills the rest
             seen = {p.id for p in ranked}
-            hits = self.ppr.store.vector_search("passage", vector, k + len(ranked))
+            hits = self.ppr.store.passages.vector_search(vector, k + len(ranked))
             ranked += [RankedPassage(h.id, 0.0) for h in hits if h.id not in seen][: k - len(ranked)]
         return ranked

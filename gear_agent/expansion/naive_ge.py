@@ -38,7 +38,7 @@ class NaiveGERetriever(Retriever):
     def expand(self, query: str, base_list: list[RankedPassage]) -> list[RankedPassage]:
         """The beam search's passage list, started from every triple of ``base_list``."""
         store = self.beam.store
-        start = [tid for ids in store.triples_of_passages([p.id for p in base_list]) for tid in ids]
+        start = [tid for ids in store.triples.of_passages([p.id for p in base_list]) for tid in ids]
         beams = self.beam.run(self.encode(query), start)
         return beams_to_passages(store, beams)
 

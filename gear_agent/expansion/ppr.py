@@ -276,26 +276,26 @@ def choose_seeds(
 ) -> tuple[list[Triple], list[float]]:
     """Seed triples and their query cosines, min-max normalised over all triples (HippoRAG 2);
     ``filter_fn`` (recognition memory, an LLM call) keeps some of the query's top triples."""
-    best = store.vector_search(
-        "triple", query_vector, seed_triples if seed_triple_ids is None else 1
+    best = store.triples.vector_search(
+        query_vector, seed_triples if seed_triple_ids is None else 1
     )
-    low = store.lowest_similarity("triple", query_vector)
+    low = store.triples.lowest_similarity(query_vector)
     if not best or low is None:
         return [], []
     low = min(low, best[-1].score)  # an approximate search may miss the true lowest
     high = best[0].score
     if seed_triple_ids is None:
         score_of = {h.id: h.score for h in best}
-        triples = store.get_triples(list(score_of))
+        triples = store.triples.get(list(score_of))
         if filter_fn is not None and triples:
             kept = {t.id for t in filter_fn(query, list(triples))}
             triples = [t for t in triples if t.id in kept]
         cosines = [score_of[t.id] for t in triples]
     else:
-        triples = store.get_triples(list(dict.fromkeys(seed_triple_ids)))
+        triples = store.triples.get(list(dict.fromkeys(seed_triple_ids)))
         if not triples:
             return [], []
-        cosines = (store.triple_vectors([t.id for t in triples]) @ query_vector).tolist()
+        cosines = (store.triples.vectors([t.id for t in triples]) @ query_vector).tolist()
     return triples, [_normalise(float(c), low, high) for c in cosines]
 
 
@@ -373,13 +373,13 @@ def ppr_expand(
         phrases = add_query_entities(graph, query, phrases, query_entity_weight)
     walk = walk if walk is not None else walk_of(graph, store)
     if method == "global":
-        passage_hits = store.vector_search("passage", query_vector, store.count("passage"))
+        passage_hits = store.passages.vector_search(query_vector, store.passages.count())
         low, high = _min_max(passage_hits)
     else:
-        passage_hits = store.vector_search(
-            "passage", query_vector, max(dense_list_size(graph.n_passages, dense_passages), k)
+        passage_hits = store.passages.vector_search(
+            query_vector, max(dense_list_size(graph.n_passages, dense_passages), k)
         )
-        lowest = store.lowest_similarity("passage", query_vector)
+        lowest = store.passages.lowest_similarity(query_vector)
         low, high = (min(lowest, passage_hits[-1].score), passage_hits[0].score) \
             if passage_hits and lowest is not None else (0.0, 1.0)
     if not phrases:

@@ -503,7 +503,7 @@ class PPRGraph:
         passage_ids = [p for p in changes.passages_added if p not in self._passage_vertex]
         report("read", 1, 2)
         wanted = [t for t in changes.triples_added if t not in self._triple_ids]
-        batches = ([(t.id, t.subject, t.object, t.passage_id) for t in store.get_triples(wanted[i : i + READ_BATCH])]
+        batches = ([(t.id, t.subject, t.object, t.passage_id) for t in store.triples.get(wanted[i : i + READ_BATCH])]
                    for i in range(0, len(wanted), READ_BATCH))
         added = self._add(passage_ids, batches, report)
         self._stats = replace(added, passages_removed=removed.passages_removed,
@@ -610,10 +610,10 @@ class PPRGraph:
         phrases held."""
         report = self._report
         report("read", 0, 2)
-        passage_ids = store.passage_ids()
+        passage_ids = store.passages.ids()
         report("read", 1, 2)
         if self.generation >= 0 and self.n_vertices and set(self._passage_vertex) <= set(passage_ids):
-            batches = list(store.triple_batches(READ_BATCH))
+            batches = list(store.triples.batches(READ_BATCH))
             if self._triple_ids.keys() <= {t[0] for batch in batches for t in batch}:
                 self._stats = self._add(passage_ids, batches, report)
                 report("read", 2, 2)
@@ -621,7 +621,7 @@ class PPRGraph:
         rebuilt = self.n_vertices > 0 or self.generation >= 0
         known = {p: v for p, v in zip(self._phrases, self._vectors) if p} if self._phrases else None
         self._reset()
-        stats = self._add(passage_ids, store.triple_batches(READ_BATCH), report, known)
+        stats = self._add(passage_ids, store.triples.batches(READ_BATCH), report, known)
         report("read", 2, 2)
         self._stats = replace(stats, rebuilt=rebuilt)
 

@@ -61,7 +61,7 @@ def title_pairs(graph: PPRGraph, store: Store) -> tuple[np.ndarray, np.ndarray]:
     def compute() -> tuple[np.ndarray, np.ndarray]:
         passages: list[int] = []
         phrases: list[int] = []
-        for passage in store.iter_passages():
+        for passage in store.passages.iterate():
             if not passage.title:
                 continue
             p, t = graph.passage_vertex(passage.id), graph.phrase_vertex(passage.title)

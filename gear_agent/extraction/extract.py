@@ -1,6 +1,6 @@
 """Extract triples from the passages that have none yet, with an LLM (paper, section 3.1).
 
-Resumable: only ``store.unextracted_passages()`` are sent, and finished passages are
+Resumable: only ``store.passages.unextracted()`` are sent, and finished passages are
 written (``add_triples`` then ``mark_extracted``) once ``commit_every`` passages are
 waiting or ``commit_seconds`` have passed since the last write, whichever comes first,
 and when the run stops for any reason. An interrupted run loses at most the calls in
@@ -122,9 +122,9 @@ class _Run:
         self.pending_triples, self.pending_ids = [], []
         self.last_write = time.monotonic()
         if triples:
-            self.store.add_triples(triples)
+            self.store.triples.add(triples)
         if ids:
-            self.store.mark_extracted(ids)
+            self.store.passages.mark_extracted(ids)
 
     def summary(self, skipped: int, left: int = 0, stopped_by_budget: bool = False) -> ExtractionSummary:
         return ExtractionSummary(
@@ -292,8 +292,8 @@ async def extract_triples(
     if commit_seconds < 0:
         raise ValueError(f"commit_seconds must not be negative, got {commit_seconds}")
     template = prompt or load_prompt("extraction")
-    passages = store.unextracted_passages()
-    skipped = max(0, store.count("passage") - len(passages))
+    passages = store.passages.unextracted()
+    skipped = max(0, store.passages.count() - len(passages))
     run = _Run(store, commit_every, commit_seconds, ground)
     switch = _FormatSwitch(llm)
     slots = asyncio.Semaphore(concurrency)

@@ -1,9 +1,9 @@
 """Filters applied to retrieval: check that a filter matches something, keep what passes.
 
-Base retrieval applies a filter inside the store, before ranking (``Store.bm25_search`` and
-``Store.vector_search`` take ``where``). Lists that do not come from a store search (a beam
+Base retrieval applies a filter inside the store, before ranking (``Collection.bm25_search`` and
+``Collection.vector_search`` take ``where``). Lists that do not come from a store search (a beam
 search's or PPR's passages) keep only the passages that pass, asking the store through
-:meth:`~gear_agent.store.base.Store.filter_passage_ids` (an index lookup, not a scan).
+:meth:`~gear_agent.store.collections.Passages.filter_ids` (an index lookup, not a scan).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ def checked_where(store: Store, where: WhereInput | Where | None) -> Where | Non
     parsed = path_aware_where(parse_where(where))
     if parsed is None:
         return None
-    if store.count("passage", parsed) == 0:
-        total = store.count("passage")
+    if store.passages.count(parsed) == 0:
+        total = store.passages.count()
         raise NothingMatchesError(
             f"no passage passes the filter {parsed}: 0 of {total} passages match; "
             "check the key names and values"
@@ -47,7 +47,7 @@ def keep_passing(
     """The passages of ``ranked`` that pass ``where``, in their order (all of them without one)."""
     if where is None:
         return list(ranked)
-    passing = set(store.filter_passage_ids([p.id for p in ranked], where))
+    passing = set(store.passages.filter_ids([p.id for p in ranked], where))
     return [p for p in ranked if p.id in passing]
 
 
@@ -64,7 +64,7 @@ def keep_top_passing(
     """
     if where is None:
         return ranked_top(k)
-    total = store.count("passage")
+    total = store.passages.count()
     n = min(total, max(8 * k, 200))
     while True:
         kept = keep_passing(store, ranked_top(n), where)

@@ -89,9 +89,9 @@ def passage_records(store: Store, ranked: Sequence[RankedPassage]) -> list[Passa
     JSON, CLI JSON, the agent's output, traces); :meth:`RankedPassage.from_dict` reads a
     record's dict back into a ranked passage.
     """
-    found = {p.id: p for p in store.get_passages([r.id for r in ranked])}
+    found = {p.id: p for p in store.passages.get([r.id for r in ranked])}
     triple_ids = list(dict.fromkeys(t for r in ranked for t in r.chain))
-    triples = {t.id: t for t in store.get_triples(triple_ids)}
+    triples = {t.id: t for t in store.triples.get(triple_ids)}
     records = []
     for r in ranked:
         passage = found.get(r.id)
@@ -120,7 +120,7 @@ def records_from_dicts(store: Store, passages: Sequence[Mapping[str, Any]]) -> l
     longer holds is left out of its chain, as :func:`passage_records` does).
     """
     ranked = [RankedPassage.from_dict(p) for p in passages]
-    triples = {t.id: t for t in store.get_triples(list(dict.fromkeys(t for r in ranked for t in r.chain)))}
+    triples = {t.id: t for t in store.triples.get(list(dict.fromkeys(t for r in ranked for t in r.chain)))}
     return [
         PassageRecord(
             id=r.id,

@@ -44,12 +44,12 @@ def search(
         ValueError: ``mode`` is not one of ``bm25``, ``dense``, ``hybrid``.
     """
     if mode == "bm25":
-        return store.bm25_search(collection, query, k, where=where)
+        return store.collection(collection).bm25_search(query, k, where=where)
     if mode == "dense":
-        return store.vector_search(collection, encode(query), k, where=where)
+        return store.collection(collection).vector_search(encode(query), k, where=where)
     if mode == "hybrid":
-        lexical = store.bm25_search(collection, query, k, where=where)
-        dense = store.vector_search(collection, encode(query), k, where=where)
+        lexical = store.collection(collection).bm25_search(query, k, where=where)
+        dense = store.collection(collection).vector_search(encode(query), k, where=where)
         fused = rrf([[h.id for h in lexical], [h.id for h in dense]], k=rrf_k)
         return [Hit(i, s) for i, s in fused[:k]]
     raise ValueError(f"unknown retrieval mode {mode!r}; choose one of {', '.join(BASE_MODES)}")

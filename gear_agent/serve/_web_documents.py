@@ -168,7 +168,7 @@ class Documents:
         with self._lock:
             result = delete_passages(store, ids, source=source)
         return {"deleted": result.ids, "unknown_ids": result.unknown_ids, "notes": result.messages(),
-                "passages": store.count("passage"), "triples": store.count("triple")}
+                "passages": store.passages.count(), "triples": store.triples.count()}
 
     @staticmethod
     def _asked(ids: Sequence[str], source: str | None) -> tuple[list[str], str | None]:
@@ -183,9 +183,9 @@ class Documents:
         """A page of at most ``limit`` (≤ :data:`MAX_LIST`) passages in index order from
         ``offset`` (``source``: only that source's); only the page's texts are read."""
         store = self.store
-        ids = store.passage_ids_of_source(source) if source else self._all_ids()
+        ids = store.passages.ids_of_source(source) if source else self._all_ids()
         page = ids[offset:offset + max(0, min(limit, MAX_LIST))]
-        found = {p.id: p for p in store.get_passages(page)}
+        found = {p.id: p for p in store.passages.get(page)}
         rows = []
         for passage in (found[i] for i in page if i in found):
             text = " ".join(passage.text.split())
@@ -200,8 +200,8 @@ class Documents:
         store, s = self.store, self.settings
         report = check_in_child(s)
         return {
-            "backend": s.backend, "passages": store.count("passage"), "triples": store.count("triple"),
-            "unextracted": len(store.unextracted_passages()),
+            "backend": s.backend, "passages": store.passages.count(), "triples": store.triples.count(),
+            "unextracted": len(store.passages.unextracted()),
             "embedding_model": f"{store.embedding_model} (dimension {store.dimension})",
             **report,
         }
@@ -213,7 +213,7 @@ class Documents:
         with self._ids_lock:
             generation = self.store.generation()
             if self._ids is None or self._ids[0] != generation:
-                self._ids = (generation, self.store.passage_ids())
+                self._ids = (generation, self.store.passages.ids())
             return self._ids[1]
 
 

@@ -52,7 +52,7 @@ class _Entities:
     def read(cls, store: Store) -> _Entities:
         triples: dict[str, list[Triple]] = {}
         spelling: dict[str, Counter[str]] = {}
-        for triple in store.iter_triples():
+        for triple in store.triples.iterate():
             for name in {triple.subject, triple.object}:
                 key = key_of(name)
                 triples.setdefault(key, []).append(triple)
@@ -151,7 +151,7 @@ def neighbourhood(store: Store, entity: str, hops: int = 1, *,
                     distance[other] = distance[key] + 1
                     queue.append(other)
     shown = chosen[:MAX_TRIPLES]
-    titles = {p.id: p.title for p in store.get_passages(list({t.passage_id for t in shown}))}
+    titles = {p.id: p.title for p in store.passages.get(list({t.passage_id for t in shown}))}
     nodes: dict[str, Node] = {}
     edges = []
     for triple in shown:
@@ -176,11 +176,11 @@ def passage_triples(store: Store, passage_id: str) -> dict[str, Any]:
     Raises:
         ExploreError: No passage has this id.
     """
-    found = store.get_passages([passage_id])
+    found = store.passages.get([passage_id])
     if not found:
         raise ExploreError(f"no passage with id {passage_id!r} in this index")
     passage = found[0]
-    triples = store.get_triples(store.triples_of_passage(passage_id))
+    triples = store.triples.get(store.triples.of_passage(passage_id))
     return {
         "id": passage.id, "title": passage.title, "text": passage.text, "source": passage.source,
         "metadata": dict(passage.metadata),

@@ -23,8 +23,9 @@ from gear_agent.sirerag.freshness import built_meta
 from gear_agent.sirerag.propositions import Proposition, from_triples
 from gear_agent.sirerag.report import BuildReport
 from gear_agent.sirerag.tree import Leaf, build_levels
+from gear_agent.store.backends import node_store_of
 from gear_agent.store.base import Store
-from gear_agent.store.nodes import NodeStore, node_store_of
+from gear_agent.store.nodes import NodeStore
 from gear_agent.types import Node, TreeName
 
 NODE_BATCH = 1024
@@ -49,13 +50,13 @@ def sync_nodes(nodes: NodeStore, wanted: Sequence[Node], stale: Sequence[str], r
     """Store ``wanted`` (new ids only, in committed batches), then delete ``stale`` ids that
     ``wanted`` does not hold."""
     for start in range(0, len(wanted), NODE_BATCH):
-        result = nodes.add_nodes(wanted[start : start + NODE_BATCH])
+        result = nodes.add(wanted[start : start + NODE_BATCH])
         report.nodes_added += len(result.added)
         report.nodes_kept += len(result.existing)
     keep = {n.id for n in wanted}
     doomed = [i for i in stale if i not in keep]
     if doomed:
-        report.nodes_deleted += len(nodes.delete_nodes(doomed))
+        report.nodes_deleted += len(nodes.remove(doomed))
 
 
 def build_ablation(store: Store, settings: SiReRAGSettings | None = None) -> BuildReport:
@@ -79,10 +80,10 @@ def build_ablation(store: Store, settings: SiReRAGSettings | None = None) -> Bui
     start_mode(nodes, "ablation", report)
     with store.snapshot():  # the pool reflects one commit, recorded with it
         generation, stamp = store.generation(), store.stamp()
-        propositions = from_triples(store.iter_triples())
+        propositions = from_triples(store.triples.iterate())
     report.propositions = len(propositions)
     aggregates = group_by_entity(propositions, settings.sirerag_min_propositions, settings.sirerag_min_passages)
-    stored = [n.id for n in nodes.iter_nodes()]
+    stored = [n.id for n in nodes.iterate()]
     sync_nodes(nodes, aggregates, stored, report)
     nodes.set_meta({"mode": "ablation", GENERATION_KEY: str(generation), **built_meta(stamp)})
     report.levels = nodes.levels()
@@ -127,7 +128,7 @@ async def _build_full(
     start_mode(nodes, "full", report)
     with store.snapshot():
         generation, stamp = store.generation(), store.stamp()
-        passages = list(store.iter_passages())
+        passages = list(store.passages.iterate())
     known = _stored_propositions(nodes)
     todo = [p for p in passages if p.id not in known]
     if todo:
@@ -148,7 +149,7 @@ async def _build_full(
                                 f"run), e.g. {next(iter(outcome.failures.values()))}")
     propositions = [prop for p in passages for prop in known.get(p.id, [])]
     report.propositions = len(propositions)
-    before = list(nodes.iter_nodes())
+    before = list(nodes.iterate())
     aggregates = group_by_entity(propositions, settings.sirerag_min_propositions, settings.sirerag_min_passages)
     sync_nodes(nodes, aggregates, [], report)
     summary_prompt = load_prompt("sirerag_summary", prompts_dir)
@@ -164,7 +165,7 @@ async def _build_full(
         kept.update(n.id for n in built)
     doomed = [n.id for n in before if n.id not in kept]
     if doomed:
-        report.nodes_deleted += len(nodes.delete_nodes(doomed))
+        report.nodes_deleted += len(nodes.remove(doomed))
     report.nodes_kept = sum(1 for n in before if n.id in kept)
     report.nodes_added = len(kept) - report.nodes_kept
     nodes.set_meta({"mode": "full", GENERATION_KEY: str(generation), **built_meta(stamp)})

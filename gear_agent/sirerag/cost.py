@@ -20,8 +20,8 @@ from gear_agent.llm.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from gear_agent.prompts import load_prompt
 from gear_agent.sirerag.build import PROPOSITIONS_KEY
 from gear_agent.sirerag.summaries import CHILD_MAX_CHARS
+from gear_agent.store.backends import node_store_of
 from gear_agent.store.base import Store
-from gear_agent.store.nodes import node_store_of
 
 if TYPE_CHECKING:
     from gear_agent.config import GearSettings
@@ -118,7 +118,7 @@ def estimate_build_cost(store: Store, gear: GearSettings, settings: SiReRAGSetti
     calls = ext_in = ext_out = 0
     passages = 0
     passage_tokens = 0
-    for passage in store.iter_passages():
+    for passage in store.passages.iterate():
         tokens = count_tokens(passage.title, model) + count_tokens(passage.text, model)
         passages += 1
         passage_tokens += tokens

@@ -46,9 +46,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from gear_agent.sirerag.propositions import entity_keys
+from gear_agent.store.backends import node_store_of
 from gear_agent.store.base import Store
 from gear_agent.store.changes import Changes, Stamp, bring_up_to_date
-from gear_agent.store.nodes import NodeStore, node_store_of
+from gear_agent.store.nodes import NodeStore
 from gear_agent.types import Node
 
 STAMP_KEY = "stamp"
@@ -167,8 +168,8 @@ class SiReRAGPool:
             self._stats = PoolUpdate(rebuilt=True)
             return
         self.placed, self.refresh = {}, set()
-        under = {p for ps in self.nodes.passages_of([n.id for n in self.nodes.iter_nodes()]).values() for p in ps}
-        placed, unplaced = self._place(store, [p for p in store.passage_ids() if p not in under])
+        under = {p for ps in self.nodes.passages_of([n.id for n in self.nodes.iterate()]).values() for p in ps}
+        placed, unplaced = self._place(store, [p for p in store.passages.ids() if p not in under])
         self._stats = PoolUpdate(placed, unplaced, 0, len(self.refresh), rebuilt=True)
 
     def save(self) -> None:
@@ -196,7 +197,7 @@ class SiReRAGPool:
                 self.placed[node] = kept
             else:
                 del self.placed[node]
-        for node in self.nodes.iter_nodes():
+        for node in self.nodes.iterate():
             if node.kind == "summary" and gone.intersection(node.children):
                 self.refresh.add(node.id)
                 touched += 1
@@ -209,7 +210,7 @@ class SiReRAGPool:
             return 0, 0
         aggregates: dict[str, str] = {}
         summaries: list[Node] = []
-        for node in self.nodes.iter_nodes():
+        for node in self.nodes.iterate():
             if node.kind == "aggregate" and node.entity:
                 aggregates.setdefault(node.entity, node.id)
             elif node.kind == "summary" and node.tree == "similarity" and node.level == 1:
@@ -220,8 +221,8 @@ class SiReRAGPool:
             self._report("sirerag pool", start, len(passage_ids))
             batch = passage_ids[start : start + PLACE_BATCH]
             targets: list[set[str]] = [set() for _ in batch]
-            for i, triple_ids in enumerate(store.triples_of_passages(batch)):
-                for triple in store.get_triples(triple_ids):
+            for i, triple_ids in enumerate(store.triples.of_passages(batch)):
+                for triple in store.triples.get(triple_ids):
                     for entity in entity_keys([triple.subject, triple.object]):
                         if entity in aggregates:
                             targets[i].add(aggregates[entity])

@@ -19,8 +19,8 @@ from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
 from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.sirerag.freshness import SiReRAGPool
+from gear_agent.store.backends import node_store_of
 from gear_agent.store.base import Store
-from gear_agent.store.nodes import node_store_of
 
 POOL_DEPTH = 100
 """Passages and nodes each taken from the top of their ranking before they are merged."""
@@ -65,7 +65,7 @@ class SiReRAGRetriever(Retriever):
         self.freshness.update(self.store)
         vector = self.encode(query)
         depth = max(self.depth, k)
-        passages = self.store.vector_search("passage", vector, depth, where=where)
+        passages = self.store.passages.vector_search(vector, depth, where=where)
         nodes = self.nodes.search(vector, depth)
         rank = {h.id: i for i, h in enumerate(passages)}
         provenance = self.nodes.passages_of([h.id for h in nodes])
@@ -74,7 +74,7 @@ class SiReRAGRetriever(Retriever):
             under.extend(p for p in placed if p not in under)
         if where is not None:
             under_all = list(dict.fromkeys(p for ps in provenance.values() for p in ps))
-            passing = set(self.store.filter_passage_ids(under_all, where))
+            passing = set(self.store.passages.filter_ids(under_all, where))
             provenance = {n: [p for p in ps if p in passing] for n, ps in provenance.items()}
         items = [PoolItem(h.id, h.score, (h.id,), False) for h in passages]
         for hit in nodes:

@@ -86,7 +86,7 @@ async def build_levels(
                        for i, key in enumerate(keys)]
         report.clusters_summarised += len(missing)
         report.clusters_reused += len(keys) - len(missing)
-        result = nodes.add_nodes(list({n.id: n for n in level_nodes}.values()))
+        result = nodes.add(list({n.id: n for n in level_nodes}.values()))
         report.nodes_added += len(result.added)
         report.nodes_kept += len(result.existing)
         unique = list({n.id: n for n in level_nodes}.values())

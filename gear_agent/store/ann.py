@@ -57,7 +57,7 @@ class AnnPolicy:
         tail_max: Rows past the ANN parts that maintenance leaves to exact search.
         shallow_expansion: Beam width of a *shallow* search, one that wants only the
             nearest row of each part, not a ranked list (the negated query of
-            :meth:`~gear_agent.store.base.Store.lowest_similarity`). At 150k passages /
+            :meth:`~gear_agent.store.collections.Collection.lowest_similarity`). At 150k passages /
             1.35M triples (``benchmarks/shallow_search.py``) it answers a little above
             the true lowest cosine for a quarter of a full search's time; docs/storage.md
             has the table.

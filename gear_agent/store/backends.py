@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gear_agent.errors import UnknownNameError
+from gear_agent.store.nodes import HasNodes, NodesNotSupportedError, NodeStore
 
 if TYPE_CHECKING:
     from gear_agent.config import GearSettings
     from gear_agent.embedding.base import Embedder
     from gear_agent.store.base import Store
-    from gear_agent.store.check import CheckReport
+    from gear_agent.store.check_report import CheckReport
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,12 @@ class Backend:
             None when ``only_if_changed`` and the newest snapshot holds the last commit.
         restore: ``gear snapshot --restore``: puts the newest good snapshot back; returns one
             line. None where ``gear check --repair`` restores a damaged index itself.
+        exists: Whether an index (empty or not, this format or a previous one) is already
+            where the settings point, told without opening it; None where the backend cannot
+            tell without connecting (opening it says).
+        migrate: ``gear migrate``: converts an index of a previous format in place and returns
+            the counts copied (``passages``, ``triples``), or None where the backend has no
+            previous format.
     """
 
     name: str
@@ -73,46 +80,70 @@ class Backend:
     keeps_nodes: bool
     snapshot: Callable[[GearSettings, bool], str | None]
     restore: Callable[[GearSettings], str] | None = None
+    exists: Callable[[GearSettings], bool] | None = None
+    migrate: Callable[[GearSettings], dict[str, int]] | None = None
 
 
 def _open_embedded(settings: GearSettings, embedder: Embedder, create: bool) -> Store:
-    from gear_agent.store.embedded import EmbeddedStore
+    from gear_agent.store.embedded.store import EmbeddedStore
 
     return EmbeddedStore.open(settings.index_dir, embedder, create=create, tokenizer=settings.bm25_tokenizer)
 
 
 def _embedded_manifest(settings: GearSettings) -> dict[str, Any] | None:
-    from gear_agent.store.manifest import read_manifest
+    from gear_agent.store.embedded.manifest import read_manifest
 
     return read_manifest(settings.index_dir)
 
 
 def _embedded_check(settings: GearSettings) -> CheckReport:
-    from gear_agent.store.check import check_index
+    from gear_agent.store.embedded.check import check_index
+    from gear_agent.store.embedded.snapshot import offer_snapshot
 
-    return check_index(settings.index_dir)
+    return offer_snapshot(check_index(settings.index_dir))
 
 
 def _embedded_repair(settings: GearSettings, report: CheckReport, embedder: Embedder, progress: Any) -> list[str]:
-    from gear_agent.store.check import repair_index
+    from gear_agent.store.embedded.repair import repair_index
 
     return repair_index(settings.index_dir, report, embedder, settings.bm25_tokenizer, progress)
 
 
 def _embedded_integrity(settings: GearSettings) -> list[str]:
-    from gear_agent.store.check import integrity_errors
+    from gear_agent.store.embedded.check import integrity_errors
 
     return integrity_errors(settings.index_dir)
 
 
 def _embedded_size(settings: GearSettings) -> int:
-    from gear_agent.store.manifest import size_on_disk
+    from gear_agent.store.embedded.manifest import size_on_disk
 
     return size_on_disk(settings.index_dir)
 
 
+def _embedded_exists(settings: GearSettings) -> bool:
+    from gear_agent.store.embedded.db import DB_FILE
+    from gear_agent.store.embedded.manifest import read_manifest
+
+    folder = Path(settings.index_dir)
+    return (folder / DB_FILE).exists() or read_manifest(folder) is not None
+
+
+def _embedded_migrate(settings: GearSettings) -> dict[str, int]:
+    from gear_agent.embedding.base import NamedEmbedder
+    from gear_agent.store.base import StoreError
+    from gear_agent.store.embedded.legacy import migrate
+    from gear_agent.store.embedded.manifest import read_manifest
+
+    manifest = read_manifest(settings.index_dir)
+    if manifest is None or manifest.get("format_version") != 1:
+        raise StoreError(f"nothing to migrate at {settings.index_dir}: it holds no index of the previous format")
+    embedder = NamedEmbedder(str(manifest["embedding_model"]), int(manifest["dimension"]))
+    return migrate(settings.index_dir, embedder, settings.bm25_tokenizer)
+
+
 def _es_check(settings: GearSettings) -> CheckReport:
-    from gear_agent.store.es_check import check_elasticsearch
+    from gear_agent.store.elasticsearch.check import check_elasticsearch
 
     return check_elasticsearch(settings)
 
@@ -124,26 +155,26 @@ def _es_repair(settings: GearSettings, report: CheckReport, embedder: Embedder, 
 
 
 def _embedded_snapshot(settings: GearSettings, only_if_changed: bool) -> str | None:
-    from gear_agent.store.snapshot import take
+    from gear_agent.store.embedded.snapshot import take
 
     taken = take(settings.index_dir, settings.snapshot_keep, only_if_changed=only_if_changed)
     return None if taken is None else taken.line()
 
 
 def _es_snapshot(settings: GearSettings, only_if_changed: bool) -> str | None:
-    from gear_agent.store.es_snapshot import take_es_snapshot
+    from gear_agent.store.elasticsearch.snapshot import take_es_snapshot
 
     return take_es_snapshot(settings)
 
 
 def _es_restore(settings: GearSettings) -> str:
-    from gear_agent.store.es_snapshot import restore_es_snapshot
+    from gear_agent.store.elasticsearch.snapshot import restore_es_snapshot
 
     return restore_es_snapshot(settings)
 
 
 def _open_elasticsearch(settings: GearSettings, embedder: Embedder, create: bool) -> Store:
-    from gear_agent.store.elasticsearch import ElasticsearchStore
+    from gear_agent.store.elasticsearch.store import ElasticsearchStore
 
     return ElasticsearchStore(settings, embedder, create=create)
 
@@ -163,6 +194,8 @@ BACKENDS: dict[str, Backend] = {
         size_on_disk=_embedded_size,
         keeps_nodes=True,
         snapshot=_embedded_snapshot,
+        exists=_embedded_exists,
+        migrate=_embedded_migrate,
     ),
     "elasticsearch": Backend(
         name="elasticsearch",
@@ -201,3 +234,21 @@ def backend(name: str) -> Backend:
 def backends_with_nodes() -> list[str]:
     """Names of the backends that keep SiReRAG nodes."""
     return [name for name, row in BACKENDS.items() if row.keeps_nodes]
+
+
+def node_store_of(store: Store) -> NodeStore:
+    """The SiReRAG node collection of ``store``.
+
+    Raises:
+        NodesNotSupportedError: the backend keeps no nodes (the message names one that does).
+
+    Example:
+        >>> node_store_of(store).count()  # doctest: +SKIP
+    """
+    if isinstance(store, HasNodes):
+        return store.nodes
+    names = ", ".join(f"GEAR_BACKEND={name}" for name in backends_with_nodes()) or "none"
+    raise NodesNotSupportedError(
+        f"the {store.backend or type(store).__name__} backend does not store SiReRAG nodes; "
+        f"build SiReRAG indexes in a backend that does ({names})"
+    )

@@ -1,8 +1,8 @@
 """The one small interface every index backend implements.
 
 Retrieval, expansion and the agent talk only to :class:`Store`, so a backend
-(the embedded default in :mod:`gear_agent.store.embedded`, Elasticsearch in
-:mod:`gear_agent.store.elasticsearch`) can be swapped without touching them.
+(the embedded default in :mod:`gear_agent.store.embedded.store`, Elasticsearch in
+:mod:`gear_agent.store.elasticsearch.store`) can be swapped without touching them.
 """
 
 from __future__ import annotations
@@ -13,15 +13,12 @@ from collections.abc import Callable, Container, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
-
 from gear_agent.errors import GearError
 from gear_agent.store.changes import Changes, Listeners, Stamp
-from gear_agent.types import AddResult, Collection, Hit, Passage, Triple
+from gear_agent.store.collections import Passages, Triples, WhereSpec
+from gear_agent.types import Collection as CollectionName
 
-WhereSpec = Any
-"""A filter in any form :func:`gear_agent.filters.parse_where` reads (a ``Where``, a dict
-in the Mongo style, a list of ``KEY OP VALUE`` strings), or None for no filter."""
+__all__ = ["IndexCorruptError", "ModelMismatchError", "Store", "StoreError", "WhereSpec", "split_new"]
 
 
 class StoreError(GearError, RuntimeError):
@@ -63,13 +60,15 @@ def split_new(records: Sequence[Any], stored: Container[str]) -> tuple[list[Any]
 class Store(ABC):
     """Passages and triples, with BM25 and vector search over each and an entity graph.
 
-    Every triple belongs to exactly one passage; deleting a passage deletes its
-    triples and their graph edges. Ids are content hashes, so adding something
-    already stored is a no-op. Vectors are L2-normalised float32 rows. Every commit has
-    a generation, and :meth:`changes_since` says what changed after one.
+    The store composes its collections (``store.passages``, ``store.triples``:
+    :mod:`gear_agent.store.collections`) and owns what is store-wide: commits and their
+    generation, the change feed, snapshots, bulk loads, closing. Every triple belongs to
+    exactly one passage; deleting a passage deletes its triples and their graph edges.
+    Every commit has a generation, and :meth:`changes_since` says what changed after one.
 
-    Optional capabilities are protocols a backend may implement: SiReRAG nodes
-    (:class:`gear_agent.store.nodes.HasNodes`).
+    Optional capabilities are protocols a backend may implement: SiReRAG nodes, a third
+    collection ``store.nodes`` (:class:`gear_agent.store.nodes.HasNodes`; both backends
+    keep them).
     """
 
     #: The backend's name in :data:`gear_agent.store.backends.BACKENDS`.
@@ -85,199 +84,23 @@ class Store(ABC):
         when the backend keeps no local folder (they are then kept in memory only)."""
         return None
 
-    # ---- writes -----------------------------------------------------------
-    @abstractmethod
-    def add_passages(self, passages: Sequence[Passage]) -> AddResult:
-        """Store and embed the passages not yet stored; the rest are no-ops."""
+    #: The passages (:class:`~gear_agent.store.collections.Passages`).
+    passages: Passages
+    #: The triples (:class:`~gear_agent.store.collections.Triples`).
+    triples: Triples
 
-    @abstractmethod
-    def add_triples(self, triples: Sequence[Triple]) -> AddResult:
-        """Store and embed triples; each ``passage_id`` must name a stored passage."""
-
-    @abstractmethod
-    def mark_extracted(self, passage_ids: Sequence[str]) -> None:
-        """Record that triple extraction ran on these passages (even if it found none)."""
-
-    @abstractmethod
-    def delete_passages(self, passage_ids: Sequence[str]) -> list[str]:
-        """Delete passages with their triples and graph edges; returns the ids deleted."""
-
-    @abstractmethod
-    def delete_source(self, source: str) -> list[str]:
-        """Delete every passage whose source is exactly ``source``; returns the ids deleted
-        (``a/corpus.json`` never matches ``b/corpus.json``)."""
-
-    @abstractmethod
-    def passage_ids_of_source(self, source: str) -> list[str]:
-        """Ids of the passages :meth:`delete_source` would delete, in stored order."""
-
-    def passage_ids_of_sources(self, sources: Sequence[str]) -> dict[str, list[str]]:
-        """:meth:`passage_ids_of_source` of each of ``sources``; remote backends answer many
-        sources per request (this default asks one by one)."""
-        return {source: self.passage_ids_of_source(source) for source in dict.fromkeys(sources)}
-
-    def stored_sources(self, under: str | None = None, *, relative: bool = False) -> list[str]:
-        """Distinct stored sources, sorted; with ``under``, only ``under`` itself and the
-        sources below the folder it names (``under/...``); with ``relative``, only those not
-        starting with ``/`` (paths stored before sources were canonical, callers' own names).
-        This default reads every passage; backends answer from an index."""
-        found = {p.source for p in self.iter_passages()}
-        if relative:
-            found = {s for s in found if not s.startswith("/")}
-        if under is not None:
-            folder = under.rstrip("/")
-            found = {s for s in found if s in (under, folder) or s.startswith(folder + "/")}
-        return sorted(found)
-
-    def replace_passages(self, remove: Sequence[str], add: Sequence[Passage]) -> AddResult:
-        """Delete the passages ``remove`` (with their triples and graph edges) and add
-        ``add`` (embedded; already stored ones are no-ops) as one commit where the backend
-        has commits, so a reader sees either the old passages or the new, never both and
-        never neither (sync by source). This default adds first, then deletes: a reader
-        may see both for a moment, never neither."""
-        result = self.add_passages(add)
-        if remove:
-            self.delete_passages(remove)
-        return result
-
-    def sources_like(self, source: str) -> list[str]:
-        """A few stored sources with the same file name as ``source`` (to suggest one when
-        ``source`` matches nothing); backends that cannot list them cheaply give none."""
-        return []
-
-    # ---- reads ------------------------------------------------------------
-    @abstractmethod
-    def count(self, collection: Collection, where: WhereSpec = None) -> int:
-        """How many passages or triples are stored; with ``where``, how many pass the filter
-        (for triples: how many belong to a passage that passes). Cheap enough to ask before
-        a filtered search whether the filter matches anything.
+    def collection(self, name: CollectionName) -> Passages | Triples:
+        """The collection called ``name`` (``"passage"`` or ``"triple"``), for callers that
+        pick one by name.
 
         Raises:
-            FilterError: ``where`` cannot be read.
+            ValueError: no such collection.
         """
-
-    @abstractmethod
-    def bm25_search(
-        self, collection: Collection, query: str, k: int, where: WhereSpec = None
-    ) -> list[Hit]:
-        """Top ``k`` by Lucene BM25 (k1=1.2, b=0.75) over the standard-analyzer tokens.
-
-        With ``where`` only passages passing the filter (for triples: triples of such
-        passages) are ranked; the filter is applied before ranking, so ``k`` hits come
-        back whenever ``k`` such documents match the query. Example::
-
-            store.bm25_search("passage", "annual revenue", 10, where={"year": {"$gte": 2020}})
-        """
-
-    @abstractmethod
-    def vector_search(
-        self, collection: Collection, vector: np.ndarray, k: int, where: WhereSpec = None
-    ) -> list[Hit]:
-        """Top ``k`` by cosine similarity with a normalised query vector (``where`` as in
-        :meth:`bm25_search`)."""
-
-    def lowest_similarity(self, collection: Collection, vector: np.ndarray) -> float | None:
-        """The lowest cosine of the normalised query ``vector`` with any stored record of
-        ``collection`` (None when there are none), for a min-max normalisation.
-
-        It is the negated query's best hit (the record most similar to ``-q`` is the least
-        similar to ``q``), so no search returns every record. Where that search is
-        approximate (Elasticsearch's HNSW, the embedded ANN) it may miss the true lowest and
-        answer a little above it; callers take the minimum with the scores they hold.
-        """
-        worst = self.vector_search(collection, -np.asarray(vector), 1)
-        return -worst[0].score if worst else None
-
-    def filter_passage_ids(self, ids: Sequence[str], where: WhereSpec) -> list[str]:
-        """The ``ids`` of stored passages that pass ``where``, in the order given (unknown ids
-        are left out; with no filter, ``ids`` come back unchanged). Backends answer from
-        their indexes; this default reads the passages.
-
-        Example::
-
-            kept = store.filter_passage_ids([p.id for p in expanded], ["source=reports/2024"])
-        """
-        from gear_agent.filters import parse_where
-
-        parsed = parse_where(where)
-        if parsed is None:
-            return list(ids)
-        passing = {p.id for p in self.get_passages(list(dict.fromkeys(ids))) if parsed.matches(p)}
-        return [i for i in ids if i in passing]
-
-    @abstractmethod
-    def get_passages(self, ids: Sequence[str]) -> list[Passage]:
-        """Passages by id, in the order asked; unknown ids are left out."""
-
-    @abstractmethod
-    def get_triples(self, ids: Sequence[str]) -> list[Triple]:
-        """Triples by id, in the order asked; unknown ids are left out."""
-
-    @abstractmethod
-    def triple_vectors(self, ids: Sequence[str]) -> np.ndarray:
-        """Stored embeddings of the triples, one row per id, in the order asked."""
-
-    @abstractmethod
-    def triples_of_passage(self, passage_id: str) -> list[str]:
-        """Ids of the triples extracted from a passage, in extraction order."""
-
-    def triples_of_passages(self, passage_ids: Sequence[str]) -> list[list[str]]:
-        """:meth:`triples_of_passage` of each of ``passage_ids``, in order, in one call:
-        graph expansion asks for all its base passages at once, which a remote backend
-        answers in one request. This default asks :meth:`triples_of_passage` for each.
-
-        Example:
-            >>> store.triples_of_passages(["p-1", "p-2"])  # doctest: +SKIP
-            [['t-1', 't-2'], []]
-        """
-        return [self.triples_of_passage(p) for p in passage_ids]
-
-    @abstractmethod
-    def neighbours(
-        self, triple_id: str, query_vector: np.ndarray | None = None, limit: int = 100
-    ) -> list[str]:
-        """Triples sharing the head or tail entity of ``triple_id`` (itself excluded).
-
-        Entities match after lower-casing and collapsing whitespace. With a
-        ``query_vector`` the ``limit`` most similar to it come back, best first;
-        without, the first ``limit`` in a stable order.
-        """
-
-    def neighbours_many(
-        self, triple_ids: Sequence[str], query_vector: np.ndarray | None = None, limit: int = 100
-    ) -> list[list[str]]:
-        """:meth:`neighbours` of each of ``triple_ids``, in order, in one call: a beam
-        search step asks for all its beams at once, which a remote backend answers in one
-        request. This default asks :meth:`neighbours` for each."""
-        return [self.neighbours(t, query_vector, limit) for t in triple_ids]
-
-    @abstractmethod
-    def unextracted_passages(self) -> list[Passage]:
-        """Passages on which triple extraction has not run yet."""
-
-    @abstractmethod
-    def iter_passages(self) -> Iterator[Passage]:
-        """Every stored passage."""
-
-    @abstractmethod
-    def iter_triples(self) -> Iterator[Triple]:
-        """Every stored triple."""
-
-    def passage_ids(self) -> list[str]:
-        """Ids of every stored passage (backends answer without reading the texts)."""
-        return [p.id for p in self.iter_passages()]
-
-    def triple_batches(self, size: int = 65_536) -> Iterator[list[tuple[str, str, str, str]]]:
-        """Every triple as ``(id, subject, object, passage id)``, ``size`` at a time (what a
-        graph over the store reads; backends stream it without holding every triple)."""
-        batch: list[tuple[str, str, str, str]] = []
-        for t in self.iter_triples():
-            batch.append((t.id, t.subject, t.object, t.passage_id))
-            if len(batch) >= size:
-                yield batch
-                batch = []
-        if batch:
-            yield batch
+        if name == "passage":
+            return self.passages
+        if name == "triple":
+            return self.triples
+        raise ValueError(f"unknown collection {name!r}; expected 'passage' or 'triple'")
 
     # ---- commits ------------------------------------------------------------
     @abstractmethod

@@ -9,7 +9,7 @@ appears (Lucene merges duplicate SHOULD clauses by summing their boosts).
 Elasticsearch stores document lengths lossily (one byte), so its scores may
 differ in the last digits; rankings agree except near ties.
 
-The embedded store scores from its postings (:mod:`gear_agent.store.postings`); the
+The embedded store scores from its postings (:mod:`gear_agent.store.embedded.postings`); the
 in-memory reference they are tested against, ``BM25Index``, lives in the tests
 (``tests/support/bm25_reference.py``).
 """

@@ -31,10 +31,7 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
-
-if TYPE_CHECKING:
-    from gear_agent.store.base import Store
+from typing import Any, Protocol
 
 logger = logging.getLogger(__name__)
 
@@ -114,6 +111,23 @@ class Stamp:
         return f"index {self.index_id or '?'}, generation {self.generation}, commit {self.commit or '-'}"
 
 
+class Feed(Protocol):
+    """What :func:`bring_up_to_date` asks of a store: every :class:`~gear_agent.store.base.Store`
+    is one (this module sits below the store's interface, so it names only these)."""
+
+    def stamp(self) -> Stamp:
+        """The exact state the store reads."""
+        ...
+
+    def knows(self, stamp: Stamp) -> bool:
+        """Whether ``stamp`` names a commit of this index's history."""
+        ...
+
+    def changes_since(self, generation: int) -> Changes:
+        """What the commits after ``generation`` added and removed."""
+        ...
+
+
 class Derived(Protocol):
     """Something computed from a store that knows which commit it reflects.
 
@@ -123,13 +137,13 @@ class Derived(Protocol):
     stamp: Stamp | None
     """The store state this reflects (None: unknown, rebuild)."""
 
-    def apply(self, store: Store, changes: Changes) -> None:
+    def apply(self, store: Any, changes: Changes) -> None:
         """Take in ``changes`` (complete, adds only, or removals it can handle)."""
         ...
 
-    def rebuild(self, store: Store, generation: int) -> None:
-        """Compute everything again from ``store`` as of ``generation`` (it may reuse what
-        it holds that the store still has: ids name contents)."""
+    def rebuild(self, store: Any, generation: int) -> None:
+        """Compute everything again from ``store`` (a :class:`~gear_agent.store.base.Store`) as
+        of ``generation`` (it may reuse what it holds that the store still has: ids name contents)."""
         ...
 
     def can_apply(self, changes: Changes) -> bool:
@@ -137,7 +151,7 @@ class Derived(Protocol):
         ...
 
 
-def bring_up_to_date(derived: Derived, store: Store) -> bool:
+def bring_up_to_date(derived: Derived, store: Feed) -> bool:
     """The one freshness rule: compare stamps; apply the changes since, or rebuild.
 
     Equal stamps: fresh. A stamp of this index's history (:meth:`Store.knows`): the changes

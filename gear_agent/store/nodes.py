@@ -1,9 +1,10 @@
 """The node collection of a store: SiReRAG tree nodes beside passages and triples.
 
 Keeping nodes is an optional capability: a backend that keeps them implements the
-:class:`HasNodes` protocol (a ``node_store()`` method returning a :class:`NodeStore`), and
-:func:`node_store_of` is how callers ask for it, with a one-line error naming a backend
-that does when this one does not. Nodes are dense-only (the paper ranks its pool by
+:class:`HasNodes` protocol (a ``nodes`` collection, a :class:`NodeStore`, beside
+``passages`` and ``triples``), and :func:`gear_agent.store.backends.node_store_of` is how
+callers ask for it, with a one-line error naming a backend that does when this one does
+not. Nodes are dense-only (the paper ranks its pool by
 embedding similarity): no BM25 postings, no ANN.
 """
 
@@ -15,7 +16,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from gear_agent.store.base import Store, StoreError
+from gear_agent.store.base import StoreError
 from gear_agent.types import AddResult, Hit, Node
 
 
@@ -32,7 +33,7 @@ class NodeStore(ABC):
     """
 
     @abstractmethod
-    def add_nodes(self, nodes: Sequence[Node]) -> AddResult:
+    def add(self, nodes: Sequence[Node]) -> AddResult:
         """Store and embed the nodes not yet stored (one atomic commit).
 
         Raises:
@@ -40,7 +41,7 @@ class NodeStore(ABC):
         """
 
     @abstractmethod
-    def delete_nodes(self, ids: Sequence[str]) -> list[str]:
+    def remove(self, ids: Sequence[str]) -> list[str]:
         """Delete nodes by id; returns the ids deleted."""
 
     @abstractmethod
@@ -60,7 +61,7 @@ class NodeStore(ABC):
         """Top ``k`` nodes by cosine similarity with a normalised query vector."""
 
     @abstractmethod
-    def get_nodes(self, ids: Sequence[str]) -> list[Node]:
+    def get(self, ids: Sequence[str]) -> list[Node]:
         """Nodes by id, in the order asked; unknown ids are left out."""
 
     @abstractmethod
@@ -76,7 +77,7 @@ class NodeStore(ABC):
         """Stored embeddings of passages (the similarity tree's leaves), in the order asked."""
 
     @abstractmethod
-    def iter_nodes(self) -> Iterator[Node]:
+    def iterate(self) -> Iterator[Node]:
         """Every stored node, in the order stored."""
 
     @abstractmethod
@@ -96,26 +97,5 @@ class NodeStore(ABC):
 class HasNodes(Protocol):
     """A backend that keeps SiReRAG nodes beside its passages and triples."""
 
-    def node_store(self) -> NodeStore:
-        """The node collection of this index."""
-        ...
-
-
-def node_store_of(store: Store) -> NodeStore:
-    """The SiReRAG node collection of ``store``.
-
-    Raises:
-        NodesNotSupportedError: the backend keeps no nodes (the message names one that does).
-
-    Example:
-        >>> node_store_of(store).count()  # doctest: +SKIP
-    """
-    if isinstance(store, HasNodes):
-        return store.node_store()
-    from gear_agent.store.backends import backends_with_nodes
-
-    names = ", ".join(f"GEAR_BACKEND={name}" for name in backends_with_nodes()) or "none"
-    raise NodesNotSupportedError(
-        f"the {store.backend or type(store).__name__} backend does not store SiReRAG nodes; "
-        f"build SiReRAG indexes in a backend that does ({names})"
-    )
+    nodes: NodeStore
+    """The node collection of this index."""

@@ -2,7 +2,7 @@
 
 Every test in this folder that takes ``backend`` runs once per backend:
 
-* ``embedded``: :class:`gear_agent.store.embedded.EmbeddedStore` in ``tmp_path``;
+* ``embedded``: :class:`gear_agent.store.embedded.store.EmbeddedStore` in ``tmp_path``;
 * ``es-fake``: :class:`ElasticsearchStore` through the real ``elasticsearch``
   client against the in-memory emulation in ``es_fake.py`` (no cluster);
 * ``elasticsearch``: :class:`ElasticsearchStore` against a live cluster (the ``es_url``
@@ -40,7 +40,7 @@ class Backend:
 
 def _embedded(tmp_path: Path, opened: list[Store]) -> Backend:
     try:
-        from gear_agent.store.embedded import EmbeddedStore
+        from gear_agent.store.embedded.store import EmbeddedStore
     except ImportError as err:  # pragma: no cover - while the embedded store is being written
         pytest.skip(f"the embedded store cannot be imported yet: {err}")
 
@@ -56,7 +56,7 @@ def _es_fake(tmp_path: Path, opened: list[Store]) -> Backend:
     pytest.importorskip("elasticsearch", reason="the elasticsearch client is not installed")
     from es_fake import FakeElasticsearch
 
-    from gear_agent.store.elasticsearch import ElasticsearchStore
+    from gear_agent.store.elasticsearch.store import ElasticsearchStore
 
     server = FakeElasticsearch()
     settings = GearSettings(backend="elasticsearch", es_index_prefix="conformance",
@@ -75,8 +75,8 @@ def _es_live(
     url: str, tmp_path: Path, opened: list[Store], cleanup: list[Callable[[], None]]
 ) -> Backend:
     pytest.importorskip("elasticsearch", reason="the elasticsearch client is not installed")
-    from gear_agent.store.elasticsearch import ElasticsearchStore
-    from gear_agent.store.es_client import make_client
+    from gear_agent.store.elasticsearch.client import make_client
+    from gear_agent.store.elasticsearch.store import ElasticsearchStore
 
     prefix = f"gear-conformance-{uuid.uuid4().hex[:10]}"
     settings = GearSettings(backend="elasticsearch", es_url=url, es_index_prefix=prefix,

@@ -28,7 +28,7 @@ def _fill(store):
 
 @pytest.fixture
 def reference(tmp_path, embedder):
-    from gear_agent.store.embedded import EmbeddedStore
+    from gear_agent.store.embedded.store import EmbeddedStore
 
     return _fill(EmbeddedStore.open(tmp_path / "reference", embedder))
 
@@ -41,18 +41,18 @@ def test_same_top_results_as_the_embedded_store(backend, embedder, reference):
     if backend.name == "embedded":
         pytest.skip("the embedded store is the reference")
     other = _fill(backend.open(embedder))
-    assert other.count("passage") == reference.count("passage") == 12
-    assert other.count("triple") == reference.count("triple") == 34
+    assert other.passages.count() == reference.passages.count() == 12
+    assert other.triples.count() == reference.triples.count() == 34
     for query in QUERIES:
         vector = embedder.embed_one(query)
         for collection in ("passage", "triple"):
-            assert _top(other.vector_search(collection, vector, 5)) == _top(
-                reference.vector_search(collection, vector, 5)
+            assert _top(other.collection(collection).vector_search(vector, 5)) == _top(
+                reference.collection(collection).vector_search(vector, 5)
             ), (query, collection)
-            mine, theirs = reference.bm25_search(collection, query, 5), other.bm25_search(collection, query, 5)
+            mine, theirs = reference.collection(collection).bm25_search(query, 5), other.collection(collection).bm25_search(query, 5)
             if len(mine) > 1 and mine[0].score - mine[1].score < 0.05 * mine[0].score:
                 assert {h.id for h in theirs[:2]} & {h.id for h in mine[:2]}, (query, collection)
             else:
                 assert _top(theirs, 1) == _top(mine, 1), (query, collection)
-        some_triple = reference.vector_search("triple", vector, 1)[0].id
-        assert set(other.neighbours(some_triple, vector, 5)) == set(reference.neighbours(some_triple, vector, 5))
+        some_triple = reference.triples.vector_search(vector, 1)[0].id
+        assert set(other.triples.neighbours(some_triple, vector, 5)) == set(reference.triples.neighbours(some_triple, vector, 5))

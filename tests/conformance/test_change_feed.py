@@ -43,16 +43,16 @@ def test_the_ppr_graph_brought_up_to_date_ranks_as_one_built_from_scratch(backen
     store = backend.open(embedder)  # the writer; the rankings read through ``reader``
     reader = backend.open(embedder)  # (a retriever updates the graph after its store's commits)
     passages, triples = _corpus(0, 12)
-    store.add_passages(passages)
-    store.add_triples(triples)
+    store.passages.add(passages)
+    store.triples.add(triples)
     graph = PPRGraph.build(reader, embedder)
     more, more_triples = _corpus(12, 6)
-    store.add_passages(more)
-    store.add_triples(more_triples)
+    store.passages.add(more)
+    store.triples.add(more_triples)
     added = graph.update(reader)
     assert not added.rebuilt and (added.passages, added.triples) == (6, 18)  # from the feed
     assert _ranking(reader, graph) == _ranking(reader, PPRGraph.build(reader, embedder))
-    store.delete_passages([passages[3].id, more[0].id])
+    store.passages.remove([passages[3].id, more[0].id])
     removed = graph.update(reader)
     assert not removed.rebuilt and removed.embedded == 0  # taken out in place, from the feed
     assert (removed.passages_removed, removed.triples_removed) == (2, 6)
@@ -61,9 +61,9 @@ def test_the_ppr_graph_brought_up_to_date_ranks_as_one_built_from_scratch(backen
     assert _ranking(reader, graph) == _ranking(reader, scratch)
     assert graph.edge_kinds() == scratch.edge_kinds()  # the same graph, numbered otherwise
     # adds and deletes in one change: the deleted passage comes back, another goes
-    store.add_passages([passages[3]])
-    store.add_triples([t for t in triples if t.passage_id == passages[3].id])
-    store.delete_passages([passages[5].id])
+    store.passages.add([passages[3]])
+    store.triples.add([t for t in triples if t.passage_id == passages[3].id])
+    store.passages.remove([passages[5].id])
     mixed = graph.update(reader)
     assert not mixed.rebuilt and (mixed.passages, mixed.passages_removed) == (1, 1)
     scratch = PPRGraph.build(reader, embedder)
@@ -76,16 +76,16 @@ def test_a_reader_in_a_snapshot_sees_one_commit_while_another_writes(
 ) -> None:
     writer = backend.open(embedder)
     passages, triples = _corpus(0, 6)
-    writer.add_passages(passages)
-    writer.add_triples(triples)
+    writer.passages.add(passages)
+    writer.triples.add(triples)
     reader = backend.open(embedder)
     retriever = PPRRetriever(reader, QueryEncoder(embedder), graph_path=None)
     first = retriever.retrieve("Who founded Company 6?", 3)
     late = make_passage("Company 6", "Company 6 was founded by Person 6 in City 1.")
     with reader.snapshot():
         generation = reader.generation()
-        writer.add_passages([late])
-        writer.add_triples([make_triple(late, "Person 6", "founded", "Company 6")])
+        writer.passages.add([late])
+        writer.triples.add([make_triple(late, "Person 6", "founded", "Company 6")])
         assert reader.generation() == generation  # the commit the snapshot began at
         assert reader.changes_since(generation).empty
         assert [p.id for p in retriever.retrieve("Who founded Company 6?", 3)] == [p.id for p in first]
@@ -100,19 +100,19 @@ def test_a_reader_in_a_snapshot_sees_one_commit_while_another_writes(
 def test_an_id_deleted_then_added_again_is_in_both_lists(store: Store) -> None:
     p = make_passage("Echo", "Echo was a nymph.")
     t = make_triple(p, "Echo", "is a", "nymph")
-    store.add_passages([p])
-    store.add_triples([t])
+    store.passages.add([p])
+    store.triples.add([t])
     mark = store.generation()
-    store.delete_passages([p.id])
-    store.add_passages([p])
+    store.passages.remove([p.id])
+    store.passages.add([p])
     changes = store.changes_since(mark)
     assert changes.complete
     assert changes.passages_removed == (p.id,) and changes.passages_added == (p.id,)
     assert changes.triples_removed == (t.id,) and changes.triples_added == ()
     # added after the mark, then removed: in neither list
     q = make_passage("Narcissus", "Narcissus loved his reflection.")
-    store.add_passages([q])
-    store.delete_passages([q.id])
+    store.passages.add([q])
+    store.passages.remove([q.id])
     later = store.changes_since(mark)
     assert q.id not in later.passages_added and q.id not in later.passages_removed
 
@@ -130,7 +130,7 @@ def fake_es():
 
 def _es_store(server, tmp_path, embedder: Embedder, **kwargs) -> Store:
     from gear_agent.config import GearSettings
-    from gear_agent.store.elasticsearch import ElasticsearchStore
+    from gear_agent.store.elasticsearch.store import ElasticsearchStore
 
     settings = GearSettings(backend="elasticsearch", es_index_prefix="old", es_cache_dir=tmp_path / "cache")
     return ElasticsearchStore(settings, embedder, client=server.client(), sleep=lambda _s: None, **kwargs)
@@ -139,8 +139,8 @@ def _es_store(server, tmp_path, embedder: Embedder, **kwargs) -> Store:
 def test_an_index_made_before_the_feed_answers_incomplete_then_gets_one(fake_es, tmp_path, embedder) -> None:
     passages, triples = _corpus(0, 4)
     store = _es_store(fake_es, tmp_path, embedder)
-    store.add_passages(passages)
-    store.add_triples(triples)
+    store.passages.add(passages)
+    store.triples.add(triples)
     graph = PPRGraph.build(store, embedder)
     # what an older gear-agent left: no changes index, no generation field on the documents
     del fake_es.indices["old-changes"]
@@ -158,9 +158,9 @@ def test_an_index_made_before_the_feed_answers_incomplete_then_gets_one(fake_es,
     assert upgraded.generation() == old and upgraded.changes_since(old).complete
     assert not upgraded.changes_since(old - 1).complete  # before the feed began
     late, late_triples = _corpus(4, 2)
-    upgraded.add_passages(late)
-    upgraded.add_triples(late_triples)
-    upgraded.delete_passages([passages[0].id])
+    upgraded.passages.add(late)
+    upgraded.triples.add(late_triples)
+    upgraded.passages.remove([passages[0].id])
     changes = upgraded.changes_since(old)
     assert changes.complete and set(changes.passages_added) == {p.id for p in late}
     assert changes.passages_removed == (passages[0].id,) and len(changes.triples_removed) == 3
@@ -169,7 +169,7 @@ def test_an_index_made_before_the_feed_answers_incomplete_then_gets_one(fake_es,
 
 
 def test_one_writer_at_a_time_and_a_dead_writers_lock_is_taken_over(fake_es, embedder) -> None:
-    from gear_agent.store.es_changes import ChangeFeed
+    from gear_agent.store.elasticsearch.changes import ChangeFeed
 
     now = [1000.0]
     client = fake_es.client()
@@ -199,7 +199,7 @@ def test_one_writer_at_a_time_and_a_dead_writers_lock_is_taken_over(fake_es, emb
 
 
 def test_a_writer_that_lost_its_lock_stops_instead_of_publishing(fake_es) -> None:
-    from gear_agent.store.es_changes import ChangeFeed
+    from gear_agent.store.elasticsearch.changes import ChangeFeed
 
     now = [0.0]
     client = fake_es.client()

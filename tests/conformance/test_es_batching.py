@@ -18,15 +18,15 @@ def test_naive_ge_asks_for_all_base_passages_triples_in_one_search(tmp_path) -> 
     pytest.importorskip("elasticsearch", reason="the elasticsearch client is not installed")
     from es_fake import FakeElasticsearch
 
-    from gear_agent.store.elasticsearch import ElasticsearchStore
+    from gear_agent.store.elasticsearch.store import ElasticsearchStore
 
     server = FakeElasticsearch()
     settings = GearSettings(backend="elasticsearch", es_index_prefix="b", es_cache_dir=tmp_path)
     embedder = HashingEmbedder(64)
     store = ElasticsearchStore(settings, embedder, client=server.client())
     passages = [make_passage(f"Person {i}", f"Person {i} founded Company {i} in City {i % 4}.") for i in range(30)]
-    store.add_passages(passages)
-    store.add_triples([make_triple(p, f"Person {i}", "founded", f"Company {i}") for i, p in enumerate(passages)]
+    store.passages.add(passages)
+    store.triples.add([make_triple(p, f"Person {i}", "founded", f"Company {i}") for i, p in enumerate(passages)]
                       + [make_triple(p, f"Company {i}", "based in", f"City {i % 4}") for i, p in enumerate(passages)])
     retriever = make_retriever("hybrid+naive_ge", OpenIndex(settings, embedder, store, QueryEncoder(embedder)))
     start = len(server.requests)

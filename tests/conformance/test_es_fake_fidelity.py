@@ -18,8 +18,8 @@ import pytest
 
 pytest.importorskip("elasticsearch")
 
-from gear_agent.store.es_client import REQUEST_TIMEOUT_S, error_cause  # noqa: E402
-from gear_agent.store.es_mappings import index_mappings, index_settings  # noqa: E402
+from gear_agent.store.elasticsearch.client import REQUEST_TIMEOUT_S, error_cause  # noqa: E402
+from gear_agent.store.elasticsearch.mappings import index_mappings, index_settings  # noqa: E402
 
 Sender = Callable[[str, str, Any], tuple[int, Any]]
 

@@ -13,8 +13,12 @@ pytest.importorskip("elasticsearch", reason="the elasticsearch client is not ins
 def test_a_schema_1_index_gains_the_metadata_fields_and_keeps_its_documents(embedder):
     from es_fake import FakeElasticsearch
 
-    from gear_agent.store.elasticsearch import ElasticsearchSettings, ElasticsearchStore
-    from gear_agent.store.es_mappings import METADATA_FIELDS, index_mappings, index_settings
+    from gear_agent.store.elasticsearch.mappings import (
+        METADATA_FIELDS,
+        index_mappings,
+        index_settings,
+    )
+    from gear_agent.store.elasticsearch.store import ElasticsearchSettings, ElasticsearchStore
 
     server = FakeElasticsearch()
     client = server.client()
@@ -35,9 +39,9 @@ def test_a_schema_1_index_gains_the_metadata_fields_and_keeps_its_documents(embe
     meta = client.indices.get_mapping(index="old-passages")["old-passages"]["mappings"]
     assert meta["_meta"]["gear_agent"]["schema_version"] == 2 and "meta" in meta["properties"]
     new = Passage(passage_id("New", "with metadata"), "New", "with metadata", "new.txt", {"year": 2024})
-    store.add_passages([new])
-    assert store.get_passages([old_id])[0].metadata == {}
-    assert [h.id for h in store.bm25_search("passage", "metadata", 5, where={"year": 2024})] == [new.id]
-    assert store.count("passage") == 2
+    store.passages.add([new])
+    assert store.passages.get([old_id])[0].metadata == {}
+    assert [h.id for h in store.passages.bm25_search("metadata", 5, where={"year": 2024})] == [new.id]
+    assert store.passages.count() == 2
     again = ElasticsearchStore(settings, embedder, client=server.client(), sleep=lambda _s: None)
-    assert again.count("passage", where={"source": "old.txt"}) == 1
+    assert again.passages.count(where={"source": "old.txt"}) == 1

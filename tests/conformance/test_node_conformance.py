@@ -1,4 +1,4 @@
-"""The SiReRAG node collection (``store.node_store()``), once per backend: embedded,
+"""The SiReRAG node collection (``store.nodes``), once per backend: embedded,
 the Elasticsearch fake and a live Elasticsearch (marker ``es``)."""
 
 from __future__ import annotations
@@ -17,74 +17,74 @@ from gear_agent.types import Node
 
 @pytest.fixture
 def filled(store: Store) -> Store:
-    store.add_passages([KESTREL, BRENNER, ILSE, ROME])
-    store.add_triples(TRIPLES)
+    store.passages.add([KESTREL, BRENNER, ILSE, ROME])
+    store.triples.add(TRIPLES)
     return store
 
 
 def test_an_index_without_nodes_reads_as_empty(filled: Store) -> None:
-    nodes = filled.node_store()
-    assert nodes.count() == 0 and list(nodes.iter_nodes()) == [] and nodes.levels() == {}
+    nodes = filled.nodes
+    assert nodes.count() == 0 and list(nodes.iterate()) == [] and nodes.levels() == {}
     assert nodes.get_meta("mode") is None and nodes.meta_items("") == {}
     assert nodes.search(filled.embedder.embed_one("Oskar"), 3) == []
-    assert nodes.delete_nodes(["n-1"]) == [] and nodes.clear() == 0
+    assert nodes.remove(["n-1"]) == [] and nodes.clear() == 0
 
 
 def test_ablation_build_stores_nodes_with_provenance_and_is_incremental(filled: Store) -> None:
     report = build_ablation(filled)
     assert report.propositions == 5 and report.nodes_added == 3 and report.nodes_deleted == 0
     assert report.level_rows() == [("relatedness", "aggregate", 0, 3)]
-    nodes = filled.node_store()
-    stored = list(nodes.iter_nodes())
+    nodes = filled.nodes
+    stored = list(nodes.iterate())
     assert nodes.count() == 3 and nodes.get_meta("mode") == "ablation"
     provenance = nodes.passages_of([n.id for n in stored])
     for node in stored:
         assert provenance[node.id] == list(node.passage_ids)
-        assert [p.id for p in filled.get_passages(provenance[node.id])] == list(node.passage_ids)
-        assert nodes.get_nodes([node.id]) == [node]
+        assert [p.id for p in filled.passages.get(provenance[node.id])] == list(node.passage_ids)
+        assert nodes.get([node.id]) == [node]
     again = build_ablation(filled)
     assert (again.nodes_added, again.nodes_kept, again.nodes_deleted) == (0, 3, 0)
     extra = make_passage("Harbour at Dusk", "The Harbour at Dusk hangs in Kiel.")
-    filled.add_passages([extra])
-    filled.add_triples([make_triple(extra, "Harbour at Dusk", "hangs in", "Kiel")])
+    filled.passages.add([extra])
+    filled.triples.add([make_triple(extra, "Harbour at Dusk", "hangs in", "Kiel")])
     grown = build_ablation(filled)
     assert (grown.nodes_added, grown.nodes_kept, grown.nodes_deleted) == (1, 3, 0)
-    harbour = next(n for n in nodes.iter_nodes() if n.entity == "harbour at dusk")
+    harbour = next(n for n in nodes.iterate() if n.entity == "harbour at dusk")
     # in reading order, which follows iter_triples: insertion order embedded, id order on ES
     assert sorted(nodes.passages_of([harbour.id])[harbour.id]) == sorted([ILSE.id, extra.id])
-    assert [n.id for n in nodes.iter_nodes()][-1] == harbour.id  # in the order stored
+    assert [n.id for n in nodes.iterate()][-1] == harbour.id  # in the order stored
 
 
 def test_deleting_a_passage_drops_it_from_every_provenance(filled: Store) -> None:
     build_ablation(filled)
-    nodes = filled.node_store()
-    oskar = next(n for n in nodes.iter_nodes() if n.entity == "oskar brenner")
-    filled.delete_passages([BRENNER.id])
+    nodes = filled.nodes
+    oskar = next(n for n in nodes.iterate() if n.entity == "oskar brenner")
+    filled.passages.remove([BRENNER.id])
     assert nodes.passages_of([oskar.id])[oskar.id] == [KESTREL.id]
-    filled.delete_passages([KESTREL.id])  # nodes left with no passage go with it
-    assert [(n.entity, n.passage_ids) for n in nodes.iter_nodes()] == [("ilse brenner", (ILSE.id,))]
+    filled.passages.remove([KESTREL.id])  # nodes left with no passage go with it
+    assert [(n.entity, n.passage_ids) for n in nodes.iterate()] == [("ilse brenner", (ILSE.id,))]
     assert nodes.passages_of([oskar.id]) == {}
     assert nodes.count() == 1
     assert [h.id for h in nodes.search(filled.embedder.embed_one("Oskar Brenner"), 5)] == [
-        n.id for n in nodes.iter_nodes()]
+        n.id for n in nodes.iterate()]
 
 
 def test_a_node_naming_an_unknown_passage_is_refused(filled: Store) -> None:
     bad = Node(node_id("summary", "similarity", 1, "x"), "summary", "similarity", 1, "x", ("p-nope",))
     with pytest.raises(StoreError, match="p-nope.*not stored"):
-        filled.node_store().add_nodes([bad])
-    assert filled.node_store().count() == 0
+        filled.nodes.add([bad])
+    assert filled.nodes.count() == 0
 
 
 def test_meta_values_clear_and_delete(filled: Store) -> None:
-    nodes = filled.node_store()
+    nodes = filled.nodes
     nodes.set_meta({"mode": "full", "propositions:p1": "[1]", "propositions:p2": "[2]"})
     nodes.set_meta({"mode": "ablation"})
     assert nodes.get_meta("mode") == "ablation"
     assert nodes.meta_items("propositions:") == {"propositions:p1": "[1]", "propositions:p2": "[2]"}
     build_ablation(filled)
-    first = next(nodes.iter_nodes())
-    assert nodes.delete_nodes([first.id, "n-unknown", first.id]) == [first.id]
+    first = next(nodes.iterate())
+    assert nodes.remove([first.id, "n-unknown", first.id]) == [first.id]
     assert nodes.clear() == 2 and nodes.count() == 0
 
 
@@ -104,8 +104,8 @@ def test_retriever_counts_a_node_as_its_passages_once_each(filled: Store) -> Non
 
 def test_node_search_matches_an_exact_cosine(filled: Store) -> None:
     build_ablation(filled)
-    nodes = filled.node_store()
-    stored = list(nodes.iter_nodes())
+    nodes = filled.nodes
+    stored = list(nodes.iterate())
     q = filled.embedder.embed_one("Ilse Brenner painter")
     scores = nodes.vectors([n.id for n in stored]) @ q
     assert nodes.search(q, 1)[0].id == stored[int(np.argmax(scores))].id

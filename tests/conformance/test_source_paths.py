@@ -24,14 +24,14 @@ def test_a_source_named_any_way_filters_on_every_backend(
     files = {"docs/a.txt": "river one", "docs/sub/b.md": "river two", "docs2/c.txt": "river three"}
     for name, text in files.items():
         (tmp_path / name).write_text(text)
-    store.add_passages([make_passage(name, text, source=canonical_source(tmp_path / name))
+    store.passages.add([make_passage(name, text, source=canonical_source(tmp_path / name))
                         for name, text in files.items()])
     monkeypatch.chdir(tmp_path)
     for named, expected in (("docs", 2), ("./docs/", 2), ("link", 2), ("docs/sub/b.md", 1),
                             ("link/a.txt", 1), (str(tmp_path / "docs2"), 1)):
         where = path_aware_where(parse_where({"source": named}))
-        assert store.count("passage", where) == expected, named
-        assert len(store.bm25_search("passage", "river", 10, where)) == expected, named
+        assert store.passages.count(where) == expected, named
+        assert len(store.passages.bm25_search("river", 10, where)) == expected, named
     outside = path_aware_where(parse_where(["source!=./docs"]))
-    assert [h.id for h in store.bm25_search("passage", "river", 10, outside)] == [
+    assert [h.id for h in store.passages.bm25_search("river", 10, outside)] == [
         make_passage("docs2/c.txt", "river three").id]

@@ -35,7 +35,7 @@ class Reader:
         self.seen: dict[str, int] = {"whole": 0, "both": 0, "neither": 0, "partial": 0}
 
     def look(self) -> None:
-        hits = self.store.bm25_search("passage", "river rises report", 100, where={"source": SOURCE})
+        hits = self.store.passages.bm25_search("river rises report", 100, where={"source": SOURCE})
         found = {self.versions[h.id] for h in hits if h.id in self.versions}
         per = {v: sum(1 for h in hits if self.versions.get(h.id) == v) for v in found}
         if not hits:
@@ -49,9 +49,9 @@ class Reader:
 
 
 def sync(store: Store, old: list[Passage], new: list[Passage]) -> None:
-    store.replace_passages([p.id for p in old], new)
+    store.passages.replace([p.id for p in old], new)
     triples = [make_triple(p, f"Part {i}", "rises in", "spring") for i, p in enumerate(new)]
-    store.add_triples(triples)
+    store.triples.add(triples)
 
 
 @pytest.mark.parametrize("rounds", [4])
@@ -59,7 +59,7 @@ def test_a_reader_never_sees_both_versions_or_neither(backend: Any, embedder: An
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     writer: Any = backend.open(embedder)
     versions = {p.id: n for n in range(rounds + 1) for p in version(n)}
-    writer.add_passages(version(0))
+    writer.passages.add(version(0))
     reader = Reader(backend.open(embedder), versions)
     write: Callable[..., Any] | None = getattr(writer, "_write", None)
     if write is not None:  # Elasticsearch: look after every bulk write of the sync
@@ -91,32 +91,32 @@ def test_a_reader_never_sees_both_versions_or_neither(backend: Any, embedder: An
     for seen in (reader.seen, poller.seen, neighbour.seen):
         assert (seen["both"], seen["neither"], seen["partial"]) == (0, 0, 0), seen
     assert reader.seen["whole"] >= rounds
-    hits = writer.bm25_search("passage", "river rises", 100, where={"source": SOURCE})
+    hits = writer.passages.bm25_search("river rises", 100, where={"source": SOURCE})
     assert {versions[h.id] for h in hits} == {rounds}
 
 
 def test_retired_passages_are_deleted_by_a_later_sync(backend: Any, embedder: Any) -> None:
     store: Any = backend.open(embedder)
-    store.add_passages(version(0))
-    store.replace_passages([p.id for p in version(0)], version(1))
+    store.passages.add(version(0))
+    store.passages.replace([p.id for p in version(0)], version(1))
     if hasattr(store, "purge_after_s"):
         store.purge_after_s = 0.0
-    store.replace_passages([p.id for p in version(1)], version(2))
-    assert store.get_passages([p.id for p in version(0)]) == [], "deleted, not only hidden"
-    assert store.count("passage") == PARTS, "version 1 is hidden at once (and deleted by a later sync)"
-    store.replace_passages([], [])  # a later sync, with nothing to change
-    assert store.get_passages([p.id for p in version(0) + version(1)]) == []
-    assert len(store.get_passages([p.id for p in version(2)])) == PARTS
-    assert store.count("passage") == PARTS and store.count("triple") == 0
+    store.passages.replace([p.id for p in version(1)], version(2))
+    assert store.passages.get([p.id for p in version(0)]) == [], "deleted, not only hidden"
+    assert store.passages.count() == PARTS, "version 1 is hidden at once (and deleted by a later sync)"
+    store.passages.replace([], [])  # a later sync, with nothing to change
+    assert store.passages.get([p.id for p in version(0) + version(1)]) == []
+    assert len(store.passages.get([p.id for p in version(2)])) == PARTS
+    assert store.passages.count() == PARTS and store.triples.count() == 0
 
 
 def test_the_passages_of_many_sources_at_once(store: Store) -> None:
     passages = [make_passage(f"T{i}", f"text {i}", source=f"/d/{i % 3}.txt") for i in range(9)]
-    store.add_passages(passages)
-    found = store.passage_ids_of_sources(["/d/0.txt", "/d/2.txt", "/d/none.txt"])
+    store.passages.add(passages)
+    found = store.passages.ids_of_sources(["/d/0.txt", "/d/2.txt", "/d/none.txt"])
     assert {k: sorted(v) for k, v in found.items()} == {
         "/d/0.txt": sorted(p.id for p in passages if p.source == "/d/0.txt"),
         "/d/2.txt": sorted(p.id for p in passages if p.source == "/d/2.txt"),
         "/d/none.txt": [],
     }
-    assert found["/d/0.txt"] == store.passage_ids_of_source("/d/0.txt")
+    assert found["/d/0.txt"] == store.passages.ids_of_source("/d/0.txt")

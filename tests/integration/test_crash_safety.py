@@ -42,12 +42,12 @@ def test_the_checker_reports_lost_passages(tmp_path):
     """The checker itself: a state missing an early batch is not a whole commit."""
     from support.crash_trials import BagOfWordsEmbedder, corpus, problems
 
-    from gear_agent.store.embedded import EmbeddedStore
+    from gear_agent.store.embedded.store import EmbeddedStore
 
     passages, triples = corpus()
     store = EmbeddedStore.open(tmp_path / "ix", BagOfWordsEmbedder())
     assert problems(store) == []
-    store.add_passages(passages[1:3])  # the first passage is lost
+    store.passages.add(passages[1:3])  # the first passage is lost
     assert any("not a prefix" in p for p in problems(store))
 
 
@@ -91,7 +91,7 @@ def test_kill_ann_cache_writes(tmp_path):
         spread_trials,
     )
 
-    from gear_agent.store.embedded import EmbeddedStore
+    from gear_agent.store.embedded.store import EmbeddedStore
 
     index_everything(str(tmp_path / "calibration"))
     store = EmbeddedStore.open(tmp_path / "calibration", BagOfWordsEmbedder(), ann=SMALL_ANN)

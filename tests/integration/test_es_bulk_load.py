@@ -15,7 +15,7 @@ from support.tiny_corpus import CORPUS  # noqa: E402
 from gear_agent.config import GearSettings  # noqa: E402
 from gear_agent.embedding.hashing import HashingEmbedder  # noqa: E402
 from gear_agent.ids import passage_id, triple_id  # noqa: E402
-from gear_agent.store.elasticsearch import ElasticsearchStore  # noqa: E402
+from gear_agent.store.elasticsearch.store import ElasticsearchStore  # noqa: E402
 from gear_agent.types import Passage, Triple  # noqa: E402
 
 PASSAGES = [Passage(passage_id(t, text), t, text, "test") for t, (text, _) in CORPUS.items()]
@@ -41,20 +41,20 @@ def test_bulk_load_sets_and_restores_the_index_settings_and_refreshes_once(es_ur
             assert {name: _index_settings(store, name) for name in store.indices} == {
                 name: {"refresh_interval": "-1", "number_of_replicas": "0"} for name in store.indices
             }
-            store.add_passages(PASSAGES)
-            store.add_triples(TRIPLES)
-            assert len(store.get_triples([t.id for t in TRIPLES])) == len(TRIPLES)  # reads by id see them
-            assert store.count("triple") == len(TRIPLES)  # a search refreshes what was written first
-            assert len(list(store.iter_triples())) == len(TRIPLES)
-            store.add_triples([])
+            store.passages.add(PASSAGES)
+            store.triples.add(TRIPLES)
+            assert len(store.triples.get([t.id for t in TRIPLES])) == len(TRIPLES)  # reads by id see them
+            assert store.triples.count() == len(TRIPLES)  # a search refreshes what was written first
+            assert len(list(store.triples.iterate())) == len(TRIPLES)
+            store.triples.add([])
         assert {name: _index_settings(store, name) for name in store.indices} == before
-        assert store.count("passage") == len(PASSAGES)  # searchable once the block returns
-        assert store.count("triple") == len(TRIPLES)
+        assert store.passages.count() == len(PASSAGES)  # searchable once the block returns
+        assert store.triples.count() == len(TRIPLES)
         gone = PASSAGES[0].id
         with store.bulk_load():
-            store.add_passages([])  # nothing new
-            assert store.delete_passages([gone]) == [gone]
-        assert not [t for t in store.iter_triples() if t.passage_id == gone]
+            store.passages.add([])  # nothing new
+            assert store.passages.remove([gone]) == [gone]
+        assert not [t for t in store.triples.iterate() if t.passage_id == gone]
     finally:
         for name in store.indices:
             store._client.indices.delete(index=name, ignore_unavailable=True)

@@ -69,14 +69,14 @@ def test_gear_check_reports_an_elasticsearch_index(cluster: es_cluster.EsCluster
     prefix = "fault-check"
     passages, triples = es_faults.corpus(40)
     with es_faults._open(cluster.url, prefix, tmp_path) as store:
-        store.add_passages(passages)
-        store.add_triples(triples)
+        store.passages.add(passages)
+        store.triples.add(triples)
         PPRRetriever(store, QueryEncoder(store.embedder)).retrieve("Person 3", 3)  # the graph cache
     for key, value in {"GEAR_BACKEND": "elasticsearch", "GEAR_ES_URL": cluster.url,
                        "GEAR_ES_INDEX_PREFIX": prefix, "GEAR_ES_CACHE_DIR": str(tmp_path)}.items():
         monkeypatch.setenv(key, value)
     from gear_agent.config import GearSettings
-    from gear_agent.store.es_check import check_elasticsearch
+    from gear_agent.store.elasticsearch.check import check_elasticsearch
 
     def report() -> dict[str, tuple[bool, str]]:
         checked = check_elasticsearch(GearSettings())

@@ -15,7 +15,8 @@ from typer.testing import CliRunner  # noqa: E402
 from gear_agent.cli import app  # noqa: E402
 from gear_agent.config import GearSettings  # noqa: E402
 from gear_agent.embedding.hashing import HashingEmbedder  # noqa: E402
-from gear_agent.store.elasticsearch import ElasticsearchStore  # noqa: E402
+from gear_agent.store.elasticsearch.connection import Connection  # noqa: E402
+from gear_agent.store.elasticsearch.store import ElasticsearchStore  # noqa: E402
 
 pytestmark = pytest.mark.es
 
@@ -31,7 +32,7 @@ def test_gear_index_on_elasticsearch_builds_inside_bulk_load_and_is_searchable(
         monkeypatch.setenv(key, value)
     refreshes: list[str] = []  # the refreshes the build sent, and whether inside the block
     state = {"inside": False}
-    bulk_load, refresh = ElasticsearchStore.bulk_load, ElasticsearchStore._refresh
+    bulk_load, refresh = ElasticsearchStore.bulk_load, Connection.refresh
 
     def watched_bulk_load(self):  # noqa: ANN001, ANN202
         block = bulk_load(self)
@@ -52,17 +53,17 @@ def test_gear_index_on_elasticsearch_builds_inside_bulk_load_and_is_searchable(
         return refresh(self, *indices)
 
     monkeypatch.setattr(ElasticsearchStore, "bulk_load", watched_bulk_load)
-    monkeypatch.setattr(ElasticsearchStore, "_refresh", watched_refresh)
+    monkeypatch.setattr(Connection, "refresh", watched_refresh)
     result = CliRunner().invoke(app, ["index", str(DEMO / "corpus.json"), "--openie", str(DEMO / "openie.json")])
     assert result.exit_code == 0, result.output
     assert refreshes == ["outside"], refreshes  # none per write: one, as the block ends
     settings = GearSettings()
     with ElasticsearchStore(settings, HashingEmbedder(384)) as store:
         try:
-            passages, triples = store.count("passage"), store.count("triple")
+            passages, triples = store.passages.count(), store.triples.count()
             assert passages > 0 and triples > 0
-            first = next(store.iter_passages())
-            assert store.bm25_search("passage", first.title, 3)[0].id == first.id
+            first = next(store.passages.iterate())
+            assert store.passages.bm25_search(first.title, 3)[0].id == first.id
             for name in store.indices:  # the build's settings were put back
                 index = store._client.indices.get_settings(index=name, flat_settings=True).body[name]["settings"]
                 assert index.get("index.refresh_interval") != "-1"

@@ -15,7 +15,7 @@ from support.tiny_corpus import CORPUS  # noqa: E402
 from gear_agent.config import GearSettings  # noqa: E402
 from gear_agent.embedding.hashing import HashingEmbedder  # noqa: E402
 from gear_agent.ids import passage_id, triple_id  # noqa: E402
-from gear_agent.store.elasticsearch import ElasticsearchStore  # noqa: E402
+from gear_agent.store.elasticsearch.store import ElasticsearchStore  # noqa: E402
 from gear_agent.types import Passage, Triple  # noqa: E402
 
 pytestmark = pytest.mark.es
@@ -37,27 +37,27 @@ def settings(es_url: str):
 def test_neighbours_many_is_neighbours_of_each(settings: GearSettings) -> None:
     embedder = HashingEmbedder(64)
     with ElasticsearchStore(settings, embedder) as store:
-        store.add_passages(PASSAGES)
-        store.add_triples(TRIPLES)
+        store.passages.add(PASSAGES)
+        store.triples.add(TRIPLES)
         query = embedder.embed(["bridge river county"])[0]
         ids = [t.id for t in TRIPLES] + ["unknown"]
         for vector in (query, None):
-            assert store.neighbours_many(ids, vector, 5) == [store.neighbours(t, vector, 5) for t in ids]
-        assert any(store.neighbours_many(ids, query, 5))
+            assert store.triples.neighbours_many(ids, vector, 5) == [store.triples.neighbours(t, vector, 5) for t in ids]
+        assert any(store.triples.neighbours_many(ids, query, 5))
 
 
 def test_a_deletion_by_another_store_is_seen_by_the_next_neighbours_and_reads(settings: GearSettings) -> None:
     embedder = HashingEmbedder(64)
     with ElasticsearchStore(settings, embedder) as first, ElasticsearchStore(settings, embedder) as second:
-        first.add_passages(PASSAGES)
-        first.add_triples(TRIPLES)
+        first.passages.add(PASSAGES)
+        first.triples.add(TRIPLES)
         query = embedder.embed(["bridge river county"])[0]
-        start, found = next((t.id, n) for t in TRIPLES if (n := first.neighbours(t.id, query, 20)))
+        start, found = next((t.id, n) for t in TRIPLES if (n := first.triples.neighbours(t.id, query, 20)))
         gone = next(t for t in TRIPLES if t.id == found[0])
-        assert first.get_triples([gone.id])  # kept from the search
-        assert second.delete_passages([gone.passage_id]) == [gone.passage_id]
-        after = first.neighbours(start, query, 20)
+        assert first.triples.get([gone.id])  # kept from the search
+        assert second.passages.remove([gone.passage_id]) == [gone.passage_id]
+        after = first.triples.neighbours(start, query, 20)
         assert gone.id not in after
-        assert first.get_triples([gone.id]) == []
+        assert first.triples.get([gone.id]) == []
         with pytest.raises(KeyError):
-            first.triple_vectors([gone.id])
+            first.triples.vectors([gone.id])

@@ -16,8 +16,8 @@ from gear_agent.cli import app
 from gear_agent.embedding.hashing import HashingEmbedder
 from gear_agent.ids import passage_id, triple_id
 from gear_agent.store import open_store
-from gear_agent.store.es_client import make_client
-from gear_agent.store.es_snapshot import indices_of
+from gear_agent.store.elasticsearch.client import make_client
+from gear_agent.store.elasticsearch.snapshot import indices_of
 from gear_agent.types import Passage, Triple
 
 pytestmark = pytest.mark.es
@@ -39,8 +39,8 @@ def test_snapshot_registers_a_repository_and_restore_brings_a_lost_index_back(
                              es_cache_dir=tmp_path / "cache", embedding_model="hashing-64")
     store = open_store(settings, HashingEmbedder(64), create=True)
     passages = [Passage(passage_id(t, text), t, text, "test") for t, (text, _) in CORPUS.items()]
-    store.add_passages(passages)
-    store.add_triples([Triple(triple_id(p.id, *spo), *spo, p.id) for p in passages for spo in CORPUS[p.title][1]])
+    store.passages.add(passages)
+    store.triples.add([Triple(triple_id(p.id, *spo), *spo, p.id) for p in passages for spo in CORPUS[p.title][1]])
     store.close()
 
     taken = gear("snapshot")

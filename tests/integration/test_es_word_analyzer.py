@@ -18,8 +18,8 @@ from support.tiny_corpus import CORPUS  # noqa: E402
 from gear_agent.config import GearSettings  # noqa: E402
 from gear_agent.embedding.hashing import HashingEmbedder  # noqa: E402
 from gear_agent.ids import passage_id, triple_id  # noqa: E402
-from gear_agent.store.elasticsearch import ElasticsearchStore  # noqa: E402
-from gear_agent.store.embedded import EmbeddedStore  # noqa: E402
+from gear_agent.store.elasticsearch.store import ElasticsearchStore  # noqa: E402
+from gear_agent.store.embedded.store import EmbeddedStore  # noqa: E402
 from gear_agent.text.tokenizer import tokenize_words  # noqa: E402
 from gear_agent.types import Passage, Triple  # noqa: E402
 
@@ -89,13 +89,13 @@ def test_exact_bm25_ranks_and_scores_as_the_embedded_store(word_store, tmp_path:
     embedded = EmbeddedStore.open(tmp_path / "index", embedder, create=True, tokenizer="word")
     try:
         for store in (embedded, word_store):
-            store.add_passages(passages)
-            store.add_triples(triples)
+            store.passages.add(passages)
+            store.triples.add(triples)
         queries = [p.title for p in passages] + [t.text for t in triples[:20]] + ["the of and in", "zzz"]
         for collection in ("passage", "triple"):
             for query in queries:
-                want = embedded.bm25_search(collection, query, 10)
-                got = word_store.bm25_search(collection, query, 10)
+                want = embedded.collection(collection).bm25_search(query, 10)
+                got = word_store.collection(collection).bm25_search(query, 10)
                 assert [h.id for h in got] == [h.id for h in want], (collection, query)
                 assert [h.score for h in got] == pytest.approx([h.score for h in want], rel=1e-9)
     finally:

@@ -55,9 +55,9 @@ def test_extraction_replay_stores_the_openie_files_grounded_triples(
 
     settings = GearSettings(index_dir=index, embedding_model="hashing-64")
     store = open_store(settings, make_embedder(settings))
-    stored = {(t.id, t.subject, t.predicate, t.object, t.passage_id) for t in store.iter_triples()}
+    stored = {(t.id, t.subject, t.predicate, t.object, t.passage_id) for t in store.triples.iterate()}
     recorded = read_openie(hotpotqa_data / "openie_capable-model.json", drop_ungrounded=True)
     expected = {(t.id, t.subject, t.predicate, t.object, t.passage_id) for t in recorded.triples}
     assert (len(recorded.triples), recorded.ungrounded, recorded.malformed) == (15_203, 62, 0)
     assert stored == expected
-    assert not store.unextracted_passages()
+    assert not store.passages.unextracted()

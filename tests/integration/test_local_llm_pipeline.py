@@ -129,16 +129,16 @@ def test_extraction_with_the_real_model_keeps_or_records_every_passage(pipeline)
     print("\n".join(line for line in output.splitlines() if line.startswith("warning:")))
 
     store = pipeline["runtime"].store
-    passages = {p.id for p in store.iter_passages()}
+    passages = {p.id for p in store.passages.iterate()}
     assert len(passages) == 12
     assert sent == ok + failed == 12  # every reply parsed (ok) or recorded as a failure
-    assert len(store.unextracted_passages()) == failed  # failures stay for the next run
-    assert store.count("triple") == kept
+    assert len(store.passages.unextracted()) == failed  # failures stay for the next run
+    assert store.triples.count() == kept
     assert malformed >= 0
     # Constrained decoding: the replies are the schema's JSON, so triples are kept.
     assert ok >= 1 and kept >= 1, summary.group(0)
     assert input_tokens > 0 and output_tokens > 0
-    for triple in store.iter_triples():
+    for triple in store.triples.iterate():
         parts = (triple.subject, triple.predicate, triple.object)
         assert all(isinstance(p, str) and p.strip() for p in parts), triple
         assert triple.passage_id in passages
@@ -152,7 +152,7 @@ def test_syncge_with_the_real_model(pipeline) -> None:
     ranked = SyncGERetriever(index_parts(runtime), llm, settings=runtime.settings).retrieve(QUESTION, 5)
 
     assert 1 <= len(ranked) <= 5
-    stored = {p.id for p in runtime.store.iter_passages()}
+    stored = {p.id for p in runtime.store.passages.iterate()}
     assert all(p.id in stored for p in ranked)
     assert [p.score for p in ranked] == sorted((p.score for p in ranked), reverse=True)
     read = llm.usage.as_dict()["by_node"]["read"]
@@ -178,7 +178,7 @@ def test_gear_agent_answers_with_the_real_model(pipeline) -> None:
     assert state["stop_reason"] in {"answerable", "max_iterations"}
     assert len(state["queries"]) == state["iterations"]
     assert all(isinstance(q, str) and q.strip() for q in state["queries"])
-    stored = {p.id for p in runtime.store.iter_passages()}
+    stored = {p.id for p in runtime.store.passages.iterate()}
     assert state["passages"] and all(p["id"] in stored for p in state["passages"])
     for triple in state["gist_memory"]:
         assert len(triple) == 3 and all(isinstance(p, str) and p.strip() for p in triple)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from gear_agent.embedding.hashing import HashingEmbedder
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.types import Passage
 
 CODE = Path(__file__).resolve().parents[2]
@@ -52,7 +52,7 @@ def index(tmp_path: Path) -> Path:
     if not _mount_works(tmp_path):
         pytest.skip("cannot mount a folder read-only here (needs root and unshare)")
     store = EmbeddedStore.open(path, HashingEmbedder(64))
-    store.add_passages(PASSAGES)
+    store.passages.add(PASSAGES)
     store.maintain()
     store.close()
     assert not (path / "index.sqlite-wal").exists() and not (path / "index.sqlite-shm").exists()
@@ -79,7 +79,7 @@ def test_a_read_only_index_is_searched_checked_and_refuses_writes_in_one_line(in
     assert not (index / "index.sqlite-shm").exists()  # nothing was written beside it
     store = EmbeddedStore.open(index, HashingEmbedder(64))  # untouched and still writable outside the mount
     try:
-        assert store.count("passage") == 2
+        assert store.passages.count() == 2
     finally:
         store.close()
 
@@ -90,7 +90,7 @@ def test_a_read_only_copy_with_commits_in_its_wal_says_so_in_one_line(tmp_path: 
         pytest.skip("cannot mount a folder read-only here (needs root and unshare)")
     store = EmbeddedStore.open(live, HashingEmbedder(64))
     try:
-        store.add_passages(PASSAGES)
+        store.passages.add(PASSAGES)
         copy = tmp_path / "copy"
         shutil.copytree(live, copy)  # taken while the last commit is still in the WAL
     finally:

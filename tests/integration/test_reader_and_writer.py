@@ -22,7 +22,7 @@ from gear_agent.embedding.hashing import HashingEmbedder
 from gear_agent.open_index import OpenIndex
 from gear_agent.retrieval.registry import make_retriever
 from gear_agent.retrieval.search import QueryEncoder
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.types import Passage, Triple
 
 QUESTION = "What lies near Kestrel Lake?"
@@ -45,9 +45,9 @@ def _write(path: str) -> None:
     """The second process: one commit that deletes Bravo and adds Delta (equal counts)."""
     store = EmbeddedStore.open(Path(path), HashingEmbedder(64))
     with store.transaction():
-        store.delete_passages([BRAVO.id])
-        store.add_passages([DELTA])
-        store.add_triples(_triples(DELTA))
+        store.passages.remove([BRAVO.id])
+        store.passages.add([DELTA])
+        store.triples.add(_triples(DELTA))
     store.close()
 
 
@@ -71,8 +71,8 @@ class WriterOnEncode(HashingEmbedder):
 @pytest.fixture
 def index(tmp_path: Path) -> Path:
     store = EmbeddedStore.open(tmp_path / "ix", HashingEmbedder(64))
-    store.add_passages([ALPHA, BRAVO, CHARLIE])
-    store.add_triples([t for p in (ALPHA, BRAVO, CHARLIE) for t in _triples(p)])
+    store.passages.add([ALPHA, BRAVO, CHARLIE])
+    store.triples.add([t for p in (ALPHA, BRAVO, CHARLIE) for t in _triples(p)])
     store.close()
     return tmp_path / "ix"
 

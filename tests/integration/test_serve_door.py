@@ -50,11 +50,11 @@ def client(served) -> TestClient:
 
 @pytest.mark.parametrize("name", ["..", ".", "...", "/", "a" * 300, "é" * 150, "x\x00.txt"])
 def test_a_bad_upload_name_is_a_400_and_writes_nothing(client: TestClient, served, name: str) -> None:
-    before = served[2].store.count("passage")
+    before = served[2].store.passages.count()
     response = client.post("/ui/api/documents/stream", json={"name": name, "text": "Some text."})
     assert response.status_code == 400, response.text
     assert "\n" not in response.json()["message"]
-    assert served[2].store.count("passage") == before
+    assert served[2].store.passages.count() == before
 
 
 def test_a_name_with_folders_is_read_under_its_last_part(client: TestClient) -> None:
@@ -75,7 +75,7 @@ def test_every_page_has_nosniff_and_a_frame_policy(client: TestClient) -> None:
 
 
 def test_lists_come_a_page_at_a_time(client: TestClient, served) -> None:
-    total = served[2].store.count("passage")
+    total = served[2].store.passages.count()
     first = client.get("/ui/api/documents", params={"limit": 2}).json()
     second = client.get("/ui/api/documents", params={"limit": 2, "offset": 2}).json()
     assert first["total"] == second["total"] == total and len(first["passages"]) == 2
@@ -105,12 +105,12 @@ def test_without_a_chat_model_search_explore_and_documents_work(served) -> None:
 def test_read_only_serves_the_page_and_the_agent_but_no_writes(served) -> None:
     agent, s, runtime = served
     http = TestClient(create_app(agent, s, index=runtime, read_only=True), base_url=LOCAL)
-    before = runtime.store.count("passage")
+    before = runtime.store.passages.count()
     assert http.get("/ui/api/config").json()["read_only"] is True
     deleted = http.post("/ui/api/documents/delete", json={"source": "tiny"})
     added = http.post("/ui/api/documents/stream", json={"name": "a.txt", "text": "t"})
     assert deleted.status_code == added.status_code == 403
-    assert runtime.store.count("passage") == before
+    assert runtime.store.passages.count() == before
     assert http.post("/gear/invoke", json={"input": {"question": "Where is Folsom?"}}).status_code == 200
 
 

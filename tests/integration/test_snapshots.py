@@ -21,8 +21,8 @@ from support.cli import one_line_error, run_cli
 
 from gear_agent.config import GearSettings
 from gear_agent.embedding.hashing import HashingEmbedder
-from gear_agent.store.embedded import EmbeddedStore
-from gear_agent.store.snapshot import newest_good, snapshots, take
+from gear_agent.store.embedded.snapshot import newest_good, snapshots, take
+from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.store.snapshot_timer import SnapshotTimer
 from gear_agent.types import Passage
 
@@ -34,10 +34,10 @@ WRITE_AND_DIE = """
 import os, sys
 from pathlib import Path
 from gear_agent.embedding.hashing import HashingEmbedder
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.types import Passage
 store = EmbeddedStore.open(Path(sys.argv[1]), HashingEmbedder(64), create=False)
-store.add_passages([Passage("p-late", "Late Commit", "The last commit before the crash holds this passage.", "late.json")])
+store.passages.add([Passage("p-late", "Late Commit", "The last commit before the crash holds this passage.", "late.json")])
 os._exit(0)  # killed after the commit: it stays in the WAL
 """
 
@@ -54,7 +54,7 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """20 passages, a snapshot of that commit, then one more commit left in the WAL."""
     path = tmp_path_factory.mktemp("snapshots") / "ix"
     store = EmbeddedStore.open(path, HashingEmbedder(64))
-    store.add_passages(FIRST)
+    store.passages.add(FIRST)
     store.maintain()
     store.close()
     assert "snapshot of commit" in run_cli("snapshot", "--index", str(path), env=ENV).output
@@ -173,7 +173,7 @@ def test_snapshots_are_consistent_online_and_only_the_newest_are_kept(tmp_path: 
     try:
         taken = []
         for passage in FIRST[:4]:
-            store.add_passages([passage])  # the store stays open: commits in its WAL
+            store.passages.add([passage])  # the store stays open: commits in its WAL
             taken.append(take(tmp_path / "ix", keep=2))
         assert take(tmp_path / "ix", keep=2, only_if_changed=True) is None
         dead = tmp_path / "ix" / "snapshots" / ".tmp-999999999-1"  # a writer killed mid-snapshot
@@ -182,12 +182,12 @@ def test_snapshots_are_consistent_online_and_only_the_newest_are_kept(tmp_path: 
         assert not dead.exists()
         assert [s.generation for s in snapshots(tmp_path / "ix")] == [4, 4]
         assert taken[-1].rows["passage"] == 4 and taken[-1].bytes == taken[-1].database.stat().st_size
-        store.add_passages([FIRST[4]])
+        store.passages.add([FIRST[4]])
     finally:
         store.close()
     copy = EmbeddedStore.open(snapshots(tmp_path / "ix")[0].path, HashingEmbedder(64), create=False, verify=False)
     try:
-        assert copy.count("passage") == 4  # the commit it names, whole
+        assert copy.passages.count() == 4  # the commit it names, whole
     finally:
         copy.close()
 
@@ -195,11 +195,11 @@ def test_snapshots_are_consistent_online_and_only_the_newest_are_kept(tmp_path: 
 def test_the_servers_timer_snapshots_only_when_the_index_changed(tmp_path: Path) -> None:
     store = EmbeddedStore.open(tmp_path / "ix", HashingEmbedder(64))
     try:
-        store.add_passages(FIRST[:2])
+        store.passages.add(FIRST[:2])
         timer = SnapshotTimer(GearSettings(index_dir=tmp_path / "ix", snapshot_every=3600))
         assert "snapshot of commit 1" in timer.tick()
         assert timer.tick() is None
-        store.add_passages(FIRST[2:3])
+        store.passages.add(FIRST[2:3])
         assert "snapshot of commit 2" in timer.tick()
         timer.start()
         timer.stop()
@@ -236,7 +236,7 @@ class _RecordingSnapshots:
 def test_elasticsearch_snapshots_go_to_the_repository_and_keep_the_newest() -> None:
     from types import SimpleNamespace
 
-    from gear_agent.store.es_snapshot import take_es_snapshot
+    from gear_agent.store.elasticsearch.snapshot import take_es_snapshot
 
     client = SimpleNamespace(snapshot=_RecordingSnapshots())
     settings = GearSettings(backend="elasticsearch", es_url="http://localhost:9200", snapshot_keep=2,
@@ -266,7 +266,7 @@ def test_gear_serve_snapshots_on_its_timer_while_it_is_up(tmp_path: Path) -> Non
     from gear_agent.serve.app import create_app
 
     store = EmbeddedStore.open(tmp_path / "ix", HashingEmbedder(64))
-    store.add_passages(FIRST[:2])
+    store.passages.add(FIRST[:2])
     store.close()
     settings = GearSettings(index_dir=tmp_path / "ix", snapshot_every=0.05, embedding_model="hashing-64")
     app = create_app(RunnableLambda(lambda x: x), settings, playground=False)

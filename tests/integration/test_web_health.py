@@ -28,9 +28,9 @@ def health_of(settings) -> dict:  # noqa: ANN001
     embedder = HashingEmbedder(64)
     store = open_store(settings, embedder, create=True)
     passages = [Passage(passage_id(t, text), t, text, "test") for t, (text, _) in CORPUS.items()]
-    store.add_passages(passages)
-    store.add_triples([Triple(triple_id(p.id, *spo), *spo, p.id) for p in passages for spo in CORPUS[p.title][1]])
-    store.mark_extracted([p.id for p in passages])
+    store.passages.add(passages)
+    store.triples.add([Triple(triple_id(p.id, *spo), *spo, p.id) for p in passages for spo in CORPUS[p.title][1]])
+    store.passages.mark_extracted([p.id for p in passages])
     runtime = OpenIndex(settings, embedder, store, QueryEncoder(embedder))
     agent = build_agent(settings, index=runtime, chat_model=StreamingChatModel(respond=lambda prompt: "{}"))
     try:

@@ -24,7 +24,7 @@ from typing import Any
 
 from gear_agent.ids import passage_id, triple_id  # noqa: E402
 from gear_agent.store.ann import AnnPolicy  # noqa: E402
-from gear_agent.store.embedded import EmbeddedStore, read_manifest  # noqa: E402
+from gear_agent.store.embedded.store import EmbeddedStore, read_manifest  # noqa: E402
 from gear_agent.types import Passage, Triple  # noqa: E402
 from support.fakes import CountingEmbedder as BagOfWordsEmbedder  # noqa: E402
 
@@ -56,9 +56,9 @@ def index_everything(path: str) -> None:
         by_passage.setdefault(t.passage_id, []).append(t)
     for start in range(0, len(passages), BATCH):
         batch = passages[start : start + BATCH]
-        store.add_passages(batch)
-        store.add_triples([t for p in batch for t in by_passage[p.id]])
-        store.mark_extracted([p.id for p in batch])
+        store.passages.add(batch)
+        store.triples.add([t for p in batch for t in by_passage[p.id]])
+        store.passages.mark_extracted([p.id for p in batch])
 
 
 def problems(store: EmbeddedStore) -> list[str]:
@@ -69,8 +69,8 @@ def problems(store: EmbeddedStore) -> list[str]:
 
 def _problems(store: EmbeddedStore) -> list[str]:
     found = []
-    passages = list(store.iter_passages())
-    triples = list(store.iter_triples())
+    passages = list(store.passages.iterate())
+    triples = list(store.triples.iterate())
     ids = [p.id for p in passages]
     if len(ids) != len(set(ids)):
         found.append("duplicate passages")
@@ -82,23 +82,23 @@ def _problems(store: EmbeddedStore) -> list[str]:
     expected, _ = corpus()
     if ids != [p.id for p in expected[: len(ids)]]:
         found.append("the passages are not a prefix of the corpus (lost or reordered)")
-    if store.count("passage") != len(passages) or store.count("triple") != len(triples):
+    if store.passages.count() != len(passages) or store.triples.count() != len(triples):
         found.append("counts disagree with the stored items")
     live_rows = tuple(store.view(c).rows - int(store.view(c).dead.sum()) for c in ("passage", "triple"))
     if live_rows != (len(passages), len(triples)):
         found.append("vectors and items disagree")
     if passages:
         last = passages[-1]
-        hit = store.bm25_search("passage", last.title, 1)
-        if not hit or store.get_passages([hit[0].id])[0].title != last.title:
+        hit = store.passages.bm25_search(last.title, 1)
+        if not hit or store.passages.get([hit[0].id])[0].title != last.title:
             found.append("the BM25 postings miss the newest passage")
     return found
 
 
 def complete(store: EmbeddedStore) -> bool:
     """Whether the whole corpus is indexed, triples and extraction marks included."""
-    return (store.count("passage") == N_PASSAGES and store.count("triple") == 2 * N_PASSAGES
-            and not store.unextracted_passages())
+    return (store.passages.count() == N_PASSAGES and store.triples.count() == 2 * N_PASSAGES
+            and not store.passages.unextracted())
 
 
 @dataclass(frozen=True)
@@ -172,18 +172,18 @@ def kill_trial(path: Path, target: int) -> KillTrial:
     reopened = EmbeddedStore.open(path, BagOfWordsEmbedder())
     after_kill = problems(reopened)
     landed = not complete(reopened)
-    at_kill = (reopened.count("passage"), reopened.count("triple"))
+    at_kill = (reopened.passages.count(), reopened.triples.count())
     reopened.close()
     index_everything(str(path))
     final = EmbeddedStore.open(path, BagOfWordsEmbedder())
     after_rerun = problems(final)
-    if final.count("passage") != N_PASSAGES or final.count("triple") != 2 * N_PASSAGES:
+    if final.passages.count() != N_PASSAGES or final.triples.count() != 2 * N_PASSAGES:
         after_rerun.append(
-            f"{final.count('passage')} passages and {final.count('triple')} triples after "
+            f"{final.passages.count()} passages and {final.triples.count()} triples after "
             f"the rerun, not {N_PASSAGES} and {2 * N_PASSAGES}"
         )
-    if final.unextracted_passages():
-        after_rerun.append(f"{len(final.unextracted_passages())} passages left unextracted")
+    if final.passages.unextracted():
+        after_rerun.append(f"{len(final.passages.unextracted())} passages left unextracted")
     final.close()
     return KillTrial(
         landed=landed,
@@ -250,7 +250,7 @@ def _read_repeatedly(path: str, seconds: float, results: Any) -> None:
             found = problems(store)
             if found:
                 bad.append(found)
-            sizes.add(store.count("passage"))
+            sizes.add(store.passages.count())
             store.close()
             seen += 1
         results.put(("ok", seen, len(sizes), bad[:3]))
@@ -296,7 +296,7 @@ def delete_everything(path: str) -> None:
     store = EmbeddedStore.open(Path(path), BagOfWordsEmbedder())
     passages, _ = corpus()
     for start in range(0, len(passages), BATCH):
-        store.delete_passages([p.id for p in passages[start : start + BATCH]])
+        store.passages.remove([p.id for p in passages[start : start + BATCH]])
 
 
 def delete_problems(store: EmbeddedStore) -> list[str]:
@@ -304,18 +304,18 @@ def delete_problems(store: EmbeddedStore) -> list[str]:
     with store.snapshot():
         found = []
         expected, _ = corpus()
-        ids = [p.id for p in store.iter_passages()]
+        ids = [p.id for p in store.passages.iterate()]
         if ids != [p.id for p in expected[len(expected) - len(ids):]]:
             found.append("the passages left are not a suffix of the corpus")
         if len(ids) % BATCH:
             found.append("half a delete batch is visible")
-        triples = list(store.iter_triples())
+        triples = list(store.triples.iterate())
         if len(triples) != 2 * len(ids) or not all(t.passage_id in set(ids) for t in triples):
             found.append("triples and passages disagree")
-        if store.count("passage") != len(ids):
+        if store.passages.count() != len(ids):
             found.append("the count disagrees with the stored passages")
         gone = expected[0]
-        if len(ids) < len(expected) and any(h.id == gone.id for h in store.bm25_search("passage", gone.title, 5)):
+        if len(ids) < len(expected) and any(h.id == gone.id for h in store.passages.bm25_search(gone.title, 5)):
             found.append("BM25 still finds a deleted passage")
         return found
 
@@ -348,12 +348,12 @@ def delete_kill_trial(path: Path, target: int) -> KillTrial:
     writer.join(30)
     reopened = EmbeddedStore.open(path, BagOfWordsEmbedder())
     after_kill = delete_problems(reopened)
-    at_kill = (reopened.count("passage"), reopened.count("triple"))
+    at_kill = (reopened.passages.count(), reopened.triples.count())
     reopened.close()
     delete_everything(str(path))
     after_rerun = []
     emptied = EmbeddedStore.open(path, BagOfWordsEmbedder())
-    if emptied.count("passage") or emptied.count("triple"):
+    if emptied.passages.count() or emptied.triples.count():
         after_rerun.append("the rerun did not delete everything")
     emptied.close()
     index_everything(str(path))  # and everything can come back
@@ -385,8 +385,8 @@ def cache_problems(store: EmbeddedStore) -> list[str]:
     for text in ("Town 3 lies on river 3", "founded in 1200", "river 5"):
         for collection in ("passage", "triple"):
             vector = embedder.embed_one(text)
-            got = store.vector_search(collection, vector, 5)
-            want = store.exact_vector_search(collection, vector, 5)
+            got = store.collection(collection).vector_search(vector, 5)
+            want = store.collection(collection).exact_vector_search(vector, 5)
             if [round(h.score, 5) for h in got] != [round(h.score, 5) for h in want]:
                 found.append(f"{collection} search differs from exact search")
     return found

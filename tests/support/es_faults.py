@@ -21,7 +21,7 @@ from gear_agent.config import GearSettings
 from gear_agent.embedding.hashing import HashingEmbedder
 from gear_agent.ids import passage_id, triple_id
 from gear_agent.store.base import StoreError
-from gear_agent.store.elasticsearch import ElasticsearchStore
+from gear_agent.store.elasticsearch.store import ElasticsearchStore
 from gear_agent.types import Passage, Triple
 from support.es_cluster import EsCluster
 
@@ -91,7 +91,7 @@ def _open(url: str, prefix: str, cache: Path, embedder: HashingEmbedder | None =
 
 def _stored_ids(url: str, prefix: str, cache: Path, ids: list[str]) -> set[str]:
     with _open(url, prefix, cache) as store:
-        return {p.id for p in store.get_passages(ids)}
+        return {p.id for p in store.passages.get(ids)}
 
 
 def _drop(cluster: EsCluster, prefix: str) -> None:
@@ -111,7 +111,7 @@ def _seeded(cluster: EsCluster, tag: str, cache: Path, before: int, batch: int
     stored, _ = corpus(before, "a")
     more, _ = corpus(batch, "b")
     with _open(cluster.url, prefix, cache) as store:
-        store.add_passages(stored)
+        store.passages.add(stored)
     return prefix, stored, more
 
 
@@ -148,7 +148,7 @@ def node_stopped_during_bulk(cluster: EsCluster, cache: Path) -> FaultOutcome:
         def write() -> None:
             nonlocal error, added
             try:
-                added = store.add_passages(batch).added
+                added = store.passages.add(batch).added
             except StoreError as err:
                 error = str(err)
                 added = list(getattr(getattr(err, "result", None), "added", []) or [])
@@ -164,8 +164,8 @@ def node_stopped_during_bulk(cluster: EsCluster, cache: Path) -> FaultOutcome:
         ids = [p.id for p in before] + added
         kept = _stored_ids(cluster.url, prefix, cache, ids) == set(ids)
         with _open(cluster.url, prefix, cache) as again:
-            result = again.add_passages(batch)
-            rerun = again.count("passage") == len(before) + len(batch)
+            result = again.passages.add(batch)
+            rerun = again.passages.count() == len(before) + len(batch)
         _drop(cluster, prefix)
         note = (f"node {victim} stopped after the first of 30 batches; {len(added)} written before the "
                 f"call returned, {len(result.added)} by the rerun")
@@ -182,9 +182,9 @@ def cluster_unreachable_mid_query(cluster: EsCluster, cache: Path) -> FaultOutco
         prefix = f"fault-query-{uuid.uuid4().hex[:6]}"
         passages, triples = corpus(300)
         with _open(cluster.url, prefix, cache) as store:
-            store.add_passages(passages)
-            store.add_triples(triples)
-            expected = [h.id for h in store.bm25_search("passage", "company 7 city 3", 10)]
+            store.passages.add(passages)
+            store.triples.add(triples)
+            expected = [h.id for h in store.passages.bm25_search("company 7 city 3", 10)]
         errors: list[str] = []
         stop = threading.Event()
         store = _open(cluster.url, prefix, cache)
@@ -192,8 +192,8 @@ def cluster_unreachable_mid_query(cluster: EsCluster, cache: Path) -> FaultOutco
         def query() -> None:
             while not stop.is_set():
                 try:
-                    store.bm25_search("passage", "company 7 city 3", 10)
-                    store.vector_search("triple", store.embedder.embed_one("Person 7 founded"), 5)
+                    store.passages.bm25_search("company 7 city 3", 10)
+                    store.triples.vector_search(store.embedder.embed_one("Person 7 founded"), 5)
                 except StoreError as err:
                     errors.append(str(err))
                     return
@@ -208,8 +208,8 @@ def cluster_unreachable_mid_query(cluster: EsCluster, cache: Path) -> FaultOutco
         cluster.start_node(1)
         cluster.health("green", 120)
         with _open(cluster.url, prefix, cache) as again:
-            kept = again.count("passage") == len(passages) and again.count("triple") == len(triples)
-            rerun = [h.id for h in again.bm25_search("passage", "company 7 city 3", 10)] == expected
+            kept = again.passages.count() == len(passages) and again.triples.count() == len(triples)
+            rerun = [h.id for h in again.passages.bm25_search("company 7 city 3", 10)] == expected
         _drop(cluster, prefix)
         return FaultOutcome("", errors[0] if errors else "", kept, rerun, 0.0,
                             "node 1 restarted on a new port; the same top 10 after reopening")
@@ -226,14 +226,14 @@ def index_deleted_underneath(cluster: EsCluster, cache: Path) -> FaultOutcome:
         prefix = f"fault-gone-{uuid.uuid4().hex[:6]}"
         passages, triples = corpus(100)
         store = _open(cluster.url, prefix, cache)
-        store.add_passages(passages)
-        store.add_triples(triples)
+        store.passages.add(passages)
+        store.triples.add(triples)
         client = Elasticsearch(cluster.url)
         client.indices.delete(index=f"{prefix}-passages")
         errors = []
-        for attempt in (lambda: store.bm25_search("passage", "company", 3),
-                        lambda: store.add_passages(corpus(5, "x")[0]),
-                        lambda: store.mark_extracted([passages[0].id])):
+        for attempt in (lambda: store.passages.bm25_search("company", 3),
+                        lambda: store.passages.add(corpus(5, "x")[0]),
+                        lambda: store.passages.mark_extracted([passages[0].id])):
             try:
                 attempt()
                 errors.append("")
@@ -243,9 +243,9 @@ def index_deleted_underneath(cluster: EsCluster, cache: Path) -> FaultOutcome:
         recreated = bool(client.indices.exists(index=f"{prefix}-passages"))
         client.close()
         with _open(cluster.url, prefix, cache) as again:
-            kept = again.count("triple") == len(triples) and not recreated
-            again.add_passages(passages)
-            rerun = again.count("passage") == len(passages) and again.add_triples(triples).added == []
+            kept = again.triples.count() == len(triples) and not recreated
+            again.passages.add(passages)
+            rerun = again.passages.count() == len(passages) and again.triples.add(triples).added == []
         _drop(cluster, prefix)
         failed = sum(1 for e in errors if e)
         return FaultOutcome("", next((e for e in errors if e), ""), kept and failed == 3, rerun, 0.0,
@@ -278,12 +278,12 @@ def mapping_conflict(cluster: EsCluster, cache: Path) -> FaultOutcome:
         item_error = ""
         with _open(cluster.url, prefix, cache) as store:
             try:
-                store.add_passages([*passages[:10], bad, *passages[10:]])
+                store.passages.add([*passages[:10], bad, *passages[10:]])
             except StoreError as err:
                 item_error = str(err)
-            kept = store.count("passage") == 20
+            kept = store.passages.count() == 20
             fixed = Passage(bad.id, "Bad", "number", "faults", {"n": 1e300})
-            rerun = store.add_passages([*passages, fixed]).added == [bad.id] and store.count("passage") == 21
+            rerun = store.passages.add([*passages, fixed]).added == [bad.id] and store.passages.count() == 21
         _drop(cluster, prefix)
         return FaultOutcome("", error, untouched and kept, rerun, 0.0,
                             f"one bad document in a batch of 21: {item_error.split(': ', 1)[-1][:160]}")
@@ -302,13 +302,13 @@ def rejected_429(cluster: EsCluster, cache: Path) -> FaultOutcome:
         error, waits = "", []
         with _open(cluster.url, prefix, cache, max_retries=3, initial_backoff_s=0.1, sleep=waits.append) as store:
             try:
-                store.add_passages(batch)
+                store.passages.add(batch)
             except StoreError as err:
                 error = str(err)
-            kept = store.count("passage") == len(before)
+            kept = store.passages.count() == len(before)
         _restart(cluster, 1)
         with _open(cluster.url, prefix, cache) as store:
-            rerun = len(store.add_passages(batch).added) == len(batch) and store.count("passage") == 550
+            rerun = len(store.passages.add(batch).added) == len(batch) and store.passages.count() == 550
         _drop(cluster, prefix)
         return FaultOutcome("", error, kept, rerun, 0.0,
                             f"{len(waits)} backoff waits before giving up ({', '.join(f'{w:g}' for w in waits[:4])} s)")

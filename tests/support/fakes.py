@@ -30,7 +30,8 @@ from gear_agent.ids import passage_id
 from gear_agent.llm.client import LLMClient
 from gear_agent.llm.retry import RetryPolicy
 from gear_agent.store.base import Store
-from gear_agent.types import AddResult, Collection, Hit, Passage, Triple
+from gear_agent.store.collections import Passages, Triples
+from gear_agent.types import AddResult, Hit, Passage, Triple
 
 EMPTY_CHOICES = object()
 """Return this from a script to produce a reply with no choices at all."""
@@ -166,6 +167,90 @@ def make_passages(count: int, source: str = "test") -> list[Passage]:
     return passages
 
 
+class _FakePassages(Passages):
+    def __init__(self, store: FakeStore) -> None:
+        self.store = store
+
+    def add(self, passages: Sequence[Passage]) -> AddResult:
+        result = AddResult()
+        for passage in passages:
+            target = result.existing if passage.id in self.store.passage_records else result.added
+            target.append(passage.id)
+            self.store.passage_records.setdefault(passage.id, passage)
+        return result
+
+    def mark_extracted(self, ids: Sequence[str]) -> None:
+        self.store.extracted.update(ids)
+        self.store.writes.append(("marks", len(ids)))
+
+    def remove(self, ids: Sequence[str]) -> list[str]:
+        raise NotImplementedError
+
+    def ids_of_source(self, source: str) -> list[str]:
+        return [p.id for p in self.store.passage_records.values() if p.source == source]
+
+    def count(self, where: Any = None) -> int:
+        return len(self.store.passage_records)
+
+    def bm25_search(self, query: str, k: int, where: Any = None) -> list[Hit]:
+        raise NotImplementedError
+
+    def vector_search(self, vector: np.ndarray, k: int, where: Any = None) -> list[Hit]:
+        raise NotImplementedError
+
+    def get(self, ids: Sequence[str]) -> list[Passage]:
+        return [self.store.passage_records[i] for i in ids if i in self.store.passage_records]
+
+    def vectors(self, ids: Sequence[str]) -> np.ndarray:
+        raise NotImplementedError
+
+    def unextracted(self) -> list[Passage]:
+        return [p for p in self.store.passage_records.values() if p.id not in self.store.extracted]
+
+    def iterate(self) -> Iterator[Passage]:
+        return iter(list(self.store.passage_records.values()))
+
+
+class _FakeTriples(Triples):
+    def __init__(self, store: FakeStore) -> None:
+        self.store = store
+
+    def add(self, triples: Sequence[Triple]) -> AddResult:
+        result = AddResult()
+        for triple in triples:
+            if triple.passage_id not in self.store.passage_records:
+                raise ValueError(f"unknown passage {triple.passage_id}")
+            target = result.existing if triple.id in self.store.triple_records else result.added
+            target.append(triple.id)
+            self.store.triple_records.setdefault(triple.id, triple)
+        self.store.writes.append(("triples", len(triples)))
+        return result
+
+    def count(self, where: Any = None) -> int:
+        return len(self.store.triple_records)
+
+    def bm25_search(self, query: str, k: int, where: Any = None) -> list[Hit]:
+        raise NotImplementedError
+
+    def vector_search(self, vector: np.ndarray, k: int, where: Any = None) -> list[Hit]:
+        raise NotImplementedError
+
+    def get(self, ids: Sequence[str]) -> list[Triple]:
+        return [self.store.triple_records[i] for i in ids if i in self.store.triple_records]
+
+    def vectors(self, ids: Sequence[str]) -> np.ndarray:
+        raise NotImplementedError
+
+    def of_passage(self, passage_id: str) -> list[str]:
+        return [t.id for t in self.store.triple_records.values() if t.passage_id == passage_id]
+
+    def neighbours(self, triple_id: str, query_vector: np.ndarray | None = None, limit: int = 100) -> list[str]:
+        raise NotImplementedError
+
+    def iterate(self) -> Iterator[Triple]:
+        return iter(list(self.store.triple_records.values()))
+
+
 class FakeStore(Store):
     """In memory: passages, triples and the extracted marks; no search."""
 
@@ -173,43 +258,13 @@ class FakeStore(Store):
     dimension = 4
 
     def __init__(self, passages: Sequence[Passage] = ()) -> None:
-        self.passages: dict[str, Passage] = {}
-        self.triples: dict[str, Triple] = {}
+        self.passage_records: dict[str, Passage] = {}
+        self.triple_records: dict[str, Triple] = {}
         self.extracted: set[str] = set()
         self.writes: list[tuple[str, int]] = []  # ("triples" | "marks", size), in order
-        self.add_passages(passages)
-
-    def add_passages(self, passages: Sequence[Passage]) -> AddResult:
-        result = AddResult()
-        for passage in passages:
-            target = result.existing if passage.id in self.passages else result.added
-            target.append(passage.id)
-            self.passages.setdefault(passage.id, passage)
-        return result
-
-    def add_triples(self, triples: Sequence[Triple]) -> AddResult:
-        result = AddResult()
-        for triple in triples:
-            if triple.passage_id not in self.passages:
-                raise ValueError(f"unknown passage {triple.passage_id}")
-            target = result.existing if triple.id in self.triples else result.added
-            target.append(triple.id)
-            self.triples.setdefault(triple.id, triple)
-        self.writes.append(("triples", len(triples)))
-        return result
-
-    def mark_extracted(self, passage_ids: Sequence[str]) -> None:
-        self.extracted.update(passage_ids)
-        self.writes.append(("marks", len(passage_ids)))
-
-    def delete_passages(self, passage_ids: Sequence[str]) -> list[str]:
-        raise NotImplementedError
-
-    def delete_source(self, source: str) -> list[str]:
-        raise NotImplementedError
-
-    def passage_ids_of_source(self, source: str) -> list[str]:
-        return [p.id for p in self.passages.values() if p.source == source]
+        self.passages = _FakePassages(self)
+        self.triples = _FakeTriples(self)
+        self.passages.add(passages)
 
     def generation(self) -> int:
         return len(self.writes)
@@ -218,41 +273,6 @@ class FakeStore(Store):
         from gear_agent.store.changes import Changes
 
         return Changes(generation, self.generation(), complete=False)
-
-    def count(self, collection: Collection) -> int:
-        return len(self.passages) if collection == "passage" else len(self.triples)
-
-    def bm25_search(self, collection: Collection, query: str, k: int) -> list[Hit]:
-        raise NotImplementedError
-
-    def vector_search(self, collection: Collection, vector: np.ndarray, k: int) -> list[Hit]:
-        raise NotImplementedError
-
-    def get_passages(self, ids: Sequence[str]) -> list[Passage]:
-        return [self.passages[i] for i in ids if i in self.passages]
-
-    def get_triples(self, ids: Sequence[str]) -> list[Triple]:
-        return [self.triples[i] for i in ids if i in self.triples]
-
-    def triple_vectors(self, ids: Sequence[str]) -> np.ndarray:
-        raise NotImplementedError
-
-    def triples_of_passage(self, passage_id: str) -> list[str]:
-        return [t.id for t in self.triples.values() if t.passage_id == passage_id]
-
-    def neighbours(
-        self, triple_id: str, query_vector: np.ndarray | None = None, limit: int = 100
-    ) -> list[str]:
-        raise NotImplementedError
-
-    def unextracted_passages(self) -> list[Passage]:
-        return [p for p in self.passages.values() if p.id not in self.extracted]
-
-    def iter_passages(self) -> Iterator[Passage]:
-        return iter(list(self.passages.values()))
-
-    def iter_triples(self) -> Iterator[Triple]:
-        return iter(list(self.triples.values()))
 
 
 def scripted(replies: Sequence[str | BaseException]) -> ScriptedChatModel:

@@ -30,7 +30,7 @@ import numpy as np
 from gear_agent.ids import passage_id
 from gear_agent.indexing import IndexReport
 from gear_agent.sources import sync_passages
-from gear_agent.store.embedded import EmbeddedStore, read_manifest
+from gear_agent.store.embedded.store import EmbeddedStore, read_manifest
 from gear_agent.types import Passage
 from support.fakes import CountingEmbedder
 
@@ -88,7 +88,7 @@ def states(path: Path) -> Counter[str]:
     found: Counter[str] = Counter()
     with store.snapshot():
         for source in sources():
-            ids = set(store.passage_ids_of_source(source))
+            ids = set(store.passages.ids_of_source(source))
             found["old" if ids == old[source] else "new" if ids == new[source]
                   else "missing" if not ids else "mixed"] += 1
     store.close()

@@ -12,7 +12,7 @@ from gear_agent.embedding.hashing import HashingEmbedder
 from gear_agent.ids import passage_id, triple_id
 from gear_agent.open_index import OpenIndex
 from gear_agent.retrieval.search import QueryEncoder
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.types import Passage, Triple
 
 # A 2-hop question: the bridge's town (hop 1), then the town's county (hop 2).
@@ -84,12 +84,12 @@ def build_store(path: Path, embedder: Embedder | None = None) -> EmbeddedStore:
     """The corpus and its triples in an embedded store at ``path``."""
     store = EmbeddedStore.open(path, embedder or HashingEmbedder(128))
     passages = [Passage(passage_id(t, text), t, text, "test") for t, (text, _) in CORPUS.items()]
-    store.add_passages(passages)
+    store.passages.add(passages)
     triples = [
         Triple(triple_id(p.id, *spo), *spo, p.id) for p in passages for spo in CORPUS[p.title][1]
     ]
-    store.add_triples(triples)
-    store.mark_extracted([p.id for p in passages])
+    store.triples.add(triples)
+    store.passages.mark_extracted([p.id for p in passages])
     return store
 
 

@@ -12,8 +12,8 @@ import time
 
 from support.tiny_corpus import build_store
 
-from gear_agent.store.check import check_index
 from gear_agent.store.derived_files import abandoned_temporaries, write_atomically
+from gear_agent.store.embedded.check import check_index
 
 
 def test_a_live_writers_temporary_is_kept_and_a_dead_ones_removed(tmp_path) -> None:

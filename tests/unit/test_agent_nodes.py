@@ -61,9 +61,9 @@ def test_start_sets_up_iteration_one(runtime) -> None:
 def test_retrieve_is_hybrid_base_retrieval(runtime) -> None:
     update = nodes.make_retrieve(index_parts(runtime), runtime.settings)({"query": "Folsom Sacramento County"})
     store, k = runtime.store, runtime.settings.base_k
-    lexical = [h.id for h in store.bm25_search("passage", "Folsom Sacramento County", k)]
+    lexical = [h.id for h in store.passages.bm25_search("Folsom Sacramento County", k)]
     dense = [
-        h.id for h in store.vector_search("passage", runtime.encode("Folsom Sacramento County"), k)
+        h.id for h in store.passages.vector_search(runtime.encode("Folsom Sacramento County"), k)
     ]
     expected = [i for i, _ in rrf([lexical, dense])[:k]]
     assert [p["id"] for p in update["base"]] == expected

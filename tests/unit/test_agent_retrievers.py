@@ -102,7 +102,7 @@ def test_a_name_means_the_same_whatever_the_expansion_setting(runtime, monkeypat
 def test_gear_retriever_keeps_the_chains(runtime) -> None:
     gear = GearRetriever(index_parts(runtime), client(scripted([READ, YES, "Sacramento County"])), settings=runtime.settings)
     ranked = gear.retrieve(QUESTION, 4)
-    stored = {t.id for t in runtime.store.iter_triples()}
+    stored = {t.id for t in runtime.store.triples.iterate()}
     chained = [p for p in ranked if p.chain]
     assert chained and all(t in stored for p in chained for t in p.chain)
 

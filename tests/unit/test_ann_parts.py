@@ -58,10 +58,10 @@ def test_only_large_passage_parts_get_the_denser_graph():
 
 
 def _pieced_store(path, embedder):
-    from gear_agent.store.embedded import EmbeddedStore
+    from gear_agent.store.embedded.store import EmbeddedStore
 
     store = EmbeddedStore.open(path, embedder, ann=ann.AnnPolicy(min_rows=50, tail_max=10, piece_rows=100))
-    store.add_passages(_docs(350))
+    store.passages.add(_docs(350))
     return store
 
 
@@ -119,7 +119,7 @@ def test_an_interrupted_build_keeps_its_pieces_and_resumes_with_the_rest(tmp_pat
     assert [(p.file, p.checksum) for p in resumed] == [(p.file, p.checksum) for p in expected]
     for text in ("document about topic 5 and theme 2", "theme 6", "document 301"):
         query = embedder.embed_one(text)
-        assert broken.vector_search("passage", query, 5) == whole.vector_search("passage", query, 5)
+        assert broken.passages.vector_search(query, 5) == whole.passages.vector_search(query, 5)
 
 
 def test_a_part_of_another_index_is_refused(tmp_path):

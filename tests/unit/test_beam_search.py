@@ -25,7 +25,7 @@ from gear_agent.expansion.naive_ge import NaiveGERetriever
 from gear_agent.expansion.scorers import sequence_text
 from gear_agent.ids import passage_id, triple_id
 from gear_agent.retrieval.search import QueryEncoder, SearchRetriever
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.types import Passage, Triple
 
 
@@ -67,9 +67,9 @@ def graph_store(tmp_path):
     ids = {}
     for name, (s, p, o, _) in GRAPH.items():
         passage = Passage(passage_id(name, f"passage {name}"), name, f"passage {name}")
-        store.add_passages([passage])
+        store.passages.add([passage])
         triple = Triple(triple_id(passage.id, s, p, o), s, p, o, passage.id)
-        store.add_triples([triple])
+        store.triples.add([triple])
         ids[name] = triple.id
     return store, embedder, ids
 
@@ -125,7 +125,7 @@ def test_breadth_first_flattening_and_passage_chains(graph_store):
     flat = flatten_breadth_first(beams)
     assert [t for t, _ in flat] == [ids["A"], ids["B"], ids["A1"], ids["B1"]]
     passages = beams_to_passages(store, beams)
-    assert [store.get_passages([p.id])[0].title for p in passages] == ["A", "B", "A1", "B1"]
+    assert [store.passages.get([p.id])[0].title for p in passages] == ["A", "B", "A1", "B1"]
     assert passages[2].chain == (ids["A"], ids["A1"])
     assert [p.score for p in passages] == [1.0, 0.5, pytest.approx(1 / 3), 0.25]
 
@@ -137,16 +137,16 @@ def test_concat_scorer_equals_a_direct_computation(tmp_path):
              ("Paris", "twinned with", "Rome"), ("Rome", "capital of", "Italy")]
     for s, p, o in facts:
         passage = Passage(passage_id(s, f"{s} {p} {o}."), s, f"{s} {p} {o}.")
-        store.add_passages([passage])
-        store.add_triples([Triple(triple_id(passage.id, s, p, o), s, p, o, passage.id)])
+        store.passages.add([passage])
+        store.triples.add([Triple(triple_id(passage.id, s, p, o), s, p, o, passage.id)])
     query = embedder.embed_one("which union is the capital of France in")
-    start = [t.id for t in store.iter_triples()][:1]
+    start = [t.id for t in store.triples.iterate()][:1]
     beams = TripleBeamSearch(
         store, embedder, BeamSettings(beam_width=5, beam_length=2, beam_scorer="concat", beam_diverse=False)
     ).run(query, start)
     assert beams and all(len(b.triples) == 2 for b in beams)
     for beam in beams:
-        texts = [t.text for t in store.get_triples(list(beam.triples))]
+        texts = [t.text for t in store.triples.get(list(beam.triples))]
         direct = float(embedder.embed([sequence_text(texts)])[0] @ query)
         assert beam.score == pytest.approx(direct, abs=1e-6)
 
@@ -156,7 +156,7 @@ def test_sum_scorer_equals_normalised_sum_of_stored_vectors(graph_store):
     beams = TripleBeamSearch(store, embedder, BeamSettings(beam_width=5, beam_length=2, beam_diverse=False)).run(
         at(0.0), [ids["B"]]
     )
-    summed = store.triple_vectors([ids["B"], ids["B1"]]).sum(axis=0)
+    summed = store.triples.vectors([ids["B"], ids["B1"]]).sum(axis=0)
     assert beams[0].score == pytest.approx(float(summed @ at(0.0) / np.linalg.norm(summed)), abs=1e-6)
 
 
@@ -168,9 +168,9 @@ def test_naive_ge_passages_carry_the_chain_that_reached_them(graph_store):
         base, TripleBeamSearch(store, embedder, BeamSettings(beam_width=2, beam_length=2)), encode, base_k=1
     )
     base_list = base.retrieve("passage A", 1)
-    assert store.get_passages([base_list[0].id])[0].title == "A"
+    assert store.passages.get([base_list[0].id])[0].title == "A"
     expanded = naive.expand("passage A", base_list)
-    by_id = {t.id: t for t in store.iter_triples()}
+    by_id = {t.id: t for t in store.triples.iterate()}
     for item in expanded:
         assert item.chain and by_id[item.chain[-1]].passage_id == item.id
         for first, second in zip(item.chain, item.chain[1:]):  # consecutive triples share an entity
@@ -192,8 +192,8 @@ def _chain_store(tmp_path, embedder):
              ("France", "borders", "Spain"), ("Rome", "hosts", "Vatican")]
     for s, p, o in facts:
         passage = Passage(passage_id(s, f"{s} {p} {o}."), s, f"{s} {p} {o}.")
-        store.add_passages([passage])
-        store.add_triples([Triple(triple_id(passage.id, s, p, o), s, p, o, passage.id)])
+        store.passages.add([passage])
+        store.triples.add([Triple(triple_id(passage.id, s, p, o), s, p, o, passage.id)])
     return store
 
 
@@ -201,7 +201,7 @@ def test_rerank_with_every_candidate_is_concat_and_encodes_once_per_step(tmp_pat
     embedder = CountingEmbedder()  # records its calls
     store = _chain_store(tmp_path, embedder)
     query = embedder.embed_one("which union is the capital of France in")
-    start = [t.id for t in store.iter_triples()][:2]
+    start = [t.id for t in store.triples.iterate()][:2]
     concat = TripleBeamSearch(
         store, embedder, BeamSettings(beam_width=3, beam_length=3, beam_scorer="concat", beam_diverse=False)
     ).run(query, start)
@@ -222,7 +222,7 @@ def test_rerank_rescores_only_the_best_few_by_sum(tmp_path):
     embedder = CountingEmbedder()  # records its calls
     store = _chain_store(tmp_path, embedder)
     query = embedder.embed_one("Paris")
-    start = [t.id for t in store.iter_triples()][:1]
+    start = [t.id for t in store.triples.iterate()][:1]
     embedder.calls.clear()
     beams = TripleBeamSearch(
         store, embedder, BeamSettings(beam_width=4, beam_length=2, beam_scorer="rerank", beam_rerank=1)
@@ -283,7 +283,7 @@ def test_shortlist_of_every_sequence_is_concat(tmp_path):
     embedder = CountingEmbedder()
     store = _chain_store(tmp_path, embedder)
     query = embedder.embed_one("which union is the capital of France in")
-    start = [t.id for t in store.iter_triples()][:2]
+    start = [t.id for t in store.triples.iterate()][:2]
     concat = TripleBeamSearch(
         store, embedder, BeamSettings(beam_width=3, beam_length=3, beam_scorer="concat", beam_diverse=False)
     ).run(query, start)

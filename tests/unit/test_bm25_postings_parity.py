@@ -15,7 +15,7 @@ from support.bm25_reference import BM25Index
 
 from gear_agent.embedding.hashing import HashingEmbedder
 from gear_agent.ids import passage_id
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.text.tokenizer import tokenize_words
 from gear_agent.types import Passage
 
@@ -31,10 +31,10 @@ def test_bm25_from_persisted_segments_equals_the_in_memory_index(tmp_path):
         for d in corpus)}.values())
     store = EmbeddedStore.open(tmp_path / "ix", HashingEmbedder(32), tokenizer="word")
     for start in range(0, len(passages), 64):  # 30 commits: segments are merged on the way
-        store.add_passages(passages[start : start + 64])
+        store.passages.add(passages[start : start + 64])
     reference = BM25Index([tokenize_words(p.content) for p in passages])
     for question in questions:
         indices, scores = reference.search(tokenize_words(question), 15)
-        hits = store.bm25_search("passage", question, 15)
+        hits = store.passages.bm25_search(question, 15)
         assert [h.id for h in hits] == [passages[i].id for i in indices], question
         np.testing.assert_allclose([h.score for h in hits], scores, rtol=1e-5)

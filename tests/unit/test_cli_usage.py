@@ -157,10 +157,10 @@ def test_embedder_name_matches_the_embedder_without_loading(model: str) -> None:
 
 
 def text_only_index(tmp_path: Path) -> Path:
-    from gear_agent.store.embedded import EmbeddedStore
+    from gear_agent.store.embedded.store import EmbeddedStore
 
     store = EmbeddedStore.open(tmp_path / "text-only", HashingEmbedder(64))
-    store.add_passages([Passage("p-a", "Folsom", "Folsom is a city in Sacramento County.", "t"),
+    store.passages.add([Passage("p-a", "Folsom", "Folsom is a city in Sacramento County.", "t"),
                         Passage("p-b", "Bridge", "The Rainbow Bridge is in Folsom.", "t")])
     store.close()
     return tmp_path / "text-only"

@@ -35,7 +35,7 @@ def two_corpora(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _count(index: Path) -> int:
-    from gear_agent.store.manifest import read_manifest
+    from gear_agent.store.embedded.manifest import read_manifest
 
     return read_manifest(index)["passages"]
 
@@ -129,7 +129,7 @@ def test_gear_delete_takes_a_folder_too(tmp_path: Path, monkeypatch) -> None:
     gear.index(Path("docs"), extract=False)
     assert len(gear.delete(source="docs", dry_run=True)) == 2
     assert {Path(s).name for s in gear.delete(source="docs/").sources} == {"one.txt", "two.md"}
-    assert gear.store.count("passage") == 0
+    assert gear.store.passages.count() == 0
 
 
 def test_sources_stored_relative_by_older_versions_are_matched(tmp_path: Path, monkeypatch) -> None:
@@ -147,8 +147,8 @@ def test_sources_stored_relative_by_older_versions_are_matched(tmp_path: Path, m
     (tmp_path / "docs" / "a.txt").write_text("Alice founded Acme in 1992.")
     report = gear.index(Path("docs/a.txt"), extract=False)
     assert (report.passages_replaced, report.passages_removed) == (1, 0)
-    assert [p.text for p in gear.store.iter_passages() if "Acme" in p.text] == ["Alice founded Acme in 1992."]
-    assert gear.store.count("passage") == 2
+    assert [p.text for p in gear.store.passages.iterate() if "Acme" in p.text] == ["Alice founded Acme in 1992."]
+    assert gear.store.passages.count() == 2
 
 
 def test_ids_that_are_not_stored_are_reported(two_corpora: Path) -> None:
@@ -170,7 +170,7 @@ def test_gear_delete_warns_and_supports_a_dry_run(tmp_path: Path) -> None:
                 {"text": "Ilse married Oskar.", "source": "b/notes.json"}], extract=False)
     preview = gear.delete(source="a/notes.json", dry_run=True)
     assert preview.dry_run and len(preview) == 1 and preview.passages[0].source == "a/notes.json"
-    assert gear.store.count("passage") == 2
+    assert gear.store.passages.count() == 2
     with pytest.warns(GearWarning, match="not stored: p-missing"):
         result = gear.delete(["p-missing"], source="a/notes.json")
     assert result.ids == preview.ids and result.unknown_ids == ["p-missing"]
@@ -179,4 +179,4 @@ def test_gear_delete_warns_and_supports_a_dry_run(tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a delete that does what was asked says nothing
         assert len(gear.delete(source="b/notes.json")) == 1
-    assert gear.store.count("passage") == 0
+    assert gear.store.passages.count() == 0

@@ -15,8 +15,8 @@ from support.fakes import CountingEmbedder
 
 from gear_agent.errors import GearError
 from gear_agent.ids import passage_id, triple_id
-from gear_agent.store.check import check_index
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.check import check_index
+from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.types import Passage, Triple
 
 
@@ -28,8 +28,8 @@ def built(tmp_path_factory) -> Path:
     store = EmbeddedStore.open(root, CountingEmbedder(), ann=AnnPolicy(min_rows=50))
     passages = [Passage(passage_id(f"T{i}", f"town {i} on river {i % 5}"), f"T{i}", f"town {i} on river {i % 5}",
                         f"src/{i % 3}", {"n": i}) for i in range(120)]
-    store.add_passages(passages)
-    store.add_triples([Triple(triple_id(p.id, p.title, "on", f"river {i % 5}"), p.title, "on", f"river {i % 5}", p.id)
+    store.passages.add(passages)
+    store.triples.add([Triple(triple_id(p.id, p.title, "on", f"river {i % 5}"), p.title, "on", f"river {i % 5}", p.id)
                        for i, p in enumerate(passages)])
     store.maintain()
     store.close()
@@ -44,17 +44,17 @@ def _read_everything(root: Path) -> None:
     store = EmbeddedStore.open(root, embedder, create=False)
     try:
         query = embedder.embed_one("town on river 3")
-        store.bm25_search("passage", "river 3", 5)
-        store.bm25_search("triple", "river", 5, where={"n": {"$gte": 10}})
-        hits = store.vector_search("passage", query, 5)
-        store.vector_search("triple", query, 5)
-        store.get_passages([h.id for h in hits])
-        triples = list(store.iter_triples())
+        store.passages.bm25_search("river 3", 5)
+        store.triples.bm25_search("river", 5, where={"n": {"$gte": 10}})
+        hits = store.passages.vector_search(query, 5)
+        store.triples.vector_search(query, 5)
+        store.passages.get([h.id for h in hits])
+        triples = list(store.triples.iterate())
         if triples:
-            store.neighbours(triples[0].id, query, 5)
-            store.triple_vectors([triples[0].id])
-        list(store.iter_passages())
-        store.unextracted_passages()
+            store.triples.neighbours(triples[0].id, query, 5)
+            store.triples.vectors([triples[0].id])
+        list(store.passages.iterate())
+        store.passages.unextracted()
     finally:
         store.close()
 

@@ -32,11 +32,11 @@ from elasticsearch import Elasticsearch  # noqa: E402
 from gear_agent.config import GearSettings  # noqa: E402
 from gear_agent.embedding.base import Embedder, normalise_rows  # noqa: E402
 from gear_agent.ids import passage_id, triple_id  # noqa: E402
-from gear_agent.store import es_queries as q  # noqa: E402
 from gear_agent.store.base import ModelMismatchError, StoreError  # noqa: E402
-from gear_agent.store.elasticsearch import BulkWriteError, ElasticsearchStore  # noqa: E402
-from gear_agent.store.es_client import import_elasticsearch, make_client  # noqa: E402
-from gear_agent.store.es_mappings import index_mappings, index_settings  # noqa: E402
+from gear_agent.store.elasticsearch import queries as q  # noqa: E402
+from gear_agent.store.elasticsearch.client import import_elasticsearch, make_client  # noqa: E402
+from gear_agent.store.elasticsearch.mappings import index_mappings, index_settings  # noqa: E402
+from gear_agent.store.elasticsearch.store import BulkWriteError, ElasticsearchStore  # noqa: E402
 from gear_agent.types import Passage, Triple  # noqa: E402
 
 DIM = 8
@@ -258,7 +258,7 @@ def test_startup_asks_info_then_creates_both_indices_with_explicit_mappings() ->
         ("PUT", "/gear-passages"),
         ("HEAD", "/gear-triples"),
         ("PUT", "/gear-triples"),
-        ("HEAD", "/gear-changes"),  # the change feed (gear_agent.store.es_changes)
+        ("HEAD", "/gear-changes"),  # the change feed (gear_agent.store.elasticsearch.changes)
         ("PUT", "/gear-changes"),
         ("GET", "/gear-passages,gear-triples/_stats/indexing"),
         ("PUT", "/gear-changes/_create/generation"),
@@ -447,7 +447,7 @@ def test_add_passages_checks_existence_then_bulk_creates_with_content_hash_ids()
     store = _open(cluster)
     passages = _passages(3)
     cluster.stored.add(passages[1].id)
-    result = store.add_passages(passages)
+    result = store.passages.add(passages)
     assert result.added == [passages[0].id, passages[2].id]
     assert result.existing == [passages[1].id]
     (mget,) = cluster.of("_mget")
@@ -473,7 +473,7 @@ def test_add_passages_checks_existence_then_bulk_creates_with_content_hash_ids()
 def test_bulk_is_sent_in_batches() -> None:
     cluster = Cluster()
     store = _open(cluster, bulk_batch_size=2)
-    store.add_passages(_passages(5))
+    store.passages.add(_passages(5))
     assert [len(_headers(b.body)) for b in cluster.of("_bulk")] == [2, 2, 1]
     assert len(cluster.of("_refresh")) == 1
 
@@ -495,7 +495,7 @@ def test_a_create_conflict_counts_as_existing_not_as_failure() -> None:
             },
         ),
     )
-    result = store.add_passages(passages)
+    result = store.passages.add(passages)
     assert result.added == [passages[0].id]
     assert result.existing == [passages[1].id]
 
@@ -523,7 +523,7 @@ def test_only_rejected_items_are_retried_after_a_backoff() -> None:
         return 200, {"errors": True, "items": [_ok(h[0]), _item(h[1], *rejected)]}
 
     cluster.queue("_bulk", first, second)
-    result = store.add_passages(passages)
+    result = store.passages.add(passages)
     bulks = cluster.of("_bulk")
     assert [[next(iter(h.values()))["_id"] for h in _headers(b.body)] for b in bulks] == [
         [p.id for p in passages],
@@ -542,7 +542,7 @@ def test_a_whole_request_answered_429_is_sent_again() -> None:
     cluster.queue(
         "_bulk", (429, {"error": {"type": "es_rejected_execution_exception", "reason": "busy"}})
     )
-    result = store.add_passages(_passages(2))
+    result = store.passages.add(_passages(2))
     assert len(cluster.of("_bulk")) == 2
     assert sleeps == [0.5]
     assert len(result.added) == 2
@@ -555,7 +555,7 @@ def test_items_still_rejected_after_the_retries_are_reported() -> None:
     busy = _every_item(503, "unavailable_shards_exception", "primary not active")
     cluster.queue("_bulk", busy, busy, busy)
     with pytest.raises(BulkWriteError, match="1 document.*failed") as caught:
-        store.add_passages(_passages(1))
+        store.passages.add(_passages(1))
     assert len(cluster.of("_bulk")) == 3
     assert sleeps == [0.5, 1.0]
     (failure,) = caught.value.failures
@@ -586,7 +586,7 @@ def test_partial_failures_are_reported_per_document_and_not_retried() -> None:
         ),
     )
     with pytest.raises(BulkWriteError) as caught:
-        store.add_passages(passages)
+        store.passages.add(passages)
     (failure,) = caught.value.failures
     assert (failure.id, failure.status, failure.error_type) == (
         passages[1].id,
@@ -605,7 +605,7 @@ def test_a_zero_embedding_is_reported_and_never_sent() -> None:
     passages = _passages(2)
     store = _open(cluster, embedder=FixedEmbedder(zero_for=passages[0].content))
     with pytest.raises(BulkWriteError) as caught:
-        store.add_passages(passages)
+        store.passages.add(passages)
     assert [f.id for f in caught.value.failures] == [passages[0].id]
     assert caught.value.failures[0].error_type == "zero_vector"
     (bulk,) = cluster.of("_bulk")
@@ -617,7 +617,7 @@ def test_add_triples_refuses_unknown_passages_before_writing() -> None:
     store = _open(cluster)
     triple = Triple(triple_id("p-x", "a", "b", "c"), "a", "b", "c", "p-x")
     with pytest.raises(StoreError, match="not stored.*p-x"):
-        store.add_triples([triple])
+        store.triples.add([triple])
     assert cluster.of("_bulk") == []
 
 
@@ -629,7 +629,7 @@ def test_add_triples_stores_normalised_entities_and_extraction_order() -> None:
         Triple(triple_id("p-1", s, "r", o), s, "r", o, "p-1")
         for s, o in [("  New   York ", "USA"), ("Big Apple", "NEW YORK")]
     ]
-    store.add_triples(triples)
+    store.triples.add(triples)
     (bulk,) = cluster.of("_bulk")
     docs = bulk.body[1::2]
     assert [(d["head"], d["tail"]) for d in docs] == [
@@ -647,7 +647,7 @@ def test_mark_extracted_looks_up_the_ids_then_updates_the_stored_ones() -> None:
     cluster = Cluster()
     store = _open(cluster)
     cluster.stored.add("p-1")
-    store.mark_extracted(["p-1", "p-unknown", "p-1"])
+    store.passages.mark_extracted(["p-1", "p-unknown", "p-1"])
     (mget,) = cluster.of("_mget")
     assert (mget.path, mget.params, mget.body) == (
         "/gear-passages/_mget", {"_source": "false"}, {"ids": ["p-1", "p-unknown"]}
@@ -668,7 +668,7 @@ def test_an_update_of_a_document_deleted_meanwhile_is_not_an_error() -> None:
         "_bulk",
         _every_item(404, "document_missing_exception", "[p-1]: document missing"),
     )
-    store.mark_extracted(["p-1"])
+    store.passages.mark_extracted(["p-1"])
     assert len(cluster.of("_bulk")) == 1
 
 
@@ -683,11 +683,11 @@ def test_a_deleted_index_is_named_in_one_line_and_nothing_is_sent_to_it() -> Non
     }
     cluster.queue("_mget", (200, {"docs": [{"_index": PASSAGE_INDEX, "_id": "p-1", "error": missing}]}))
     with pytest.raises(StoreError, match="index 'gear-passages' does not exist") as err:
-        store.mark_extracted(["p-1"])
+        store.passages.mark_extracted(["p-1"])
     assert "\n" not in str(err.value)
     cluster.queue("_search", (404, {"error": missing, "status": 404}))
     with pytest.raises(StoreError, match="index 'gear-passages' does not exist"):
-        store.bm25_search("passage", "x", 3)
+        store.passages.bm25_search("x", 3)
     assert cluster.of("_bulk") == []
 
 
@@ -699,7 +699,7 @@ def test_a_failed_search_says_the_root_cause_not_all_shards_failed() -> None:
              "reason": "all shards failed", "phase": "query"}
     cluster.queue("_search", (400, {"error": error, "status": 400}))
     with pytest.raises(StoreError, match="HTTP 400, query_shard_exception: failed to create query: boom"):
-        store.bm25_search("passage", "x", 3)
+        store.passages.bm25_search("x", 3)
 
 
 def test_delete_passages_deletes_their_triples_by_id_first_then_the_passages() -> None:
@@ -710,7 +710,7 @@ def test_delete_passages_deletes_their_triples_by_id_first_then_the_passages() -
         "_search",
         (200, {"hits": {"hits": [{"_id": "t-1", "sort": ["t-1"]}, {"_id": "t-2", "sort": ["t-2"]}]}}),
     )
-    assert store.delete_passages(["p-1", "p-unknown", "p-2"]) == ["p-1", "p-2"]
+    assert store.passages.remove(["p-1", "p-unknown", "p-2"]) == ["p-1", "p-2"]
     start = next(i for i, s in enumerate(cluster.sent) if s.path.endswith("_mget"))
     steps = [(s.method, s.path, s.params) for s in cluster.sent[start:]]
     assert steps == [
@@ -756,7 +756,7 @@ def test_a_failed_triple_delete_keeps_the_passages() -> None:
     cluster.queue("_bulk", lambda sent: (200, {"errors": False, "items": [_ok(h) for h in _headers(sent.body)]}))
     cluster.queue("_bulk", _every_item(500, "boom_exception", "boom"))
     with pytest.raises(BulkWriteError, match="passages were kept"):
-        store.delete_passages(["p-1"])
+        store.passages.remove(["p-1"])
     assert [h for b in cluster.of("_bulk") for h in _headers(b.body)] == [
         {"index": {"_index": "gear-changes", "_id": "triple:t-1"}},
         {"delete": {"_index": TRIPLE_INDEX, "_id": "t-1"}},
@@ -770,7 +770,7 @@ def test_bm25_search_is_a_match_query_on_the_analysed_field() -> None:
     cluster = Cluster()
     store = _open(cluster)
     cluster.queue("_search", (200, {"hits": {"hits": [{"_id": "p-1", "_score": 3.5}]}}))
-    hits = store.bm25_search("passage", "Eiffel tower", k=7)
+    hits = store.passages.bm25_search("Eiffel tower", k=7)
     (search,) = cluster.of("_search")
     assert search.path == "/gear-passages/_search"
     assert search.body == {
@@ -780,7 +780,7 @@ def test_bm25_search_is_a_match_query_on_the_analysed_field() -> None:
         "track_total_hits": False,
     }
     assert [(h.id, h.score) for h in hits] == [("p-1", 3.5)]
-    store.bm25_search("triple", "x", k=1)
+    store.triples.bm25_search("x", k=1)
     assert cluster.of("_search")[1].body["query"] == {"match": {"text": {"query": "x"}}}
 
 
@@ -789,7 +789,7 @@ def test_vector_search_is_a_top_level_knn_and_scores_come_back_as_cosines() -> N
     store = _open(cluster)
     cluster.queue("_search", (200, {"hits": {"hits": [{"_id": "t-1", "_score": 0.9}]}}))
     vector = np.eye(DIM, dtype=np.float32)[2]
-    hits = store.vector_search("triple", vector, k=60)
+    hits = store.triples.vector_search(vector, k=60)
     (search,) = cluster.of("_search")
     assert search.path == "/gear-triples/_search"
     assert search.body == {
@@ -809,9 +809,9 @@ def test_vector_search_refuses_a_wrong_query_vector_before_sending() -> None:
     cluster = Cluster()
     store = _open(cluster)
     with pytest.raises(ValueError, match="dimension 8"):
-        store.vector_search("passage", np.ones(3, dtype=np.float32), k=5)
+        store.passages.vector_search(np.ones(3, dtype=np.float32), k=5)
     with pytest.raises(ValueError, match="zero"):
-        store.vector_search("passage", np.zeros(DIM, dtype=np.float32), k=5)
+        store.passages.vector_search(np.zeros(DIM, dtype=np.float32), k=5)
     assert cluster.of("_search") == []
 
 
@@ -826,7 +826,7 @@ def test_neighbours_with_a_query_vector_is_one_knn_search_filtered_by_looked_up_
               "passage_id": "p-1", "vector": np.eye(DIM)[1].tolist()}
     cluster.queue("_search", (200, {"hits": {"hits": [{"_id": "t-2", "_score": 0.7, "_source": source}]}}))
     vector = np.eye(DIM, dtype=np.float32)[0]
-    assert store.neighbours("t-1", query_vector=vector, limit=100) == ["t-2"]
+    assert store.triples.neighbours("t-1", query_vector=vector, limit=100) == ["t-2"]
     assert cluster.of("_mget") == []  # the entities are looked up by the search itself
     (msearch,) = cluster.of("_msearch")
     header, body = msearch.body
@@ -849,8 +849,8 @@ def test_neighbours_with_a_query_vector_is_one_knn_search_filtered_by_looked_up_
     assert search.body["size"] == 100
     assert search.body["_source"] is True
     # the candidates' documents came with the hits: reading them again sends nothing
-    assert store.triple_vectors(["t-2"]).tolist() == [np.eye(DIM)[1].tolist()]
-    assert [t.subject for t in store.get_triples(["t-2"])] == ["Paris"]
+    assert store.triples.vectors(["t-2"]).tolist() == [np.eye(DIM)[1].tolist()]
+    assert [t.subject for t in store.triples.get(["t-2"])] == ["Paris"]
     assert cluster.of("_mget") == []
 
 
@@ -860,17 +860,17 @@ def test_a_write_forgets_the_documents_neighbours_brought() -> None:
     source = {"id": "t-2", "subject": "a", "predicate": "r", "object": "b", "passage_id": "p-1",
               "vector": np.eye(DIM)[1].tolist()}
     cluster.queue("_search", (200, {"hits": {"hits": [{"_id": "t-2", "_score": 0.7, "_source": source}]}}))
-    store.neighbours("t-1", query_vector=np.eye(DIM, dtype=np.float32)[0], limit=5)
-    store.mark_extracted(["p-1"])  # any write through the store
+    store.triples.neighbours("t-1", query_vector=np.eye(DIM, dtype=np.float32)[0], limit=5)
+    store.passages.mark_extracted(["p-1"])  # any write through the store
     cluster.queue("_mget", (200, {"docs": [{"_id": "t-2", "found": False}]}))
     with pytest.raises(KeyError, match="t-2"):
-        store.triple_vectors(["t-2"])
+        store.triples.vectors(["t-2"])
 
 
 def test_neighbours_without_a_vector_are_the_first_by_id() -> None:
     cluster = Cluster()
     store = _open(cluster)
-    store.neighbours("t-1", limit=5)
+    store.triples.neighbours("t-1", limit=5)
     ((_, body),) = [m.body for m in cluster.of("_msearch")]
     search = Sent("POST", "/gear-triples/_search", {}, body)
     assert search.body == {
@@ -885,8 +885,8 @@ def test_neighbours_without_a_vector_are_the_first_by_id() -> None:
 def test_neighbours_with_no_room_send_no_search() -> None:
     cluster = Cluster()
     store = _open(cluster)
-    assert store.neighbours("t-1", limit=0) == []
-    assert store.neighbours_many([], limit=5) == []
+    assert store.triples.neighbours("t-1", limit=0) == []
+    assert store.triples.neighbours_many([], limit=5) == []
     assert cluster.of("_search") == cluster.of("_msearch") == []
 
 
@@ -902,13 +902,13 @@ def test_neighbours_of_a_beam_step_are_one_msearch_after_one_generation_check() 
     cluster.queue("_search", (200, {"hits": {"hits": [_triple_hit("t-2")]}}),
                   (200, {"hits": {"hits": [_triple_hit("t-3"), _triple_hit("t-4")]}}))
     vector = np.eye(DIM, dtype=np.float32)[0]
-    assert store.neighbours_many(["t-1", "t-9"], vector, 5) == [["t-2"], ["t-3", "t-4"]]
+    assert store.triples.neighbours_many(["t-1", "t-9"], vector, 5) == [["t-2"], ["t-3", "t-4"]]
     (msearch,) = cluster.of("_msearch")
     assert [line for line in msearch.body[::2]] == [{"index": "gear-triples"}] * 2
     assert [body["knn"]["filter"]["bool"]["must_not"] for body in msearch.body[1::2]] == [
         [{"ids": {"values": ["t-1"]}}], [{"ids": {"values": ["t-9"]}}]]
     assert len(cluster.of("indexing")) == 1  # GET {indices}/_stats/indexing
-    store.triple_vectors(["t-2", "t-3", "t-4"])
+    store.triples.vectors(["t-2", "t-3", "t-4"])
     assert cluster.of("_mget") == []
 
 
@@ -917,14 +917,14 @@ def test_a_write_by_another_process_makes_the_next_neighbours_forget_the_kept_do
     store = _open(cluster)
     vector = np.eye(DIM, dtype=np.float32)[0]
     cluster.queue("_search", (200, {"hits": {"hits": [_triple_hit("t-2")]}}))
-    store.neighbours("t-1", vector, 5)
+    store.triples.neighbours("t-1", vector, 5)
     cluster.documents[("gear-changes", "generation")]["generation"] += 1  # another process deleted t-2
     record = {"_id": "triple:t-2", "sort": ["triple", "t-2"], "_source": {"collection": "triple", "doc_id": "t-2"}}
     for reply in ([], [], [record], []):  # the feed: passages and triples added, removed; then the search
         cluster.queue("_search", (200, {"hits": {"hits": reply}}))
-    assert store.neighbours("t-1", vector, 5) == []
+    assert store.triples.neighbours("t-1", vector, 5) == []
     with pytest.raises(KeyError, match="t-2"):
-        store.triple_vectors(["t-2"])  # asked again (_mget), not answered from what was kept
+        store.triples.vectors(["t-2"])  # asked again (_mget), not answered from what was kept
     assert len(cluster.of("_mget")) == 1
 
 
@@ -936,7 +936,7 @@ def test_a_failed_search_of_a_beam_step_is_one_line_naming_the_cause() -> None:
              "reason": "no such index [gear-triples]", "index": "gear-triples"}
     cluster.queue("_search", (404, {"error": error}))
     with pytest.raises(StoreError, match="neighbours of 1 triple.*'gear-triples' does not exist"):
-        store.neighbours("t-1", np.eye(DIM, dtype=np.float32)[0], 5)
+        store.triples.neighbours("t-1", np.eye(DIM, dtype=np.float32)[0], 5)
 
 
 def test_get_passages_is_an_mget_without_vectors_in_the_order_asked() -> None:
@@ -955,7 +955,7 @@ def test_get_passages_is_an_mget_without_vectors_in_the_order_asked() -> None:
             },
         ),
     )
-    assert store.get_passages(["p-1", "p-2"]) == [Passage("p-2", "T", "x", "s")]
+    assert store.passages.get(["p-1", "p-2"]) == [Passage("p-2", "T", "x", "s")]
     (mget,) = cluster.of("_mget")
     assert mget.path == "/gear-passages/_mget"
     assert mget.params == {"_source_excludes": "vector"}
@@ -968,18 +968,18 @@ def test_triple_vectors_reads_only_the_vector_field() -> None:
         "_mget",
         (200, {"docs": [{"_id": "t-1", "found": True, "_source": {"vector": [1.0] + [0.0] * 7}}]}),
     )
-    vectors = store.triple_vectors(["t-1", "t-1"])
+    vectors = store.triples.vectors(["t-1", "t-1"])
     assert vectors.shape == (2, DIM) and vectors.dtype == np.float32
     assert cluster.of("_mget")[0].params == {"_source_includes": "vector"}
     assert cluster.of("_mget")[0].body == {"ids": ["t-1"]}
     with pytest.raises(KeyError, match="t-2"):
-        store.triple_vectors(["t-2"])
+        store.triples.vectors(["t-2"])
 
 
 def test_triples_of_passage_is_a_term_query_sorted_by_extraction_order() -> None:
     cluster = Cluster()
     store = _open(cluster)
-    store.triples_of_passage("p-1")
+    store.triples.of_passage("p-1")
     (search,) = cluster.of("_search")
     assert search.path == "/gear-triples/_search"
     assert search.body["query"] == {"term": {"passage_id": "p-1"}}
@@ -999,7 +999,7 @@ def test_iteration_pages_a_point_in_time_with_search_after() -> None:
         (200, {"pit_id": "pit-2", "hits": {"hits": [hit(1), hit(2)]}}),
         (200, {"pit_id": "pit-3", "hits": {"hits": [hit(3)]}}),
     )
-    assert [p.id for p in store.iter_passages()] == ["p-1", "p-2", "p-3"]
+    assert [p.id for p in store.passages.iterate()] == ["p-1", "p-2", "p-3"]
     pit_open, first, second, pit_close = cluster.sent[-4:]
     assert (pit_open.method, pit_open.path, pit_open.params) == (
         "POST",
@@ -1027,7 +1027,7 @@ def test_iteration_pages_a_point_in_time_with_search_after() -> None:
 def test_unextracted_passages_filter_on_the_boolean() -> None:
     cluster = Cluster()
     store = _open(cluster)
-    store.unextracted_passages()
+    store.passages.unextracted()
     (search,) = cluster.of("_search")
     assert search.body["query"] == {"term": {"extracted": False}}
 
@@ -1035,7 +1035,7 @@ def test_unextracted_passages_filter_on_the_boolean() -> None:
 def test_delete_source_finds_passages_by_a_term_on_source() -> None:
     cluster = Cluster()
     store = _open(cluster)
-    store.delete_source("docs/a.md")
+    store.passages.remove_source("docs/a.md")
     (search,) = cluster.of("_search")
     assert search.body["query"] == {"term": {"source": "docs/a.md"}}
     assert cluster.of("_bulk") == []  # nothing found, nothing deleted
@@ -1045,7 +1045,7 @@ def test_count_asks_the_count_api() -> None:
     cluster = Cluster()
     store = _open(cluster)
     cluster.queue("_count", (200, {"count": 42}))
-    assert store.count("triple") == 42
+    assert store.triples.count() == 42
     assert cluster.of("_count")[0].path == "/gear-triples/_count"
 
 
@@ -1082,7 +1082,7 @@ def test_normalise_entity_is_the_shared_one() -> None:
 
 def test_filters_become_bool_filters_over_nested_typed_metadata() -> None:
     from gear_agent.filters import parse_where
-    from gear_agent.store.es_queries import where_filter
+    from gear_agent.store.elasticsearch.queries import where_filter
 
     where = parse_where(["source=reports/2024", "year>=2020", "lang!=de", "draft=true"])
     assert where_filter(where) == {"bool": {"filter": [
@@ -1098,7 +1098,7 @@ def test_filters_become_bool_filters_over_nested_typed_metadata() -> None:
 
 
 def test_filtered_bm25_and_knn_requests_filter_before_ranking() -> None:
-    from gear_agent.store.es_queries import bm25_request, knn_request
+    from gear_agent.store.elasticsearch.queries import bm25_request, knn_request
 
     flt = {"term": {"id": "p-1"}}
     assert bm25_request("content", "q", 5, filter=flt)["query"] == {
@@ -1107,7 +1107,7 @@ def test_filtered_bm25_and_knn_requests_filter_before_ranking() -> None:
 
 
 def test_passage_documents_carry_metadata_and_its_nested_entries() -> None:
-    from gear_agent.store.es_mappings import passage_document, passage_from_source
+    from gear_agent.store.elasticsearch.mappings import passage_document, passage_from_source
 
     p = Passage("p-1", "T", "text", "a.txt", {"year": 2020, "tags": ["x", "y"], "ok": None})
     doc = passage_document(p, np.ones(3, dtype=np.float32))

@@ -69,10 +69,10 @@ def test_extracts_stores_and_marks_every_passage():
     summary = run(store, client(model), concurrency=2, commit_every=2)
 
     assert store.extracted == {p.id for p in passages}
-    assert len(store.triples) == 10
+    assert len(store.triple_records) == 10
     first = passages[0]
     expected_id = triple_id(first.id, "Entity 0", "founded in", "1900")
-    assert store.triples[expected_id].passage_id == first.id
+    assert store.triple_records[expected_id].passage_id == first.id
     assert summary.passages_sent == summary.passages_succeeded == 5
     assert (summary.passages_failed, summary.triples_kept, summary.malformed_dropped) == (0, 10, 0)
     assert summary.input_tokens > 0 and summary.output_tokens > 0
@@ -123,7 +123,7 @@ def test_interrupted_run_keeps_finished_work_and_resume_sends_only_the_rest():
             progress=interrupt_after_four,
         )
     assert len(store.extracted) == 4  # flushed although commit_every was not reached
-    assert len(store.triples) == 8
+    assert len(store.triple_records) == 8
     done_first = {title_of(c) for c in first_model.calls}
 
     second_model = ScriptedChatModel(respond=good_reply)
@@ -133,7 +133,7 @@ def test_interrupted_run_keeps_finished_work_and_resume_sends_only_the_rest():
     assert not set(sent_second) & {title_of(c) for c in first_model.calls[:4]}
     assert summary.passages_skipped == 4 and summary.passages_sent == 6
     assert store.extracted == {p.id for p in passages}
-    assert len(store.triples) == 20
+    assert len(store.triple_records) == 20
     assert len(done_first | set(sent_second)) == 10
 
 
@@ -180,7 +180,7 @@ def test_a_failed_passage_is_recorded_and_left_for_the_next_run():
     assert len(model.calls) == 5  # the failing passage was tried twice (1 retry)
     warning = summary.warnings()[0]
     assert "1 of 4 passages failed" in warning and "retried by the next run" in warning
-    assert [p.title for p in store.unextracted_passages()] == ["Entity 2"]
+    assert [p.title for p in store.passages.unextracted()] == ["Entity 2"]
 
 
 def test_unreadable_reply_is_a_failure_not_an_empty_extraction():
@@ -191,7 +191,7 @@ def test_unreadable_reply_is_a_failure_not_an_empty_extraction():
     summary = run(store, client(model))
     assert summary.passages_failed == 1
     assert "unreadable reply" in summary.failures[0].error
-    assert len(store.unextracted_passages()) == 1
+    assert len(store.passages.unextracted()) == 1
 
 
 def test_fatal_error_stops_the_run_after_writing_finished_work():
@@ -259,7 +259,7 @@ def test_progress_is_reported_per_passage():
 
 def test_nothing_to_do():
     store = FakeStore(make_passages(2))
-    store.mark_extracted([p.id for p in store.passages.values()])
+    store.passages.mark_extracted([p.id for p in store.passage_records.values()])
     model = ScriptedChatModel(respond=good_reply)
     summary = run(store, client(model))
     assert model.calls == [] and summary.passages_skipped == 2 and summary.warnings() == []
@@ -327,7 +327,7 @@ def test_triples_not_found_in_their_passage_are_dropped_and_counted():
     summary = run(store, client(ScriptedChatModel(respond=injected)))
     assert summary.ungrounded_dropped == 4
     assert summary.triples_kept == 8  # the passages' own triples all stay
-    assert all("Obama" not in t.subject for t in store.triples.values())
+    assert all("Obama" not in t.subject for t in store.triple_records.values())
     assert "Barack Obama" in summary.ungrounded_examples[0]
     assert any("not found in their passage" in w for w in summary.warnings())
     kept = run(FakeStore(make_passages(4)), client(ScriptedChatModel(respond=injected)), ground=False)

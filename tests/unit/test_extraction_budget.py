@@ -12,7 +12,7 @@ from support.fakes import CountingEmbedder, ScriptedChatModel, client, make_pass
 from gear_agent.config import GearSettings
 from gear_agent.errors import SettingsError
 from gear_agent.extraction import ExtractionBudget, extract_triples
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 
 EMPTY = json.dumps({"entities": [], "triples": []})
 
@@ -20,17 +20,17 @@ EMPTY = json.dumps({"entities": [], "triples": []})
 @pytest.mark.parametrize("concurrency", [1, 4])
 def test_a_token_budget_stops_sending_and_the_next_run_resumes(tmp_path, concurrency: int) -> None:
     store = EmbeddedStore.open(tmp_path / "ix", CountingEmbedder())
-    store.add_passages(make_passages(20))
+    store.passages.add(make_passages(20))
     model = ScriptedChatModel(respond=lambda _: EMPTY, usage=(90, 10), delay_s=0.01)
     budget = ExtractionBudget(max_tokens=500)  # five replies of 100 tokens
     summary = asyncio.run(extract_triples(store, client(model), concurrency=concurrency, budget=budget))
     assert summary.stopped_by_budget and 5 <= summary.passages_sent <= 5 + concurrency - 1
     assert summary.passages_left == 20 - summary.passages_sent
-    assert len(store.unextracted_passages()) == summary.passages_left
+    assert len(store.passages.unextracted()) == summary.passages_left
     assert "were not sent and stay unextracted" in summary.warnings()[0]
     rest = asyncio.run(extract_triples(store, client(model), concurrency=concurrency))
     assert rest.passages_sent == summary.passages_left and not rest.stopped_by_budget
-    assert len(model.calls) == 20 and not store.unextracted_passages()
+    assert len(model.calls) == 20 and not store.passages.unextracted()
 
 
 def test_budgets_come_from_the_settings_and_a_price_is_needed_for_dollars() -> None:

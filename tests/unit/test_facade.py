@@ -81,7 +81,7 @@ def test_dicts_documents_and_paths(tmp_path: Path) -> None:
         corpus,
     ], extract=False)
     assert report.passages_added == 3
-    by_title = {p.title: p for p in gear.store.iter_passages()}
+    by_title = {p.title: p for p in gear.store.passages.iterate()}
     assert by_title["Bled"].metadata == {"kind": "town"}
     assert by_title["Ljubljana"].source == "wiki"
     assert by_title["Lake Bled"].metadata == {"year": 2020}
@@ -105,7 +105,7 @@ def test_long_strings_are_chunked_with_one_id_each(tmp_path: Path) -> None:
     gear = Gear(tmp_path / "index", embedding_model="hashing-64", chunk_words=20, chunk_overlap_words=0)
     text = " ".join(f"Sentence number {i} is here." for i in range(20))
     gear.index(text, extract=False)
-    passages = list(gear.store.iter_passages())
+    passages = list(gear.store.passages.iterate())
     assert len(passages) > 1 and len({p.id for p in passages}) == len(passages)
 
 
@@ -133,7 +133,7 @@ def test_delete_and_as_retriever(tmp_path: Path) -> None:
     assert documents[0].metadata["source"] == "a"
     assert {"id", "title", "score", "chain"} <= set(documents[0].metadata)
     assert len(gear.delete(source="a")) == 1
-    assert [p.text for p in gear.store.iter_passages()] == [MARRIED]
+    assert [p.text for p in gear.store.passages.iterate()] == [MARRIED]
 
 
 def test_the_readme_quick_start_is_five_lines() -> None:

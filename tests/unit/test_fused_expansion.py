@@ -14,7 +14,7 @@ from gear_agent.open_index import OpenIndex
 from gear_agent.retrieval.fusion import rrf
 from gear_agent.retrieval.registry import make_retriever
 from gear_agent.retrieval.search import QueryEncoder
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo"
 
@@ -49,7 +49,7 @@ def test_fused_list_is_the_rrf_of_its_parts(runtime, question):
 def test_agent_expansion_both_is_the_rrf_of_beam_and_ppr(runtime):
     from gear_agent.agent import _steps as steps
 
-    start = [t.id for t in runtime.store.iter_triples()][:3]
+    start = [t.id for t in runtime.store.triples.iterate()][:3]
     question = "Who founded the observatory where Marela Voss worked?"
     beam = steps.beam_expand(index_parts(runtime), runtime.settings, question, start)
     ppr = steps.ppr_expand(index_parts(runtime), question, start, runtime.settings.base_k)

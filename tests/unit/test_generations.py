@@ -17,8 +17,8 @@ from gear_agent.config import GearSettings
 from gear_agent.expansion.ppr import PPRRetriever
 from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.store.base import IndexCorruptError, StoreError
-from gear_agent.store.embedded import EmbeddedStore
-from gear_agent.store.embedded_db import COUNTER_FILE, read_counter, write_counter
+from gear_agent.store.embedded.db import COUNTER_FILE, read_counter, write_counter
+from gear_agent.store.embedded.store import EmbeddedStore
 
 passage, triple = make_passage, make_triple
 
@@ -37,8 +37,8 @@ TRIPLES = {
 
 def filled(path: Path, passages=(ALPHA, BRAVO, CHARLIE)) -> EmbeddedStore:
     store = EmbeddedStore.open(path, CountingEmbedder())
-    store.add_passages(list(passages))
-    store.add_triples([t for p in passages for t in TRIPLES[p.id]])
+    store.passages.add(list(passages))
+    store.triples.add([t for p in passages for t in TRIPLES[p.id]])
     return store
 
 
@@ -55,9 +55,9 @@ def test_delete_then_add_with_equal_counts_moves_the_ppr_graph(tmp_path: Path) -
     counts = (graph.n_passages, graph.n_triples)
     assert graph.passage_vertex(CHARLIE.id) is not None and graph.passage_vertex(DELTA.id) is None
 
-    store.delete_passages([CHARLIE.id])
-    store.add_passages([DELTA])
-    store.add_triples(TRIPLES[DELTA.id])
+    store.passages.remove([CHARLIE.id])
+    store.passages.add([DELTA])
+    store.triples.add(TRIPLES[DELTA.id])
     # the write path: this process's commits were taken in as they were made, before any query
     assert (graph.n_passages, graph.n_triples) == counts  # equal counts...
     assert graph.passage_vertex(CHARLIE.id) is None  # ...yet the deleted passage's vertex went
@@ -73,9 +73,9 @@ def test_a_graph_saved_by_another_process_catches_up_from_the_change_feed(tmp_pa
     first.retrieve("Kestrel Lake", 1)
     saved_at = first.graph.generation
     other = EmbeddedStore.open(tmp_path / "ix", CountingEmbedder())  # a second writer
-    other.delete_passages([BRAVO.id])
-    other.add_passages([DELTA])
-    other.add_triples(TRIPLES[DELTA.id])
+    other.passages.remove([BRAVO.id])
+    other.passages.add([DELTA])
+    other.triples.add(TRIPLES[DELTA.id])
     reader = EmbeddedStore.open(tmp_path / "ix", CountingEmbedder())
     later = PPRRetriever(reader, QueryEncoder(reader.embedder), GearSettings())
     graph = later.graph  # loaded from the file (generation saved_at), then brought up to date
@@ -92,14 +92,14 @@ def test_a_snapshot_keeps_its_commit_while_another_writer_commits(tmp_path: Path
     vector = store.embedder.embed_one(DELTA.content)
     with store.snapshot():
         before = store.generation()
-        writer.add_passages([DELTA])  # lands in the middle of this "query"
+        writer.passages.add([DELTA])  # lands in the middle of this "query"
         assert store.generation() == before
-        assert store.count("passage") == 3
-        assert DELTA.id not in {h.id for h in store.vector_search("passage", vector, 5)}
-        assert DELTA.id not in {h.id for h in store.bm25_search("passage", "Delta Post", 5)}
-        assert store.get_passages([DELTA.id]) == []
+        assert store.passages.count() == 3
+        assert DELTA.id not in {h.id for h in store.passages.vector_search(vector, 5)}
+        assert DELTA.id not in {h.id for h in store.passages.bm25_search("Delta Post", 5)}
+        assert store.passages.get([DELTA.id]) == []
     assert store.generation() == before + 1
-    assert store.vector_search("passage", vector, 1)[0].id == DELTA.id  # the next query: the new commit
+    assert store.passages.vector_search(vector, 1)[0].id == DELTA.id  # the next query: the new commit
 
 
 def test_threads_pin_their_own_commits(tmp_path: Path) -> None:
@@ -110,13 +110,13 @@ def test_threads_pin_their_own_commits(tmp_path: Path) -> None:
         with store.snapshot():
             pinned.set()
             go.wait(10)
-            seen["count"] = store.count("passage")
+            seen["count"] = store.passages.count()
 
     thread = threading.Thread(target=reader)
     thread.start()
     pinned.wait(10)
-    store.add_passages([DELTA])  # the same store object, another thread
-    assert store.count("passage") == 4
+    store.passages.add([DELTA])  # the same store object, another thread
+    assert store.passages.count() == 4
     go.set()
     thread.join(10)
     assert seen["count"] == 3
@@ -134,7 +134,7 @@ def _flip_row(path: Path, row: int, dimension: int = 64) -> None:
 
 def test_a_damaged_older_chunk_is_refused_not_silently_dropped(tmp_path: Path) -> None:
     store = filled(tmp_path / "ix")  # chunk 0: rows 0..3 (three passages)
-    store.add_passages([DELTA])  # a newer chunk after it
+    store.passages.add([DELTA])  # a newer chunk after it
     store.close()
     _flip_row(tmp_path / "ix" / "passage.vec", 0)
     with pytest.raises(IndexCorruptError, match=r"passage.vec rows 0..3 fail their checksum.*gear check --repair"):
@@ -144,14 +144,14 @@ def test_a_damaged_older_chunk_is_refused_not_silently_dropped(tmp_path: Path) -
 def test_a_writers_own_files_are_trusted_without_reading_them_again(tmp_path: Path) -> None:
     filled(tmp_path / "ix").close()
     reopened = EmbeddedStore.open(tmp_path / "ix", CountingEmbedder())
-    assert reopened.passages.vectors.full_reads == 0  # the writer's mark vouches for every chunk
+    assert reopened.passage_parts.vectors.full_reads == 0  # the writer's mark vouches for every chunk
     reopened.close()
     vectors = tmp_path / "ix" / "passage.vec"
     os.utime(vectors, ns=(1, 1))  # not as its writer left it: every chunk is read once
     again = EmbeddedStore.open(tmp_path / "ix", CountingEmbedder())
-    assert again.passages.vectors.full_reads == 1
+    assert again.passage_parts.vectors.full_reads == 1
     again.close()
-    assert EmbeddedStore.open(tmp_path / "ix", CountingEmbedder()).passages.vectors.full_reads == 0
+    assert EmbeddedStore.open(tmp_path / "ix", CountingEmbedder()).passage_parts.vectors.full_reads == 0
 
 
 def test_non_finite_vectors_are_refused_at_write_and_never_ranked(tmp_path: Path) -> None:
@@ -163,14 +163,14 @@ def test_non_finite_vectors_are_refused_at_write_and_never_ranked(tmp_path: Path
 
     store = EmbeddedStore.open(tmp_path / "ix", NaNEmbedder())
     with pytest.raises(StoreError, match="not finite.*nothing of this batch was stored"):
-        store.add_passages([ALPHA, BRAVO])
-    assert store.count("passage") == 0
+        store.passages.add([ALPHA, BRAVO])
+    assert store.passages.count() == 0
     healthy = filled(tmp_path / "other")
     view = healthy.view("passage")
-    rows, _ = healthy.passages.exact(view, view.live_rows(), np.full(64, np.nan, dtype=np.float32), 3)
+    rows, _ = healthy.passage_parts.exact(view, view.live_rows(), np.full(64, np.nan, dtype=np.float32), 3)
     assert len(rows) == 0  # a score that is not finite is never ranked
     with pytest.raises(ValueError, match="not finite"):
-        healthy.vector_search("passage", np.full(64, np.nan, dtype=np.float32), 3)
+        healthy.passages.vector_search(np.full(64, np.nan, dtype=np.float32), 3)
 
 
 # ---- the commit counter outside the WAL ---------------------------------------------------------
@@ -178,7 +178,7 @@ def test_non_finite_vectors_are_refused_at_write_and_never_ranked(tmp_path: Path
 
 def _commit_and_die(path: str) -> None:
     store = EmbeddedStore.open(Path(path), CountingEmbedder())
-    store.add_passages([DELTA])
+    store.passages.add([DELTA])
     os._exit(0)  # no close: the commit stays in the WAL, not checkpointed
 
 
@@ -198,7 +198,7 @@ def test_a_lost_last_commit_is_detected_and_reported(tmp_path: Path) -> None:
     repaired = run_cli("check", "--index", str(tmp_path / "ix"), "--repair", env={"GEAR_EMBEDDING_MODEL": "hashing-64"})
     assert repaired.exit_code == 0, repaired.output
     reopened = EmbeddedStore.open(tmp_path / "ix", CountingEmbedder())
-    assert reopened.count("passage") == 3 and reopened.generation() == 2
+    assert reopened.passages.count() == 3 and reopened.generation() == 2
 
 
 def test_the_counter_is_written_after_each_commit(tmp_path: Path) -> None:

@@ -75,11 +75,11 @@ def test_the_whole_index_reads_back_into_networkx(store, tmp_path: Path, fmt: st
 
 
 def test_parallel_triples_stay_apart(tmp_path: Path) -> None:
-    from gear_agent.store.embedded import EmbeddedStore
+    from gear_agent.store.embedded.store import EmbeddedStore
 
     store = EmbeddedStore.open(tmp_path / "ix", HashingEmbedder(16))
-    store.add_passages([Passage("p-1", "A", "Ann met Bob. Ann married Bob.", "t")])
-    store.add_triples([Triple("t-1", "Ann", "met", "Bob", "p-1"),
+    store.passages.add([Passage("p-1", "A", "Ann met Bob. Ann married Bob.", "t")])
+    store.triples.add([Triple("t-1", "Ann", "met", "Bob", "p-1"),
                        Triple("t-2", "Ann", "married", "Bob", "p-1")])
     g = read_back(index_graph(store), "graphml", tmp_path)
     edges = g.get_edge_data(entity_node_id("Ann"), entity_node_id("Bob"))
@@ -87,11 +87,11 @@ def test_parallel_triples_stay_apart(tmp_path: Path) -> None:
 
 
 def test_text_that_xml_cannot_hold_is_replaced(tmp_path: Path) -> None:
-    from gear_agent.store.embedded import EmbeddedStore
+    from gear_agent.store.embedded.store import EmbeddedStore
 
     store = EmbeddedStore.open(tmp_path / "ix", HashingEmbedder(16))
-    store.add_passages([Passage("p-1", "Bell\x07", "A bell\x07 rang <loudly> & long.", "t")])
-    store.add_triples([Triple("t-1", "bell\x07", "rang", "<loudly>", "p-1")])
+    store.passages.add([Passage("p-1", "Bell\x07", "A bell\x07 rang <loudly> & long.", "t")])
+    store.triples.add([Triple("t-1", "bell\x07", "rang", "<loudly>", "p-1")])
     g = read_back(index_graph(store), "graphml", tmp_path)
     assert g.nodes["p-1"]["text"] == "A bell\ufffd rang <loudly> & long."
 

@@ -16,9 +16,9 @@ from gear_agent.embedding.hashing import HashingEmbedder
 from gear_agent.expansion.ppr import PPRRetriever
 from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.store.changes import Stamp
-from gear_agent.store.check import check_index
-from gear_agent.store.embedded import EmbeddedStore
-from gear_agent.store.embedded_db import COUNTER_FILE, DB_FILE
+from gear_agent.store.embedded.check import check_index
+from gear_agent.store.embedded.db import COUNTER_FILE, DB_FILE
+from gear_agent.store.embedded.store import EmbeddedStore
 
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo"
 HASHING = {"GEAR_EMBEDDING_MODEL": "hashing-384"}
@@ -40,8 +40,8 @@ def _open(path: Path) -> EmbeddedStore:
 
 
 def _write(store: EmbeddedStore, passage) -> None:  # noqa: ANN001 - a Passage
-    store.add_passages([passage])
-    store.add_triples([TRIPLES[passage.id]])
+    store.passages.add([passage])
+    store.triples.add([TRIPLES[passage.id]])
 
 
 def _ppr(store: EmbeddedStore) -> PPRRetriever:

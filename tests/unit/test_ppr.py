@@ -40,7 +40,7 @@ from gear_agent.expansion.ppr_graph import (
 from gear_agent.ids import passage_id, triple_id
 from gear_agent.llm import LLMClient
 from gear_agent.retrieval.search import QueryEncoder
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.types import Passage, Triple
 
 DIM = 64
@@ -191,8 +191,8 @@ def test_relation_contains_and_synonym_edges(tmp_path: Path) -> None:
     )  # cos(alpha, alpha prime) = 0.866 >= 0.8; cos(alpha prime, beta) = 0.707 < 0.8
     store = _store(tmp_path, embedder)
     p1, p2 = _passage(1), _passage(2)
-    store.add_passages([p1, p2])
-    store.add_triples(
+    store.passages.add([p1, p2])
+    store.triples.add(
         [
             _triple(p1, "Alpha", "meets", "Gamma"),
             _triple(p2, "alpha ", "greets", "gamma"),  # same pair after normalisation: count 2
@@ -219,8 +219,8 @@ def test_synonym_threshold_is_inclusive_and_exclusive_below(tmp_path: Path) -> N
     embedder = TableEmbedder({"near one": _unit(0), "near two": _unit(36), "far one": _unit(37)})
     store = _store(tmp_path, embedder)
     p = _passage(1)
-    store.add_passages([p])
-    store.add_triples([_triple(p, "near one", "r", "near two"), _triple(p, "far one", "r", "zzz")])
+    store.passages.add([p])
+    store.triples.add([_triple(p, "near one", "r", "near two"), _triple(p, "far one", "r", "zzz")])
     threshold = float(np.float32(_unit(0) @ _unit(36)))  # cos 36 degrees, as computed
     graph = PPRGraph.build(store, embedder, synonym_threshold=threshold)
     kinds = {(a, b): syn for a, b, _, syn, _, _ in graph.edge_kinds()}
@@ -233,8 +233,8 @@ def test_graph_walk_matches_igraph_and_direct_solve(tmp_path: Path) -> None:
     embedder = TableEmbedder({"alpha": _unit(0), "alpha prime": _unit(20)})
     store = _store(tmp_path, embedder)
     passages = [_passage(n) for n in range(4)]  # passage 3 has no triples: dangling
-    store.add_passages(passages)
-    store.add_triples(
+    store.passages.add(passages)
+    store.triples.add(
         [
             _triple(passages[0], "alpha", "r", "beta"),
             _triple(passages[1], "alpha prime", "r", "gamma"),
@@ -264,9 +264,9 @@ def _specificity_store(
     embedder = TableEmbedder()
     store = _store(tmp_path, embedder)
     passages = [_passage(n) for n in range(4)]
-    store.add_passages(passages)
+    store.passages.add(passages)
     seed = _triple(passages[0], "Common Thing", "relates to", "Rare Thing")
-    store.add_triples(
+    store.triples.add(
         [
             seed,
             _triple(passages[1], "common thing", "has", "part one"),
@@ -290,7 +290,7 @@ def test_specificity_divides_the_seed_mass(tmp_path: Path) -> None:
 
 def test_a_phrase_in_two_seeds_keeps_its_best_share(tmp_path: Path) -> None:
     store, embedder, passages, seed = _specificity_store(tmp_path)
-    other = store.get_triples([_triple(passages[1], "common thing", "has", "part one").id])[0]
+    other = store.triples.get([_triple(passages[1], "common thing", "has", "part one").id])[0]
     graph = PPRGraph.build(store, embedder)
     weights = seed_phrase_weights(graph, [seed, other], [0.9, 0.6])
     assert weights[graph.phrase_vertex("common thing")] == pytest.approx(0.9 / 3)
@@ -299,7 +299,7 @@ def test_a_phrase_in_two_seeds_keeps_its_best_share(tmp_path: Path) -> None:
 def test_passage_mass_is_min_max_dense_score_times_weight(tmp_path: Path) -> None:
     store, embedder, passages, _ = _specificity_store(tmp_path)
     graph = PPRGraph.build(store, embedder)
-    hits = store.vector_search("passage", embedder.embed_one("text of passage 2"), 4)
+    hits = store.passages.vector_search(embedder.embed_one("text of passage 2"), 4)
     weights = dense_passage_weights(graph, hits, 0.05)
     low, high = hits[-1].score, hits[0].score
     for hit in hits:
@@ -328,7 +328,7 @@ def test_given_seeds_are_used_and_empty_seeds_mean_dense(tmp_path: Path) -> None
     q = embedder.embed_one("unrelated words")
     ranked = ppr_expand(store, graph, "unrelated words", q, [other.id], k=2)
     assert ranked[0].id == passages[3].id and ranked[0].chain == (other.id,)
-    dense = [h.id for h in store.vector_search("passage", q, 3)]
+    dense = [h.id for h in store.passages.vector_search(q, 3)]
     assert [p.id for p in ppr_expand(store, graph, "unrelated words", q, [], k=3)] == dense
     assert [p.id for p in ppr_expand(store, graph, "x", q, ["t-unknown"], k=3)] == dense
 
@@ -346,7 +346,7 @@ def test_filter_rejecting_every_seed_falls_back_to_dense_order(tmp_path: Path) -
 
     ranked = ppr_expand(store, graph, query, q, None, k=4, filter_fn=reject_all)
     assert len(seen) == 1 and len(seen[0]) == 4  # shown the top seed_triples (all four here)
-    dense = store.vector_search("passage", q, 4)
+    dense = store.passages.vector_search(q, 4)
     assert [(p.id, p.score, p.chain) for p in ranked] == [(h.id, h.score, ()) for h in dense]
 
 
@@ -399,12 +399,12 @@ def test_incremental_update_equals_full_rebuild(tmp_path: Path) -> None:
     passages, (first, second) = _batches()
     embedder = TableEmbedder(SYNONYMS)
     store = _store(tmp_path, TableEmbedder(SYNONYMS))  # the graph's embedder counts phrases only
-    store.add_passages(passages[:3])
-    store.add_triples(first)
+    store.passages.add(passages[:3])
+    store.triples.add(first)
     graph = PPRGraph.build(store, embedder)
     embedder.embedded.clear()
-    store.add_passages(passages[3:])
-    store.add_triples(second)
+    store.passages.add(passages[3:])
+    store.triples.add(second)
     stats = graph.update(store)
     assert not stats.rebuilt and stats.passages == 3 and stats.triples == 4
     assert sorted(embedder.embedded) == ["alpha second", "epsilon"]  # only new phrases embedded
@@ -437,11 +437,11 @@ def test_deletion_is_taken_out_in_place_without_embedding_again(tmp_path: Path) 
     passages, (first, second) = _batches()
     embedder = TableEmbedder(SYNONYMS)
     store = _store(tmp_path, TableEmbedder(SYNONYMS))  # the graph's embedder counts phrases only
-    store.add_passages(passages)
-    store.add_triples(first + second)
+    store.passages.add(passages)
+    store.triples.add(first + second)
     graph = PPRGraph.build(store, embedder)
     embedder.embedded.clear()
-    store.delete_passages([passages[3].id])
+    store.passages.remove([passages[3].id])
     stats = graph.update(store)
     assert not stats.rebuilt and stats.embedded == 0 and embedder.embedded == []
     assert (stats.passages_removed, stats.phrases_removed) == (1, 1)
@@ -455,15 +455,15 @@ def test_save_and_load_round_trip_then_catch_up(tmp_path: Path) -> None:
     passages, (first, second) = _batches()
     embedder = TableEmbedder(SYNONYMS)
     store = _store(tmp_path, TableEmbedder(SYNONYMS))  # the graph's embedder counts phrases only
-    store.add_passages(passages)
-    store.add_triples(first)
+    store.passages.add(passages)
+    store.triples.add(first)
     path = tmp_path / "graph.npz"
     graph = load_or_build(store, embedder, 0.8, path)
     assert path.is_file()
     loaded = PPRGraph.load(path, embedder)
     assert loaded.node_names() == graph.node_names()
     _assert_same_edges(loaded, graph)
-    store.add_triples(second)
+    store.triples.add(second)
     embedder.embedded.clear()
     caught_up = load_or_build(store, embedder, 0.8, path)
     assert sorted(embedder.embedded) == ["alpha second", "epsilon"]
@@ -488,12 +488,12 @@ def test_a_full_garbage_collection_walks_none_of_the_graphs_per_vertex_data(tmp_
     passages, (first, second) = _batches()
     embedder = TableEmbedder(SYNONYMS)
     store = _store(tmp_path, TableEmbedder(SYNONYMS))
-    store.add_passages(passages)
-    store.add_triples(first)
+    store.passages.add(passages)
+    store.triples.add(first)
     path = tmp_path / "graph.npz"
     graph = load_or_build(store, embedder, 0.8, path)
     assert graph.n_triples > 0 and _walked_by_a_full_collection(graph) == []
-    store.add_triples(second)
+    store.triples.add(second)
     graph.update(store)
     assert _walked_by_a_full_collection(graph) == []
     loaded = PPRGraph.load(path, embedder)
@@ -511,8 +511,8 @@ def test_retriever_builds_its_graph_and_follows_the_store(tmp_path: Path) -> Non
     assert ranked[0].id == passages[0].id and ranked[0].chain == (seed.id,)
     assert (tmp_path / "index" / "ppr-graph.npz").is_file()
     new = _passage(9)
-    store.add_passages([new])
-    store.add_triples([_triple(new, "rare thing", "appears in", "another place")])
+    store.passages.add([new])
+    store.triples.add([_triple(new, "rare thing", "appears in", "another place")])
     ids = [p.id for p in retriever.retrieve("Common Thing relates to Rare Thing", k=5)]
     assert retriever.graph.n_passages == 5
     assert ids.index(new.id) < ids.index(passages[3].id)  # reached through "rare thing"

@@ -27,7 +27,7 @@ from gear_agent.expansion.ppr_graph import PPRGraph
 from gear_agent.expansion.ppr_walk import title_pairs, walk_of
 from gear_agent.ids import passage_id, triple_id
 from gear_agent.retrieval.search import QueryEncoder
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.types import Passage, Triple
 
 # A bridge question's two hops: the album's passage names its singer by a short name; the
@@ -60,8 +60,8 @@ def _corpus(tmp_path: Path) -> tuple[EmbeddedStore, PPRGraph, dict[str, Passage]
     store = EmbeddedStore.open(tmp_path / "index", embedder)
     passages = {title: Passage(passage_id(title, text), title, text)
                 for title, (text, _) in DOCS.items()}
-    store.add_passages(list(passages.values()))
-    store.add_triples([
+    store.passages.add(list(passages.values()))
+    store.triples.add([
         Triple(triple_id(passages[title].id, *t), *t, passages[title].id)
         for title, (_, triples) in DOCS.items() for t in triples
     ])
@@ -154,9 +154,9 @@ def test_ppr_equals_a_direct_solve_of_its_restart_vector(tmp_path: Path, method:
                         query_entity_weight=names, walk=walk)
 
     # the restart vector by hand: seeds' phrases, the query's names, sharpened passages
-    best = store.vector_search("triple", q, 2)
-    low_t = -store.vector_search("triple", -q, 1)[0].score
-    triples = store.get_triples([h.id for h in best])
+    best = store.triples.vector_search(q, 2)
+    low_t = -store.triples.vector_search(-q, 1)[0].score
+    triples = store.triples.get([h.id for h in best])
     by_id = {h.id: h.score for h in best}
     scores = [(by_id[t.id] - low_t) / (best[0].score - low_t) for t in triples]
     reset = np.zeros(graph.n_vertices)
@@ -165,8 +165,8 @@ def test_ppr_equals_a_direct_solve_of_its_restart_vector(tmp_path: Path, method:
     specificity = graph.vertex_specificity()
     for vertex in query_entity_vertices(QUERY, graph.phrase_vertex):
         reset[vertex] += names / max(int(specificity[vertex]), 1)
-    hits = store.vector_search("passage", q, 4)
-    low, high = -store.vector_search("passage", -q, 1)[0].score, hits[0].score
+    hits = store.passages.vector_search(q, 4)
+    low, high = -store.passages.vector_search(-q, 1)[0].score, hits[0].score
     for hit in hits:
         reset[graph.passage_vertex(hit.id)] = 0.05 * ((hit.score - low) / (high - low)) ** 3
     assert reset[graph.phrase_vertex("transfiguration of vincent")] > 0  # named by the query
@@ -183,7 +183,7 @@ def test_ppr_equals_a_direct_solve_of_its_restart_vector(tmp_path: Path, method:
 def test_sharpness_one_is_hipporag2s_linear_mass(tmp_path: Path) -> None:
     store, graph, _ = _corpus(tmp_path)
     q = HashingEmbedder(64).embed_one(QUERY)
-    hits = store.vector_search("passage", q, 4)
+    hits = store.passages.vector_search(q, 4)
     low, high = hits[-1].score, hits[0].score
     linear = passage_mass(graph, hits, low, high, 0.05)
     cubed = passage_mass(graph, hits, low, high, 0.05, sharpness=3.0)
@@ -202,7 +202,7 @@ def test_the_agents_expansion_keeps_hipporag2s_walk_and_ppr_gets_the_new_one(
     retriever = PPRRetriever(store, QueryEncoder(embedder), PPRSettings(), graph=graph,
                              graph_path=None)
     q = embedder.embed_one(QUERY)
-    seeds = store.triples_of_passage(passages["Transfiguration of Vincent"].id)[:1]
+    seeds = store.triples.of_passage(passages["Transfiguration of Vincent"].id)[:1]
     recorded = ppr_expand(store, graph, QUERY, q, seeds, k=4)
     assert retriever.expand(QUERY, seeds, 4) == recorded
     new = ppr_expand(store, graph, QUERY, q, None, k=4, query_entity_weight=0.25,

@@ -19,7 +19,7 @@ from gear_agent.embedding.base import Embedder, normalise_rows
 from gear_agent.expansion import ppr_graph_files as files
 from gear_agent.expansion.ppr import ppr_expand
 from gear_agent.expansion.ppr_graph import PPRGraph, load_or_build, synonym_eligible
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.types import Passage, Triple
 
 DIM = 32
@@ -96,17 +96,17 @@ def test_any_adds_and_deletes_leave_the_graph_a_build_would_make(
     store = EmbeddedStore.open(folder / "index", embedder)
     docs = [_document(n, picks) for n, picks in enumerate(documents)]
     stored = {0, 1, 2, 3}
-    store.add_passages([docs[n][0] for n in sorted(stored)])
-    store.add_triples([t for n in sorted(stored) for t in docs[n][1]])
+    store.passages.add([docs[n][0] for n in sorted(stored)])
+    store.triples.add([t for n in sorted(stored) for t in docs[n][1]])
     path = folder / "graph.npz"
     graph = load_or_build(store, embedder, THRESHOLD, path, compact=False)
     for adds, deletes, reload in steps:
         adds, deletes = sorted(adds - stored), sorted(deletes & stored)
         if adds:
-            store.add_passages([docs[n][0] for n in adds])
-            store.add_triples([t for n in adds for t in docs[n][1]])
+            store.passages.add([docs[n][0] for n in adds])
+            store.triples.add([t for n in adds for t in docs[n][1]])
         if deletes:
-            store.delete_passages([docs[n][0].id for n in deletes])
+            store.passages.remove([docs[n][0].id for n in deletes])
         stored = (stored | set(adds)) - set(deletes)
         stats = graph.update(store)
         assert not stats.rebuilt
@@ -122,8 +122,8 @@ def test_any_adds_and_deletes_leave_the_graph_a_build_would_make(
 def _small_store(tmp_path: Path, embedder: Embedder) -> tuple[EmbeddedStore, list[Passage]]:
     store = EmbeddedStore.open(tmp_path / "index", embedder)
     docs = [_document(n, [(n % 11, (n + 1) % 11), ((3 * n) % 11, (n + 5) % 11)]) for n in range(10)]
-    store.add_passages([p for p, _ in docs])
-    store.add_triples([t for _, ts in docs for t in ts])
+    store.passages.add([p for p, _ in docs])
+    store.triples.add([t for _, ts in docs for t in ts])
     return store, [p for p, _ in docs]
 
 
@@ -132,10 +132,10 @@ def test_a_removal_is_saved_as_a_delta_that_a_load_replays(tmp_path: Path) -> No
     store, passages = _small_store(tmp_path, embedder)
     path = tmp_path / "graph.npz"
     graph = load_or_build(store, embedder, THRESHOLD, path, compact=False)
-    store.add_passages([make_passage("late", "a late passage")])
+    store.passages.add([make_passage("late", "a late passage")])
     graph.update(store)
     graph.save(path)  # adds only: a delta
-    store.delete_passages([passages[0].id, passages[4].id])
+    store.passages.remove([passages[0].id, passages[4].id])
     assert not graph.update(store).rebuilt and graph.unsaved
     graph.save(path)  # a delta that lists what it removed
     manifest = files.read_manifest(path)
@@ -145,7 +145,7 @@ def test_a_removal_is_saved_as_a_delta_that_a_load_replays(tmp_path: Path) -> No
     loaded = PPRGraph.load(path, embedder, THRESHOLD)
     assert loaded.edge_kinds() == graph.edge_kinds()
     _assert_as_built(store, loaded, embedder)
-    store.delete_passages([passages[5].id])  # the graph read back takes removals in place too
+    store.passages.remove([passages[5].id])  # the graph read back takes removals in place too
     assert not loaded.update(store).rebuilt
     _assert_as_built(store, loaded, embedder)
 
@@ -156,10 +156,10 @@ def test_a_removal_after_unsaved_adds_writes_the_base(tmp_path: Path) -> None:
     path = tmp_path / "graph.npz"
     graph = load_or_build(store, embedder, THRESHOLD, path, compact=False)
     late, late_triples = _document(20, [(0, 9), (9, 10)])
-    store.add_passages([late])
-    store.add_triples(late_triples)
+    store.passages.add([late])
+    store.triples.add(late_triples)
     graph.update(store)  # not saved: its rows are numbered as before the removal below
-    store.delete_passages([passages[1].id])
+    store.passages.remove([passages[1].id])
     graph.update(store)
     graph.save(path)
     assert len(files.read_manifest(path)["segments"]) == 1 and not files.delta_path(path, 1).exists()
@@ -180,9 +180,9 @@ def test_a_graph_read_from_files_without_triple_ends_rebuilds_at_a_removal(tmp_p
     text = json.loads(files.manifest_path(path).read_text())
     files.manifest_path(path).write_text(json.dumps({**text, "format_version": 4}))
     old = PPRGraph.load(path, embedder, THRESHOLD)
-    store.add_passages([make_passage("late", "a late passage")])
+    store.passages.add([make_passage("late", "a late passage")])
     assert not old.update(store).rebuilt  # adds need no triple ends
-    store.delete_passages([passages[2].id])
+    store.passages.remove([passages[2].id])
     assert old.update(store).rebuilt
     _assert_as_built(store, old, embedder)
 
@@ -193,7 +193,7 @@ def test_a_removed_phrase_leaves_the_phrase_ann_and_every_search(tmp_path: Path)
     path = tmp_path / "graph.npz"
     graph = load_or_build(store, embedder, THRESHOLD, path, compact=False, exact_max=0)  # the phrase ANN
     gone = [p for p in passages if p.id != passages[0].id]
-    store.delete_passages([p.id for p in gone])
+    store.passages.remove([p.id for p in gone])
     stats = graph.update(store)
     assert not stats.rebuilt and stats.phrases_removed > 0
     held = {graph.vertex_name(int(v)) for v in graph.phrase_rows() if v >= 0}

@@ -38,7 +38,7 @@ from gear_agent.expansion.ppr_graph_files import delta_path, manifest_path
 from gear_agent.expansion.ppr_walk import walk_of
 from gear_agent.questions import RunOptionError
 from gear_agent.retrieval.search import QueryEncoder
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 
 HAND_EDGES = [(0, 1, 1.0), (1, 2, 2.0), (2, 0, 0.5), (2, 3, 3.0), (3, 4, 1.0), (4, 1, 0.25)]
 
@@ -105,8 +105,8 @@ def test_local_and_global_ppr_expand_agree(tmp_path: Path) -> None:
     passages, (first, second) = _batches()
     embedder = TableEmbedder(SYNONYMS)
     store = _store(tmp_path, embedder)
-    store.add_passages(passages)
-    store.add_triples(first + second)
+    store.passages.add(passages)
+    store.triples.add(first + second)
     graph = PPRGraph.build(store, embedder)
     q = embedder.embed_one("alpha meets gamma")
     local = ppr_expand(store, graph, "x", q, None, k=6, method="local", tolerance=1e-12)
@@ -125,8 +125,8 @@ def test_hipporag_scores_are_the_phrase_walk_summed_per_passage(tmp_path: Path, 
     passages, (first, second) = _batches()
     embedder = TableEmbedder(SYNONYMS)
     store = _store(tmp_path, embedder)
-    store.add_passages(passages)
-    store.add_triples(first + second)
+    store.passages.add(passages)
+    store.triples.add(first + second)
     graph = PPRGraph.build(store, embedder)
     names = graph.node_names()
     phrase_edges = [
@@ -205,13 +205,13 @@ def test_ann_synonym_pairs_match_the_exact_search() -> None:
 def test_graph_uses_the_phrase_ann_above_the_exact_limit(tmp_path: Path) -> None:
     passages, (first, second) = _batches()
     store = _store(tmp_path, TableEmbedder(SYNONYMS))
-    store.add_passages(passages)
-    store.add_triples(first)
+    store.passages.add(passages)
+    store.triples.add(first)
     exact_first = PPRGraph.build(store, TableEmbedder(SYNONYMS))
     graph = PPRGraph.build(store, TableEmbedder(SYNONYMS), exact_max=0)
     assert graph._ann is not None
     assert_same_edges(graph.edge_kinds(), exact_first.edge_kinds())
-    store.add_triples(second)
+    store.triples.add(second)
     graph.update(store)
     exact = PPRGraph.build(store, TableEmbedder(SYNONYMS))
     assert [r[:3] for r in graph.edge_kinds()] == [r[:3] for r in exact.edge_kinds()]
@@ -225,13 +225,13 @@ def test_graph_uses_the_phrase_ann_above_the_exact_limit(tmp_path: Path) -> None
 def test_updates_append_deltas_that_load_to_the_same_graph(tmp_path: Path) -> None:
     passages, (first, second) = _batches()
     store = _store(tmp_path, TableEmbedder(SYNONYMS))
-    store.add_passages(passages[:3])
-    store.add_triples(first)
+    store.passages.add(passages[:3])
+    store.triples.add(first)
     path = tmp_path / "g" / "ppr-graph.npz"
     graph = load_or_build(store, TableEmbedder(SYNONYMS), 0.8, path)
     base_bytes = path.read_bytes()
-    store.add_passages(passages[3:])
-    store.add_triples(second)
+    store.passages.add(passages[3:])
+    store.triples.add(second)
     graph = load_or_build(store, TableEmbedder(SYNONYMS), 0.8, path, graph=graph)
     assert path.read_bytes() == base_bytes  # the base is not rewritten
     assert delta_path(path, 1).is_file()
@@ -248,11 +248,11 @@ def test_updates_append_deltas_that_load_to_the_same_graph(tmp_path: Path) -> No
 def test_a_corrupt_segment_is_rebuilt_not_trusted(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     passages, (first, second) = _batches()
     store = _store(tmp_path, TableEmbedder(SYNONYMS))
-    store.add_passages(passages)
-    store.add_triples(first)
+    store.passages.add(passages)
+    store.triples.add(first)
     path = tmp_path / "ppr-graph.npz"
     graph = load_or_build(store, TableEmbedder(SYNONYMS), 0.8, path)
-    store.add_triples(second)
+    store.triples.add(second)
     load_or_build(store, TableEmbedder(SYNONYMS), 0.8, path, graph=graph)
     data = bytearray(delta_path(path, 1).read_bytes())
     data[-20] ^= 0xFF
@@ -273,8 +273,8 @@ def test_many_updates_compact_into_a_new_base(tmp_path: Path, monkeypatch: pytes
     graph = None
     for n in range(5):
         p = _passage(n)
-        store.add_passages([p])
-        store.add_triples([_triple(p, f"thing {n}", "near", f"place {n}")])
+        store.passages.add([p])
+        store.triples.add([_triple(p, f"thing {n}", "near", f"place {n}")])
         graph = load_or_build(store, TableEmbedder(), 0.8, path, graph=graph)
         segments = json.loads(manifest_path(path).read_text())["segments"]
         assert len(segments) <= 3
@@ -299,8 +299,8 @@ def _five_passages(tmp_path: Path) -> tuple[EmbeddedStore, PPRGraph, np.ndarray]
     passages, (first, second) = _batches()
     embedder = TableEmbedder(SYNONYMS)
     store = _store(tmp_path, embedder)
-    store.add_passages(passages[:5])
-    store.add_triples(first + second)
+    store.passages.add(passages[:5])
+    store.triples.add(first + second)
     return store, PPRGraph.build(store, embedder), embedder.embed_one("alpha meets gamma")
 
 
@@ -313,8 +313,8 @@ def test_local_tail_is_a_uniform_mass_on_every_passage(tmp_path: Path) -> None:
 
     triples, scores = choose_seeds(store, "x", q, None, 5, None)
     phrases = seed_phrase_mass(graph, triples, scores)
-    hits = store.vector_search("passage", q, 2)
-    top = passage_mass(graph, hits, store.lowest_similarity("passage", q), hits[0].score, 0.05)
+    hits = store.passages.vector_search(q, 2)
+    top = passage_mass(graph, hits, store.passages.lowest_similarity(q), hits[0].score, 0.05)
     c = tail_mass(np.fromiter(top.values(), dtype=np.float64), graph.n_passages)
     assert 0 < c < min(top.values())
     reset = np.zeros(graph.n_vertices)
@@ -333,14 +333,14 @@ def test_the_phrase_ann_is_saved_and_restored_with_the_graph(tmp_path: Path) -> 
 
     passages, (first, second) = _batches()
     store = _store(tmp_path, TableEmbedder(SYNONYMS))
-    store.add_passages(passages)
-    store.add_triples(first)
+    store.passages.add(passages)
+    store.triples.add(first)
     path = tmp_path / "ppr-graph.npz"
     load_or_build(store, TableEmbedder(SYNONYMS), 0.8, path, exact_max=0)
     assert ann_path(path).is_file() and ann_path(path).suffix == ".hnsw"
     loaded = PPRGraph.load(path, TableEmbedder(SYNONYMS), exact_max=0)
     assert loaded._ann is not None and len(loaded._ann) == loaded.n_phrases
-    store.add_triples(second)
+    store.triples.add(second)
     loaded.update(store)
     assert [r[:3] for r in loaded.edge_kinds()] == [
         r[:3] for r in PPRGraph.build(store, TableEmbedder(SYNONYMS), exact_max=0).edge_kinds()
@@ -366,8 +366,8 @@ def test_local_tail_with_sharpened_passage_weights(tmp_path: Path) -> None:
 
     triples, scores = choose_seeds(store, "x", q, None, 5, None)
     phrases = seed_phrase_mass(graph, triples, scores)
-    hits = store.vector_search("passage", q, 2)
-    low = store.lowest_similarity("passage", q)
+    hits = store.passages.vector_search(q, 2)
+    low = store.passages.lowest_similarity(q)
     top = passage_mass(graph, hits, low, hits[0].score, 0.05, sharpness=3.0)
     linear = passage_mass(graph, hits, low, hits[0].score, 0.05)
     c = 0.05 * (tail_mass(np.fromiter(linear.values(), dtype=np.float64),

@@ -20,7 +20,7 @@ from gear_agent.types import Passage
 def test_the_childs_report_is_the_check_run_here(tmp_path: Path) -> None:
     settings = make_settings(index_dir=tmp_path / "index")
     store = open_store(settings, HashingEmbedder(64), create=True)
-    store.add_passages([Passage(passage_id(t, text), t, text, "test") for t, (text, _) in CORPUS.items()])
+    store.passages.add([Passage(passage_id(t, text), t, text, "test") for t, (text, _) in CORPUS.items()])
     store.close()
     child = check_in_child(settings)
     assert child["ok"] is True and child["size_bytes"] > 0

@@ -23,7 +23,7 @@ YES = json.dumps({"answerable": True, "answer": "Sacramento County", "reason": N
 def runtime(tmp_path: Path):
     runtime = make_runtime(tmp_path / "index")
     build_ablation(runtime.store)
-    assert runtime.store.node_store().count() > 0
+    assert runtime.store.nodes.count() > 0
     return runtime
 
 

@@ -66,10 +66,10 @@ def test_gear_index_brings_the_pool_up_to_date(index: str, tmp_path: Path) -> No
                         "--index", index)
     assert code == 0, output
     from gear_agent.embedding.hashing import HashingEmbedder
-    from gear_agent.store.embedded import EmbeddedStore
+    from gear_agent.store.embedded.store import EmbeddedStore
 
     store = EmbeddedStore.open(Path(index), HashingEmbedder(64))
-    nodes = store.node_store()  # the write path recomputed the aggregates: the new passage is in one
-    voss = next(n for n in nodes.iter_nodes() if n.entity == "marela voss")
+    nodes = store.nodes  # the write path recomputed the aggregates: the new passage is in one
+    voss = next(n for n in nodes.iterate() if n.entity == "marela voss")
     assert "Marela Voss founded Aarhus Comet Society" in voss.text
     assert json.loads(nodes.get_meta("stamp"))["generation"] >= 1

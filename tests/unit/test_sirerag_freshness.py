@@ -16,7 +16,7 @@ from gear_agent.sirerag import SiReRAGRetriever, SiReRAGSettings, build_ablation
 from gear_agent.sirerag.build import build_full
 from gear_agent.sirerag.freshness import PLACED_KEY, STAMP_KEY, SiReRAGPool, update_pool
 from gear_agent.store.changes import Stamp
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 
 SETTINGS = SiReRAGSettings(sirerag_reduction_dim=2, sirerag_max_clusters=3, sirerag_max_cluster_size=4,
                            sirerag_stop_below=3, sirerag_max_levels=2, sirerag_seed=7,
@@ -37,8 +37,8 @@ def scripted(prompt: str) -> str:
 @pytest.fixture
 def store(tmp_path: Path) -> EmbeddedStore:
     store = EmbeddedStore.open(tmp_path / "ix", CountingEmbedder())
-    store.add_passages([KESTREL, BRENNER, ILSE, ROME])
-    store.add_triples(TRIPLES)
+    store.passages.add([KESTREL, BRENNER, ILSE, ROME])
+    store.triples.add(TRIPLES)
     return store
 
 
@@ -54,8 +54,8 @@ def node_passages(retriever: SiReRAGRetriever, query: str) -> set[str]:
 def test_an_added_passage_is_placed_under_its_entities_aggregates_and_found(store) -> None:
     build_ablation(store)
     retriever = SiReRAGRetriever(store, embedder(store))
-    store.add_passages([LATE])
-    store.add_triples([LATE_TRIPLE])
+    store.passages.add([LATE])
+    store.triples.add([LATE_TRIPLE])
     found = [p.id for p in retriever.retrieve("Who painted the Harbour at Dusk?", 5)]
     assert LATE.id in found
     assert LATE.id in node_passages(retriever, "Ilse Brenner painted Harbour at Dusk")  # via an aggregate
@@ -63,20 +63,20 @@ def test_an_added_passage_is_placed_under_its_entities_aggregates_and_found(stor
     # the write path recomputes the aggregates exactly (no placements left) and saves the stamp
     update = update_pool(store)
     assert update is not None and not update.rebuilt
-    nodes = store.node_store()
+    nodes = store.nodes
     assert json.loads(nodes.get_meta(PLACED_KEY)) == {}
-    ilse = next(n for n in nodes.iter_nodes() if n.entity == "ilse brenner")
+    ilse = next(n for n in nodes.iterate() if n.entity == "ilse brenner")
     assert LATE.id in ilse.passage_ids and "Harbour at Dusk painted by Ilse Brenner" in ilse.text
     assert Stamp.from_dict(json.loads(nodes.get_meta(STAMP_KEY))).index_id == store.index_id()
 
 
 def test_a_deleted_passage_is_gone_from_the_pool(store) -> None:
     build_ablation(store)
-    store.add_passages([LATE])
-    store.add_triples([LATE_TRIPLE])
+    store.passages.add([LATE])
+    store.triples.add([LATE_TRIPLE])
     retriever = SiReRAGRetriever(store, embedder(store))
     assert LATE.id in [p.id for p in retriever.retrieve("Harbour at Dusk Ilse Brenner", 5)]
-    store.delete_passages([LATE.id, ILSE.id])
+    store.passages.remove([LATE.id, ILSE.id])
     for query in ("Harbour at Dusk Ilse Brenner", "Ilse Brenner painted the Harbour at Dusk."):
         found = [p.id for p in retriever.retrieve(query, 4)]
         assert LATE.id not in found and ILSE.id not in found
@@ -85,10 +85,10 @@ def test_a_deleted_passage_is_gone_from_the_pool(store) -> None:
 
 def test_a_full_pool_places_new_passages_in_the_nearest_summary_and_marks_it(store) -> None:
     build_full(store, LLMClient(ScriptedChatModel(respond=scripted)), SETTINGS)
-    nodes = store.node_store()
-    summaries = {n.id for n in nodes.iter_nodes() if n.tree == "similarity" and n.level == 1}
+    nodes = store.nodes
+    summaries = {n.id for n in nodes.iterate() if n.tree == "similarity" and n.level == 1}
     assert summaries
-    store.add_passages([LATE])
+    store.passages.add([LATE])
     update = update_pool(store, SETTINGS)  # the write path: no LLM, placements saved
     assert update is not None and update.placed == 1 and update.refresh >= 1
     saved = json.loads(nodes.get_meta(PLACED_KEY))
@@ -96,13 +96,13 @@ def test_a_full_pool_places_new_passages_in_the_nearest_summary_and_marks_it(sto
     retriever = SiReRAGRetriever(store, embedder(store))  # another process: reads the placements
     assert LATE.id in node_passages(retriever, LATE.content)
     assert LATE.id in [p.id for p in retriever.retrieve(LATE.content, 3)]
-    store.delete_passages([LATE.id])
+    store.passages.remove([LATE.id])
     assert LATE.id not in node_passages(retriever, LATE.content)
     assert LATE.id not in [p.id for p in retriever.retrieve(LATE.content, 5)]
     update_pool(store, SETTINGS)
     assert all(LATE.id not in ps for ps in json.loads(nodes.get_meta(PLACED_KEY)).values())
     # a full build takes every passage into its trees: the placements it supersedes are cleared
-    store.add_passages([LATE])
+    store.passages.add([LATE])
     update_pool(store, SETTINGS)
     build_full(store, LLMClient(ScriptedChatModel(respond=scripted)), SETTINGS)
     pool = SiReRAGPool(store, persist=False)
@@ -111,8 +111,8 @@ def test_a_full_pool_places_new_passages_in_the_nearest_summary_and_marks_it(sto
 
 def test_a_pool_of_an_unknown_stamp_is_rebuilt(store) -> None:
     build_full(store, LLMClient(ScriptedChatModel(respond=scripted)), SETTINGS)
-    store.add_passages([LATE])
-    nodes = store.node_store()
+    store.passages.add([LATE])
+    nodes = store.nodes
     nodes.set_meta({STAMP_KEY: json.dumps(Stamp("another-index", 2, "x").as_dict())})
     update = update_pool(store, SETTINGS)
     assert update is not None and update.rebuilt and update.placed == 1  # the one passage under no node
@@ -122,4 +122,4 @@ def test_a_pool_of_an_unknown_stamp_is_rebuilt(store) -> None:
 def test_an_index_without_a_pool_has_nothing_to_update(store) -> None:
     update = update_pool(store)
     assert update is not None and update == type(update)()
-    assert store.node_store().get_meta(STAMP_KEY) is None
+    assert store.nodes.get_meta(STAMP_KEY) is None

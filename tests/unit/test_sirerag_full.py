@@ -20,7 +20,7 @@ from gear_agent.sirerag.build import build_full
 from gear_agent.sirerag.clustering import soft_clusters
 from gear_agent.sirerag.cost import estimate_build_cost
 from gear_agent.sirerag.extract import parse_propositions
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.types import Passage
 
 SETTINGS = SiReRAGSettings(sirerag_reduction_dim=2, sirerag_max_clusters=4, sirerag_max_cluster_size=4,
@@ -59,7 +59,7 @@ def scripted(prompt: str) -> str:
 @pytest.fixture
 def store(tmp_path: Path) -> EmbeddedStore:
     store = EmbeddedStore.open(tmp_path / "ix", CountingEmbedder())
-    store.add_passages(passages())
+    store.passages.add(passages())
     return store
 
 
@@ -78,8 +78,8 @@ def test_full_build_makes_both_trees_with_provenance(store: EmbeddedStore) -> No
     assert report.clusters_summarised > 0 and report.clusters_reused == 0
     assert report.input_tokens > 0 and report.output_tokens > 0
     assert len(model.calls) == 8 + report.clusters_summarised
-    nodes = store.node_store()
-    every = {n.id: n for n in nodes.iter_nodes()}
+    nodes = store.nodes
+    every = {n.id: n for n in nodes.iterate()}
     assert sum(n for *_, n in report.level_rows()) == len(every)
     passage_ids = {p.id for p in passages()}
     for node in every.values():  # provenance from any node to its passages
@@ -101,7 +101,7 @@ def test_rerun_calls_no_llm_and_adding_a_passage_costs_its_own_extraction(store:
     again = build_full(store, llm2, SETTINGS)
     assert model2.calls == [] and again.nodes_added == 0 and again.nodes_deleted == 0
     assert again.clusters_reused == first.clusters_summarised and again.levels == first.levels
-    store.add_passages(passages([("Umbria", "Umbria borders Tuscany. Perugia is the capital of Umbria.")]))
+    store.passages.add(passages([("Umbria", "Umbria borders Tuscany. Perugia is the capital of Umbria.")]))
     llm3, model3 = client()
     grown = build_full(store, llm3, SETTINGS)
     extraction_calls = [c for c in model3.calls if c.startswith("You break")]

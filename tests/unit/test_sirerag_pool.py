@@ -13,7 +13,7 @@ from gear_agent.ids import node_id, passage_id
 from gear_agent.sirerag import SiReRAGSettings
 from gear_agent.sirerag.aggregates import group_by_entity
 from gear_agent.sirerag.propositions import Proposition, from_triples
-from gear_agent.store.embedded import EmbeddedStore
+from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.store.nodes import NodesNotSupportedError
 from gear_agent.types import Passage
 
@@ -47,15 +47,15 @@ def test_aggregate_thresholds_and_identical_groups_kept_once() -> None:
 @pytest.fixture
 def store(tmp_path: Path) -> EmbeddedStore:
     store = EmbeddedStore.open(tmp_path / "ix", CountingEmbedder())
-    store.add_passages([KESTREL, BRENNER, ILSE, ROME])
-    store.add_triples(TRIPLES)
+    store.passages.add([KESTREL, BRENNER, ILSE, ROME])
+    store.triples.add(TRIPLES)
     return store
 
 
 def test_backends_without_nodes_say_so() -> None:
     from support.fakes import FakeStore
 
-    from gear_agent.store.nodes import node_store_of
+    from gear_agent.store.backends import node_store_of
 
     with pytest.raises(NodesNotSupportedError, match="does not store SiReRAG nodes.*GEAR_BACKEND=embedded"):
         node_store_of(FakeStore())
@@ -91,8 +91,8 @@ def test_the_pool_records_the_commit_it_reflects(tmp_path) -> None:
     store = build_store(tmp_path / "index", HashingEmbedder(64))
     at = store.generation()
     build_ablation(store)
-    nodes = store.node_store()
+    nodes = store.nodes
     assert nodes.get_meta(GENERATION_KEY) == str(at)
     late = Passage(passage_id("Late", "Added after the build."), "Late", "Added after the build.")
-    store.add_passages([late])
+    store.passages.add([late])
     assert store.changes_since(int(nodes.get_meta(GENERATION_KEY))).passages_added == (late.id,)

@@ -90,7 +90,7 @@ def test_the_agent_run_searches_with_canonical_sources(project: Path) -> None:
         update = start({"question": "Where does the river flood?", "where": ["source=./docs"]})
         where = parse_where(update["where"])
         assert where is not None
-        assert gear.store.count("passage", where) == 2
+        assert gear.store.passages.count(where) == 2
         assert str(project / "docs") in where.conditions[0].values()
         no_filter = start({"question": "Where does the river flood?"})
         assert "where" not in no_filter

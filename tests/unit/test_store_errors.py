@@ -22,8 +22,8 @@ from support.fakes import CountingEmbedder
 
 from gear_agent.embedding.base import EmbeddingServiceError
 from gear_agent.store.base import StoreError
-from gear_agent.store.embedded import EmbeddedStore
-from gear_agent.store.embedded_errors import translate
+from gear_agent.store.embedded.errors import translate
+from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.types import Passage
 
 ENV = {"GEAR_EMBEDDING_MODEL": "hashing-64"}
@@ -44,7 +44,7 @@ def corpus(tmp_path: Path) -> Path:
 def test_check_after_a_kill_in_the_first_batch(tmp_path: Path) -> None:
     """Was ``ZeroDivisionError`` (dimension 0: no commit had recorded it)."""
     store = EmbeddedStore.open(tmp_path / "ix", CountingEmbedder())
-    store.passages.vectors.file.append(0, np.ones((3, 64), dtype=np.float32))  # written, never committed
+    store.passage_parts.vectors.file.append(0, np.ones((3, 64), dtype=np.float32))  # written, never committed
     store.close()
     result = run("check", "--index", str(tmp_path / "ix"))
     assert result.exit_code == 0 and "Traceback" not in result.output
@@ -128,7 +128,7 @@ def _read_only_mount(path: Path) -> list[str] | None:
 def test_a_read_only_database_says_read_only(tmp_path: Path, corpus: Path) -> None:
     """Was "cannot be read"."""
     store = EmbeddedStore.open(tmp_path / "ix", CountingEmbedder())
-    store.add_passages([Passage("p-1", "t", "text", "s")])
+    store.passages.add([Passage("p-1", "t", "text", "s")])
     store.close()
     db = sqlite3.connect(f"file:{tmp_path / 'ix' / 'index.sqlite'}?mode=ro", uri=True)
     try:
@@ -156,11 +156,11 @@ def test_a_full_disk_says_full(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     def full(*args: object) -> int:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr("gear_agent.store.vectors.os.pwrite", full)
+    monkeypatch.setattr("gear_agent.store.embedded.vectors.os.pwrite", full)
     with pytest.raises(StoreError, match="is full.*nothing of this write was stored"):
-        store.add_passages([Passage("p-1", "t", "text", "s")])
+        store.passages.add([Passage("p-1", "t", "text", "s")])
     monkeypatch.undo()
-    assert store.count("passage") == 0
+    assert store.passages.count() == 0
     sqlite_full = sqlite3.OperationalError("database or disk is full")
     assert "is full" in str(translate(sqlite_full, tmp_path / "ix" / "index.sqlite"))
 

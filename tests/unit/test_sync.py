@@ -76,7 +76,7 @@ def test_triples_go_with_their_passage_and_unchanged_ones_stay(tmp_path: Path) -
     chat = ScriptedChatModel(respond=one_fact)
     gear = Gear(tmp_path / "ix", embedding_model="hashing-64", chat_model=chat, create=True)
     gear.index(tmp_path / "docs")
-    assert (gear.store.count("passage"), gear.store.count("triple")) == (1, 2)  # one chunk
+    assert (gear.store.passages.count(), gear.store.triples.count()) == (1, 2)  # one chunk
     (tmp_path / "docs" / "r.txt").write_text("Part 1 opens the report.\n\nPart 2 closes the report today.")
     report = gear.index(tmp_path / "docs")
     assert (report.passages_replaced, report.triples_removed, report.triples_added) == (1, 2, 2)
@@ -101,7 +101,7 @@ def test_prune_removes_files_gone_from_the_folder_and_dry_run_lists_them(
     result = run_cli("index", "docs", "--prune", "--index", "ix", env=env)
     assert result.exit_code == 0 and row(result.output, "passages removed") == "1"
     gear = Gear(tmp_path / "ix", embedding_model="hashing-64", create=False)
-    assert [p.text for p in gear.store.iter_passages()] == ["Kept text."]
+    assert [p.text for p in gear.store.passages.iterate()] == ["Kept text."]
 
 
 def test_prune_needs_a_folder(tmp_path: Path) -> None:
@@ -115,17 +115,17 @@ def test_plain_strings_are_only_added(tmp_path: Path) -> None:
     gear = Gear(tmp_path / "ix", embedding_model="hashing-64", create=True)
     gear.index(["First fact."], extract=False)
     report = gear.index(["Second fact."], extract=False)
-    assert report.passages_removed == 0 and gear.store.count("passage") == 2
+    assert report.passages_removed == 0 and gear.store.passages.count() == 2
 
 
 def test_a_named_source_owns_its_passages_unless_sync_is_off(tmp_path: Path) -> None:
     gear = Gear(tmp_path / "ix", embedding_model="hashing-64", create=True)
     gear.index([{"text": "Old wiki text.", "source": "wiki"}], extract=False)
     gear.index([{"text": "More wiki text.", "source": "wiki"}], extract=False, sync=False)
-    assert gear.store.count("passage") == 2
+    assert gear.store.passages.count() == 2
     report = gear.index([{"text": "New wiki text.", "source": "wiki"}], extract=False)
     assert (report.passages_replaced, report.passages_removed) == (1, 1)
-    assert [p.text for p in gear.store.iter_passages()] == ["New wiki text."]
+    assert [p.text for p in gear.store.passages.iterate()] == ["New wiki text."]
 
 
 def fifty_pages(rng: random.Random) -> list[str]:
@@ -168,4 +168,4 @@ def test_re_uploading_a_document_through_the_web_page_replaces_it(tmp_path: Path
     documents.add(documents.read("acme.txt", OLD), extract=False, progress=lambda *a: None)
     report = documents.add(documents.read("acme.txt", NEW), extract=False, progress=lambda *a: None)
     assert report["passages_replaced"] == 1
-    assert [(p.text, p.source) for p in gear.store.iter_passages()] == [(NEW, "acme.txt")]
+    assert [(p.text, p.source) for p in gear.store.passages.iterate()] == [(NEW, "acme.txt")]

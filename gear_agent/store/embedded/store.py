@@ -2,22 +2,22 @@
 
 Layout (docs/storage.md has the design and the measurements behind it):
 
-* ``index.sqlite`` (:mod:`gear_agent.store.embedded_db`): records, metadata, entity ids,
-  BM25 vocabulary and segments (:mod:`gear_agent.store.postings`), vector checksums, the
+* ``index.sqlite`` (:mod:`gear_agent.store.embedded.db`): records, metadata, entity ids,
+  BM25 vocabulary and segments (:mod:`gear_agent.store.embedded.postings`), vector checksums, the
   commit log and the manifest, in SQLite's WAL mode: a write is one SQLite transaction,
   readers are never blocked, and a crash leaves the last commit;
 * ``index.generation``: the generation of the last commit, outside the WAL (a WAL that
   lost committed frames is detected at open);
-* ``passage.vec`` / ``triple.vec`` / ``node.vec`` (:mod:`gear_agent.store.vectors`):
+* ``passage.vec`` / ``triple.vec`` / ``node.vec`` (:mod:`gear_agent.store.embedded.vectors`):
   append-only float32 rows, memory-mapped, checksummed per append;
 * ``{collection}-{start}-{stop}.usearch`` (:mod:`gear_agent.store.ann`): the approximate
   nearest-neighbour parts, a derived cache checksummed and rebuilt when bad.
 
 The store composes three collections that each own their parts
-(:class:`~gear_agent.store.collection.PassageCollection`,
-:class:`~gear_agent.store.collection.TripleCollection`,
-:class:`~gear_agent.store.embedded_nodes.EmbeddedNodeStore`); it keeps what the
-collections look like at each commit (:mod:`gear_agent.store.embedded_state`), pins a commit for a
+(:class:`~gear_agent.store.embedded.collection.PassageCollection`,
+:class:`~gear_agent.store.embedded.collection.TripleCollection`,
+:class:`~gear_agent.store.embedded.nodes.EmbeddedNodeStore`); it keeps what the
+collections look like at each commit (:mod:`gear_agent.store.embedded.state`), pins a commit for a
 query's reads (:meth:`snapshot`), and runs writes as transactions. Nothing is rebuilt at
 open. Writers take SQLite's write lock (``BEGIN IMMEDIATE``), so two writers never
 interleave.
@@ -47,20 +47,26 @@ from gear_agent.store.base import (
 )
 from gear_agent.store.bm25 import top_k
 from gear_agent.store.changes import Changes, Stamp
-from gear_agent.store.collection import PassageCollection, RecordCollection, TripleCollection, View
+from gear_agent.store.collections import Passages, Triples
 from gear_agent.store.derived_files import remove_abandoned_temporaries
-from gear_agent.store.embedded_db import FORMAT_VERSION, INDEX_ID_KEY, Database, chunked, marks
-from gear_agent.store.embedded_nodes import EmbeddedNodeStore
-from gear_agent.store.embedded_state import States
-from gear_agent.store.manifest import has_previous_format, read_manifest, size_on_disk
-from gear_agent.store.postings import SegmentCorruptError
-from gear_agent.store.records import (
+from gear_agent.store.embedded.collection import (
+    PassageCollection,
+    RecordCollection,
+    TripleCollection,
+    View,
+)
+from gear_agent.store.embedded.db import FORMAT_VERSION, INDEX_ID_KEY, Database, chunked, marks
+from gear_agent.store.embedded.manifest import has_previous_format, read_manifest, size_on_disk
+from gear_agent.store.embedded.nodes import EmbeddedNodeStore
+from gear_agent.store.embedded.postings import SegmentCorruptError
+from gear_agent.store.embedded.records import (
     PASSAGE_COLUMNS,
     TRIPLE_COLUMNS,
     TRIPLE_FROM,
     passage_from_row,
     triple_from_row,
 )
+from gear_agent.store.embedded.state import States
 from gear_agent.store.threads import matvec
 from gear_agent.text.tokenizer import get_tokenizer
 from gear_agent.types import AddResult, Collection, Hit, Passage, Triple
@@ -76,9 +82,9 @@ class EmbeddedStore(Store):
         >>> from gear_agent.embedding.hashing import HashingEmbedder
         >>> import tempfile
         >>> store = EmbeddedStore.open(Path(tempfile.mkdtemp()) / "ix", HashingEmbedder(64))
-        >>> store.add_passages([Passage("p-1", "Paris", "Paris is in France.", "a.txt", {"year": 2020})]).added
+        >>> store.passages.add([Passage("p-1", "Paris", "Paris is in France.", "a.txt", {"year": 2020})]).added
         ['p-1']
-        >>> [h.id for h in store.bm25_search("passage", "France", k=5, where={"year": {"$gte": 2020}})]
+        >>> [h.id for h in store.passages.bm25_search("France", k=5, where={"year": {"$gte": 2020}})]
         ['p-1']
     """
 
@@ -100,10 +106,12 @@ class EmbeddedStore(Store):
         except BaseException:
             self.db.close()
             raise
-        self.passages = PassageCollection(self.db, self.root, self.dimension, self._tokenizer_of, ann)
-        self.triples = TripleCollection(self.db, self.root, self.dimension, self._tokenizer_of, ann)
+        self.passage_parts = PassageCollection(self.db, self.root, self.dimension, self._tokenizer_of, ann)
+        self.triple_parts = TripleCollection(self.db, self.root, self.dimension, self._tokenizer_of, ann)
         self.nodes = EmbeddedNodeStore(self)
-        self._collections: dict[str, RecordCollection] = {"passage": self.passages, "triple": self.triples}
+        self.passages = EmbeddedPassages(self)
+        self.triples = EmbeddedTriples(self)
+        self._collections: dict[str, RecordCollection] = {"passage": self.passage_parts, "triple": self.triple_parts}
         self.states = States(self.db, self._collections, verify)
         self.db.after_commit.append(self._after_commit)
 
@@ -279,7 +287,7 @@ class EmbeddedStore(Store):
 
         Example:
             >>> with store.snapshot():  # doctest: +SKIP
-            ...     passages, triples = list(store.iter_passages()), list(store.iter_triples())
+            ...     passages, triples = list(store.passages.iterate()), list(store.triples.iterate())
         """
         with self.states.pinned():
             yield
@@ -320,28 +328,6 @@ class EmbeddedStore(Store):
     def _dead_rows(self, collection: str) -> Any:
         return lambda: np.flatnonzero(self.states.writer().views[collection].dead)
 
-    def add_passages(self, passages: Sequence[Passage]) -> AddResult:
-        with self.transaction():
-            stored = self.passages.rows_of_ids(None, [p.id for p in passages])
-            new, existing = split_new(passages, stored)
-            if new:
-                vectors = self.embed_checked([p.content for p in new], [f"passage {p.id}" for p in new])
-                self.passages.add(new, vectors, self._tokenizers(), self._dead_rows("passage"))
-            return AddResult(added=[p.id for p in new], existing=existing)
-
-    def add_triples(self, triples: Sequence[Triple]) -> AddResult:
-        with self.transaction():
-            parents = self.passages.rows_of_ids(None, [t.passage_id for t in triples])
-            for triple in triples:
-                if triple.passage_id not in parents:
-                    raise StoreError(f"triple {triple.id} names passage {triple.passage_id}, which is not stored")
-            stored = self.triples.rows_of_ids(None, [t.id for t in triples])
-            new, existing = split_new(triples, stored)
-            if new:
-                vectors = self.embed_checked([t.text for t in new], [f"triple {t.id}" for t in new])
-                self.triples.add(new, vectors, parents, self._tokenizers(), self._dead_rows("triple"))
-            return AddResult(added=[t.id for t in new], existing=existing)
-
     def import_with_vectors(self, passages: Sequence[Passage], passage_vectors: np.ndarray,
                             extracted: Sequence[bool], triples: Sequence[Triple],
                             triple_vectors: np.ndarray) -> None:
@@ -349,62 +335,10 @@ class EmbeddedStore(Store):
         with self.transaction():
             tokenizers = self._tokenizers()
             if passages:
-                self.passages.add(passages, passage_vectors, tokenizers, self._dead_rows("passage"), extracted)
+                self.passage_parts.add(passages, passage_vectors, tokenizers, self._dead_rows("passage"), extracted)
             if triples:
-                rows = self.passages.rows_of_ids(None, [t.passage_id for t in triples])
-                self.triples.add(triples, triple_vectors, rows, tokenizers, self._dead_rows("triple"))
-
-    def mark_extracted(self, passage_ids: Sequence[str]) -> None:
-        with self.transaction():
-            self.passages.mark_extracted(passage_ids)
-
-    def delete_passages(self, passage_ids: Sequence[str]) -> list[str]:
-        with self.transaction():
-            doomed = self.passages.doomed(passage_ids)
-            if not doomed:
-                return []
-            generation = self.db.generation() + 1
-            tokenizers = self._tokenizers()
-            prows = [v[0] for v in doomed.values()]
-            triples = self.triples.of_passage_rows(prows)
-            self.triples.kill([r for r, _, _ in triples], [i for _, i, _ in triples], [t for _, _, t in triples],
-                              tokenizers, generation)
-            self.passages.kill(prows, list(doomed), [v[1] for v in doomed.values()], tokenizers, generation)
-            self.triples.delete_rows([r for r, _, _ in triples])
-            self.passages.delete_rows(prows)
-            self.db.add_meta("extracted", -sum(v[2] for v in doomed.values()))
-            self.nodes.forget_passages(prows)
-            return [pid for pid in dict.fromkeys(passage_ids) if pid in doomed]
-
-    def delete_source(self, source: str) -> list[str]:
-        with self.transaction():
-            return self.delete_passages(self.passages.ids_of_source(source))
-
-    def passage_ids_of_source(self, source: str) -> list[str]:
-        return self.passages.ids_of_source(source)
-
-    def stored_sources(self, under: str | None = None, *, relative: bool = False) -> list[str]:
-        if relative:
-            found = self.db.rows("SELECT DISTINCT source FROM passages WHERE source NOT LIKE '/%' ORDER BY source")
-            return [s for (s,) in found if under is None or s in (under, under.rstrip("/"))
-                    or s.startswith(under.rstrip("/") + "/")]
-        if under is None:
-            return [s for (s,) in self.db.rows("SELECT DISTINCT source FROM passages ORDER BY source")]
-        folder = under.rstrip("/")
-        # the folder's files are the range [folder/, folder0): '0' follows '/' (the source index answers)
-        return [s for (s,) in self.db.rows(
-            "SELECT DISTINCT source FROM passages WHERE source IN (?, ?) OR (source >= ? AND source < ?) "
-            "ORDER BY source", (under, folder, folder + "/", folder + "0"))]
-
-    def replace_passages(self, remove: Sequence[str], add: Sequence[Passage]) -> AddResult:
-        """Delete ``remove`` and add ``add`` in one SQLite transaction: one commit."""
-        with self.transaction():
-            if remove:
-                self.delete_passages(remove)
-            return self.add_passages(add)
-
-    def sources_like(self, source: str) -> list[str]:
-        return self.passages.sources_like(source)
+                rows = self.passage_parts.rows_of_ids(None, [t.passage_id for t in triples])
+                self.triple_parts.add(triples, triple_vectors, rows, tokenizers, self._dead_rows("triple"))
 
     @property
     def derived_dir(self) -> Path:
@@ -467,46 +401,10 @@ class EmbeddedStore(Store):
         return done
 
     # ---- filters --------------------------------------------------------------------
-    def count(self, collection: Collection, where: Any = None) -> int:
-        self._coll(collection)
-        parsed = parse_where(where)
-        state = self.states.current()
-        return state.views[collection].count if parsed is None else len(self.states.where_rows(collection, parsed, state))
-
-    def filter_passage_ids(self, ids: Sequence[str], where: Any) -> list[str]:
-        parsed = parse_where(where)
-        if parsed is None:
-            return list(ids)
-        state = self.states.current()
-        allowed = set(self.states.where_rows("passage", parsed, state).tolist())
-        rows = self.passages.rows_of_ids(state.views["passage"], ids)
-        return [i for i in ids if rows.get(i) in allowed]
-
     # ---- reads ----------------------------------------------------------------------
     def _hits(self, coll: RecordCollection, rows: np.ndarray, scores: np.ndarray) -> list[Hit]:
         ids = coll.ids_of_rows(rows)
         return [Hit(i, float(s)) for i, s in zip(ids, scores)]
-
-    def bm25_search(self, collection: Collection, query: str, k: int, where: Any = None) -> list[Hit]:
-        coll = self._coll(collection)
-        parsed = parse_where(where)
-        state = self.states.current()
-        view = state.views[collection]
-        try:
-            scores = coll.bm25_scores(view, query, self.tokenizer, self.states.allowed(collection, parsed, state))
-        except SegmentCorruptError as exc:
-            logger.warning("%s; rebuilding the BM25 postings from the stored text", exc)
-            pinned = self.states.is_pinned()
-            with self.transaction():
-                self._rebuild_postings(self.tokenizer)
-            if pinned:  # this query's commit still holds the damaged segment
-                raise IndexCorruptError(f"{exc}; the BM25 postings were rebuilt from the stored text: "
-                                        "ask again") from exc
-            state = self.states.current()
-            view = state.views[collection]
-            scores = coll.bm25_scores(view, query, self.tokenizer, self.states.allowed(collection, parsed, state))
-        rows, values = top_k(scores, k, positive_only=True)
-        return self._hits(coll, rows, values)
 
     def query_vector(self, vector: np.ndarray) -> np.ndarray:
         """``vector`` as a float32 row of this store's dimension (ValueError otherwise)."""
@@ -517,53 +415,6 @@ class EmbeddedStore(Store):
         if not np.isfinite(q).all():
             raise ValueError("query vector is not finite (NaN or infinity); cosine similarity needs a direction")
         return q
-
-    def vector_search(self, collection: Collection, vector: np.ndarray, k: int, where: Any = None) -> list[Hit]:
-        coll = self._coll(collection)
-        q = self.query_vector(vector)
-        parsed = parse_where(where)
-        state = self.states.current()
-        subset = self.states.where_rows(collection, parsed, state) if parsed is not None else None
-        rows, values = coll.vector_search(state.views[collection], q, k, subset)
-        return self._hits(coll, rows, values)
-
-    def lowest_similarity(self, collection: Collection, vector: np.ndarray) -> float | None:
-        """The negated query's nearest row, found with the ANN parts' narrow beam (a quarter
-        of a full search's time: :class:`~gear_agent.store.ann.AnnPolicy`)."""
-        coll = self._coll(collection)
-        q = self.query_vector(vector)
-        _, values = coll.vector_search(self.states.current().views[collection], -q, 1, None, shallow=True)
-        return -float(values[0]) if len(values) else None
-
-    def exact_vector_search(self, collection: Collection, vector: np.ndarray, k: int) -> list[Hit]:
-        """Exact top ``k`` by cosine over every live row (the reference the ANN is measured by)."""
-        coll = self._coll(collection)
-        view = self.view(collection)
-        rows, values = coll.exact(view, view.live_rows(), self.query_vector(vector), k)
-        return self._hits(coll, rows, values)
-
-    def get_passages(self, ids: Sequence[str]) -> list[Passage]:
-        found: dict[str, Passage] = {}
-        for chunk in chunked(list(dict.fromkeys(ids))):
-            for row in self.db.rows(f"SELECT {PASSAGE_COLUMNS} FROM passages WHERE id IN ({marks(chunk)})", list(chunk)):
-                found[row[1]] = passage_from_row(row, self.root)
-        return [found[i] for i in ids if i in found]
-
-    def get_triples(self, ids: Sequence[str]) -> list[Triple]:
-        found: dict[str, Triple] = {}
-        for chunk in chunked(list(dict.fromkeys(ids))):
-            for row in self.db.rows(
-                f"SELECT {TRIPLE_COLUMNS} FROM {TRIPLE_FROM} WHERE t.id IN ({marks(chunk)})", list(chunk)
-            ):
-                found[row[1]] = triple_from_row(row, self.root)
-        return [found[i] for i in ids if i in found]
-
-    def triple_vectors(self, ids: Sequence[str]) -> np.ndarray:
-        return self._vectors_of(self.triples, ids)
-
-    def passage_vectors(self, ids: Sequence[str]) -> np.ndarray:
-        """Stored embeddings of passages, one row per id (KeyError for an unknown id)."""
-        return self._vectors_of(self.passages, ids)
 
     def _vectors_of(self, coll: RecordCollection, ids: Sequence[str]) -> np.ndarray:
         view = self.states.current().views[coll.name]
@@ -576,57 +427,12 @@ class EmbeddedStore(Store):
     def passage_rows(self, ids: Sequence[str]) -> dict[str, int]:
         """Rows of the stored passages among ``ids`` (as the calling transaction sees them)."""
         view = None if self.db.writing_here() else self.view("passage")
-        return self.passages.rows_of_ids(view, ids)
-
-    def triples_of_passage(self, passage_id: str) -> list[str]:
-        return self.triples.of_passage(self.view("triple"), passage_id)
-
-    def neighbours(self, triple_id: str, query_vector: np.ndarray | None = None, limit: int = 100) -> list[str]:
-        view = self.view("triple")
-        found = self.triples.ends_of(view, triple_id)
-        if found is None or limit <= 0:
-            return []
-        row, ends = found
-        rows = self.triples.rows_of_entities(view, sorted(set(ends)))
-        rows = rows[(rows != row) & (rows < view.rows)]
-        if query_vector is not None and len(rows):
-            chosen, _ = top_k(matvec(self.triples.matrix(view)[rows], self.query_vector(query_vector)), limit)
-            rows = rows[chosen]
-        else:
-            rows = rows[:limit]
-        return self.triples.ids_of_rows(rows)
-
-    def unextracted_passages(self) -> list[Passage]:
-        return [passage_from_row(r, self.root) for r in self.db.rows(
-            f"SELECT {PASSAGE_COLUMNS} FROM passages WHERE extracted = 0 ORDER BY row")]
-
-    def iter_passages(self) -> Iterator[Passage]:
-        return iter([passage_from_row(r, self.root) for r in self.db.rows(
-            f"SELECT {PASSAGE_COLUMNS} FROM passages ORDER BY row")])
-
-    def iter_triples(self) -> Iterator[Triple]:
-        return iter([triple_from_row(r, self.root) for r in self.db.rows(
-            f"SELECT {TRIPLE_COLUMNS} FROM {TRIPLE_FROM} ORDER BY t.row")])
-
-    def triple_batches(self, size: int = 65_536) -> Iterator[list[tuple[str, str, str, str]]]:
-        """Every triple as (id, subject, object, passage id), ``size`` at a time, checksums
-        verified (what the PPR graph reads; never holds all of them)."""
-        for block in self.db.batches(f"SELECT {TRIPLE_COLUMNS} FROM {TRIPLE_FROM} ORDER BY t.row", size=size):
-            triples = [triple_from_row(r, self.root) for r in block]
-            yield [(t.id, t.subject, t.object, t.passage_id) for t in triples]
-
-    def passage_ids(self) -> list[str]:
-        """Ids of every stored passage, in stored order."""
-        return [i for (i,) in self.db.rows("SELECT id FROM passages ORDER BY row")]
+        return self.passage_parts.rows_of_ids(view, ids)
 
     def close(self) -> None:
         self.db.close()
 
     # ---- extras of this backend -------------------------------------------------------
-    def node_store(self) -> EmbeddedNodeStore:
-        """The SiReRAG nodes of this index (:mod:`gear_agent.store.embedded_nodes`)."""
-        return self.nodes
-
     def passage_position(self, passage_id: str) -> int | None:
         """Row of a passage in the passage vector file, or None."""
         return self.passage_rows([passage_id]).get(passage_id)
@@ -634,6 +440,224 @@ class EmbeddedStore(Store):
     def size_on_disk(self) -> int:
         """Bytes of the index's files."""
         return size_on_disk(self.root)
+
+
+class _Searchable:
+    """Count and search of one collection of an :class:`EmbeddedStore` at the commit the
+    calling thread reads (what passages and triples share)."""
+
+    name: ClassVar[str]
+
+    def __init__(self, store: EmbeddedStore) -> None:
+        self.store = store
+
+    def count(self, where: Any = None) -> int:
+        parsed = parse_where(where)
+        state = self.store.states.current()
+        return state.views[self.name].count if parsed is None else len(self.store.states.where_rows(self.name, parsed, state))
+
+    def bm25_search(self, query: str, k: int, where: Any = None) -> list[Hit]:
+        coll = self.store._coll(self.name)
+        parsed = parse_where(where)
+        state = self.store.states.current()
+        view = state.views[self.name]
+        try:
+            scores = coll.bm25_scores(view, query, self.store.tokenizer, self.store.states.allowed(self.name, parsed, state))
+        except SegmentCorruptError as exc:
+            logger.warning("%s; rebuilding the BM25 postings from the stored text", exc)
+            pinned = self.store.states.is_pinned()
+            with self.store.transaction():
+                self.store._rebuild_postings(self.store.tokenizer)
+            if pinned:  # this query's commit still holds the damaged segment
+                raise IndexCorruptError(f"{exc}; the BM25 postings were rebuilt from the stored text: "
+                                        "ask again") from exc
+            state = self.store.states.current()
+            view = state.views[self.name]
+            scores = coll.bm25_scores(view, query, self.store.tokenizer, self.store.states.allowed(self.name, parsed, state))
+        rows, values = top_k(scores, k, positive_only=True)
+        return self.store._hits(coll, rows, values)
+
+    def vector_search(self, vector: np.ndarray, k: int, where: Any = None) -> list[Hit]:
+        coll = self.store._coll(self.name)
+        q = self.store.query_vector(vector)
+        parsed = parse_where(where)
+        state = self.store.states.current()
+        subset = self.store.states.where_rows(self.name, parsed, state) if parsed is not None else None
+        rows, values = coll.vector_search(state.views[self.name], q, k, subset)
+        return self.store._hits(coll, rows, values)
+
+    def lowest_similarity(self, vector: np.ndarray) -> float | None:
+        """The negated query's nearest row, found with the ANN parts' narrow beam (a quarter
+        of a full search's time: :class:`~gear_agent.store.ann.AnnPolicy`)."""
+        coll = self.store._coll(self.name)
+        q = self.store.query_vector(vector)
+        _, values = coll.vector_search(self.store.states.current().views[self.name], -q, 1, None, shallow=True)
+        return -float(values[0]) if len(values) else None
+
+    def exact_vector_search(self, vector: np.ndarray, k: int) -> list[Hit]:
+        """Exact top ``k`` by cosine over every live row (the reference the ANN is measured by)."""
+        coll = self.store._coll(self.name)
+        view = self.store.view(self.name)
+        rows, values = coll.exact(view, view.live_rows(), self.store.query_vector(vector), k)
+        return self.store._hits(coll, rows, values)
+
+
+class EmbeddedPassages(_Searchable, Passages):
+    """The passages of an :class:`EmbeddedStore` (their rows, vectors, postings and ANN parts:
+    :class:`~gear_agent.store.embedded.collection.PassageCollection`)."""
+
+    def add(self, passages: Sequence[Passage]) -> AddResult:
+        with self.store.transaction():
+            stored = self.store.passage_parts.rows_of_ids(None, [p.id for p in passages])
+            new, existing = split_new(passages, stored)
+            if new:
+                vectors = self.store.embed_checked([p.content for p in new], [f"passage {p.id}" for p in new])
+                self.store.passage_parts.add(new, vectors, self.store._tokenizers(), self.store._dead_rows("passage"))
+            return AddResult(added=[p.id for p in new], existing=existing)
+
+    def mark_extracted(self, passage_ids: Sequence[str]) -> None:
+        with self.store.transaction():
+            self.store.passage_parts.mark_extracted(passage_ids)
+
+    def remove(self, passage_ids: Sequence[str]) -> list[str]:
+        with self.store.transaction():
+            doomed = self.store.passage_parts.doomed(passage_ids)
+            if not doomed:
+                return []
+            generation = self.store.db.generation() + 1
+            tokenizers = self.store._tokenizers()
+            prows = [v[0] for v in doomed.values()]
+            triples = self.store.triple_parts.of_passage_rows(prows)
+            self.store.triple_parts.kill([r for r, _, _ in triples], [i for _, i, _ in triples], [t for _, _, t in triples],
+                              tokenizers, generation)
+            self.store.passage_parts.kill(prows, list(doomed), [v[1] for v in doomed.values()], tokenizers, generation)
+            self.store.triple_parts.delete_rows([r for r, _, _ in triples])
+            self.store.passage_parts.delete_rows(prows)
+            self.store.db.add_meta("extracted", -sum(v[2] for v in doomed.values()))
+            self.store.nodes.forget_passages(prows)
+            return [pid for pid in dict.fromkeys(passage_ids) if pid in doomed]
+
+    def remove_source(self, source: str) -> list[str]:
+        with self.store.transaction():
+            return self.remove(self.store.passage_parts.ids_of_source(source))
+
+    def ids_of_source(self, source: str) -> list[str]:
+        return self.store.passage_parts.ids_of_source(source)
+
+    def sources(self, under: str | None = None, *, relative: bool = False) -> list[str]:
+        if relative:
+            found = self.store.db.rows("SELECT DISTINCT source FROM passages WHERE source NOT LIKE '/%' ORDER BY source")
+            return [s for (s,) in found if under is None or s in (under, under.rstrip("/"))
+                    or s.startswith(under.rstrip("/") + "/")]
+        if under is None:
+            return [s for (s,) in self.store.db.rows("SELECT DISTINCT source FROM passages ORDER BY source")]
+        folder = under.rstrip("/")
+        # the folder's files are the range [folder/, folder0): '0' follows '/' (the source index answers)
+        return [s for (s,) in self.store.db.rows(
+            "SELECT DISTINCT source FROM passages WHERE source IN (?, ?) OR (source >= ? AND source < ?) "
+            "ORDER BY source", (under, folder, folder + "/", folder + "0"))]
+
+    def replace(self, remove: Sequence[str], add: Sequence[Passage]) -> AddResult:
+        """Delete ``remove`` and add ``add`` in one SQLite transaction: one commit."""
+        with self.store.transaction():
+            if remove:
+                self.remove(remove)
+            return self.add(add)
+
+    def sources_like(self, source: str) -> list[str]:
+        return self.store.passage_parts.sources_like(source)
+
+    def filter_ids(self, ids: Sequence[str], where: Any) -> list[str]:
+        parsed = parse_where(where)
+        if parsed is None:
+            return list(ids)
+        state = self.store.states.current()
+        allowed = set(self.store.states.where_rows("passage", parsed, state).tolist())
+        rows = self.store.passage_parts.rows_of_ids(state.views["passage"], ids)
+        return [i for i in ids if rows.get(i) in allowed]
+
+    def get(self, ids: Sequence[str]) -> list[Passage]:
+        found: dict[str, Passage] = {}
+        for chunk in chunked(list(dict.fromkeys(ids))):
+            for row in self.store.db.rows(f"SELECT {PASSAGE_COLUMNS} FROM passages WHERE id IN ({marks(chunk)})", list(chunk)):
+                found[row[1]] = passage_from_row(row, self.store.root)
+        return [found[i] for i in ids if i in found]
+
+    def vectors(self, ids: Sequence[str]) -> np.ndarray:
+        """Stored embeddings of passages, one row per id (KeyError for an unknown id)."""
+        return self.store._vectors_of(self.store.passage_parts, ids)
+
+    def unextracted(self) -> list[Passage]:
+        return [passage_from_row(r, self.store.root) for r in self.store.db.rows(
+            f"SELECT {PASSAGE_COLUMNS} FROM passages WHERE extracted = 0 ORDER BY row")]
+
+    def iterate(self) -> Iterator[Passage]:
+        return iter([passage_from_row(r, self.store.root) for r in self.store.db.rows(
+            f"SELECT {PASSAGE_COLUMNS} FROM passages ORDER BY row")])
+
+    def ids(self) -> list[str]:
+        """Ids of every stored passage, in stored order."""
+        return [i for (i,) in self.store.db.rows("SELECT id FROM passages ORDER BY row")]
+
+
+class EmbeddedTriples(_Searchable, Triples):
+    """The triples of an :class:`EmbeddedStore` (their rows, vectors, postings, ANN parts and
+    entity ends: :class:`~gear_agent.store.embedded.collection.TripleCollection`)."""
+
+    def add(self, triples: Sequence[Triple]) -> AddResult:
+        with self.store.transaction():
+            parents = self.store.passage_parts.rows_of_ids(None, [t.passage_id for t in triples])
+            for triple in triples:
+                if triple.passage_id not in parents:
+                    raise StoreError(f"triple {triple.id} names passage {triple.passage_id}, which is not stored")
+            stored = self.store.triple_parts.rows_of_ids(None, [t.id for t in triples])
+            new, existing = split_new(triples, stored)
+            if new:
+                vectors = self.store.embed_checked([t.text for t in new], [f"triple {t.id}" for t in new])
+                self.store.triple_parts.add(new, vectors, parents, self.store._tokenizers(), self.store._dead_rows("triple"))
+            return AddResult(added=[t.id for t in new], existing=existing)
+
+    def get(self, ids: Sequence[str]) -> list[Triple]:
+        found: dict[str, Triple] = {}
+        for chunk in chunked(list(dict.fromkeys(ids))):
+            for row in self.store.db.rows(
+                f"SELECT {TRIPLE_COLUMNS} FROM {TRIPLE_FROM} WHERE t.id IN ({marks(chunk)})", list(chunk)
+            ):
+                found[row[1]] = triple_from_row(row, self.store.root)
+        return [found[i] for i in ids if i in found]
+
+    def vectors(self, ids: Sequence[str]) -> np.ndarray:
+        return self.store._vectors_of(self.store.triple_parts, ids)
+
+    def of_passage(self, passage_id: str) -> list[str]:
+        return self.store.triple_parts.of_passage(self.store.view("triple"), passage_id)
+
+    def neighbours(self, triple_id: str, query_vector: np.ndarray | None = None, limit: int = 100) -> list[str]:
+        view = self.store.view("triple")
+        found = self.store.triple_parts.ends_of(view, triple_id)
+        if found is None or limit <= 0:
+            return []
+        row, ends = found
+        rows = self.store.triple_parts.rows_of_entities(view, sorted(set(ends)))
+        rows = rows[(rows != row) & (rows < view.rows)]
+        if query_vector is not None and len(rows):
+            chosen, _ = top_k(matvec(self.store.triple_parts.matrix(view)[rows], self.store.query_vector(query_vector)), limit)
+            rows = rows[chosen]
+        else:
+            rows = rows[:limit]
+        return self.store.triple_parts.ids_of_rows(rows)
+
+    def iterate(self) -> Iterator[Triple]:
+        return iter([triple_from_row(r, self.store.root) for r in self.store.db.rows(
+            f"SELECT {TRIPLE_COLUMNS} FROM {TRIPLE_FROM} ORDER BY t.row")])
+
+    def batches(self, size: int = 65_536) -> Iterator[list[tuple[str, str, str, str]]]:
+        """Every triple as (id, subject, object, passage id), ``size`` at a time, checksums
+        verified (what the PPR graph reads; never holds all of them)."""
+        for block in self.store.db.batches(f"SELECT {TRIPLE_COLUMNS} FROM {TRIPLE_FROM} ORDER BY t.row", size=size):
+            triples = [triple_from_row(r, self.store.root) for r in block]
+            yield [(t.id, t.subject, t.object, t.passage_id) for t in triples]
+
 
 
 def _as_matrix(raw: Any, count: int, dimension: int, model: str) -> np.ndarray:

@@ -3,7 +3,7 @@
 ``nodes`` holds each node's record (kind, tree, level, entity, text, children, CRC-32);
 ``node_passages`` its provenance as (node row, position, passage row), so deleting a
 passage drops it from every node's provenance by the join; ``node.vec`` the vectors, the
-same append-only float32 file as passages and triples (:mod:`gear_agent.store.vectors`),
+same append-only float32 file as passages and triples (:mod:`gear_agent.store.embedded.vectors`),
 written before the transaction that counts them commits, its chunks verified before
 they are used. Node search is exact (a matrix-vector product over the live rows): the pool
 is a fraction of the passages' size. The tables are created by the first write, so
@@ -17,20 +17,41 @@ import json
 import threading
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 
 from gear_agent.store.base import IndexCorruptError, StoreError, split_new
 from gear_agent.store.bm25 import top_k
-from gear_agent.store.embedded_db import chunked, marks
+from gear_agent.store.collections import Passages
+from gear_agent.store.embedded.db import Database, chunked, marks
+from gear_agent.store.embedded.vectors import REBUILD_ROWS, CheckedVectors, Progress
 from gear_agent.store.nodes import NodeStore
 from gear_agent.store.threads import matvec
-from gear_agent.store.vectors import REBUILD_ROWS, CheckedVectors, Progress
 from gear_agent.types import AddResult, Hit, Node
 
-if TYPE_CHECKING:
-    from gear_agent.store.embedded import EmbeddedStore
+
+class NodeHost(Protocol):
+    """What the node collection uses of its store
+    (:class:`~gear_agent.store.embedded.store.EmbeddedStore`): its database and folder, its
+    transactions, its checked embeddings and the passages' rows and vectors."""
+
+    db: Database
+    root: Path
+    dimension: int
+    passages: Passages
+
+    def generation(self) -> int: ...
+
+    def transaction(self) -> AbstractContextManager[None]: ...
+
+    def passage_rows(self, ids: Sequence[str]) -> dict[str, int]: ...
+
+    def embed_checked(self, texts: list[str], what: list[str]) -> np.ndarray: ...
+
+    def query_vector(self, vector: np.ndarray) -> np.ndarray: ...
 
 NODE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS nodes(
@@ -51,14 +72,14 @@ def _crc(node: Node, children_json: str) -> int:
 
 
 class EmbeddedNodeStore(NodeStore):
-    """The node collection of one :class:`~gear_agent.store.embedded.EmbeddedStore`.
+    """The node collection of one :class:`~gear_agent.store.embedded.store.EmbeddedStore`.
 
     Example:
-        >>> nodes = store.node_store()  # doctest: +SKIP
+        >>> nodes = store.nodes  # doctest: +SKIP
         >>> nodes.passages_of([nodes.search(vector, 1)[0].id])  # doctest: +SKIP
     """
 
-    def __init__(self, store: EmbeddedStore) -> None:
+    def __init__(self, store: NodeHost) -> None:
         self.store = store
         self.db = store.db
         self.node_vectors = CheckedVectors(store.db, store.root, "node", store.dimension)
@@ -120,7 +141,7 @@ class EmbeddedNodeStore(NodeStore):
         return found
 
     # ---- writes ---------------------------------------------------------------
-    def add_nodes(self, nodes: Sequence[Node]) -> AddResult:
+    def add(self, nodes: Sequence[Node]) -> AddResult:
         with self.store.transaction():
             if not self._has_tables():
                 for statement in NODE_SCHEMA.split(";"):  # executescript would commit first
@@ -148,7 +169,7 @@ class EmbeddedNodeStore(NodeStore):
             self._writes += 1
             return AddResult(added=[n.id for n in new], existing=existing)
 
-    def delete_nodes(self, ids: Sequence[str]) -> list[str]:
+    def remove(self, ids: Sequence[str]) -> list[str]:
         with self.store.transaction():
             if not self._has_tables():
                 return []
@@ -243,7 +264,7 @@ class EmbeddedNodeStore(NodeStore):
         chosen, values = top_k(np.where(finite, scores, -np.inf), k)
         return [Hit(ids[int(i)], float(v)) for i, v in zip(chosen, values) if np.isfinite(v)]
 
-    def get_nodes(self, ids: Sequence[str]) -> list[Node]:
+    def get(self, ids: Sequence[str]) -> list[Node]:
         if not self._has_tables():
             return []
         rows: dict[str, tuple[Any, ...]] = {}
@@ -267,9 +288,9 @@ class EmbeddedNodeStore(NodeStore):
         return np.asarray(self._matrix(rows)[wanted], dtype=np.float32)
 
     def passage_vectors(self, ids: Sequence[str]) -> np.ndarray:
-        return self.store.passage_vectors(ids)
+        return self.store.passages.vectors(ids)
 
-    def iter_nodes(self) -> Iterator[Node]:
+    def iterate(self) -> Iterator[Node]:
         if not self._has_tables():
             return iter([])
         records = self.db.rows(f"SELECT {_COLUMNS} FROM nodes ORDER BY row")

@@ -41,8 +41,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gear_agent.store.base import IndexCorruptError, StoreError
+from gear_agent.store.check_report import RESTORED_PARTS, CheckReport
 from gear_agent.store.derived_files import file_checksum, fsync_dir
-from gear_agent.store.embedded_db import (
+from gear_agent.store.embedded.check import check_index
+from gear_agent.store.embedded.db import (
     COUNTER_FILE,
     DB_FILE,
     WAL_AT_DAMAGE,
@@ -51,8 +53,8 @@ from gear_agent.store.embedded_db import (
     keep_wal_at_damage,
     read_counter,
 )
-from gear_agent.store.embedded_errors import translated
-from gear_agent.store.salvage import Salvaged, salvage
+from gear_agent.store.embedded.errors import translated
+from gear_agent.store.embedded.salvage import Salvaged, salvage
 
 SNAPSHOT_DIR = "snapshots"
 MANIFEST = "snapshot.json"
@@ -115,7 +117,7 @@ class Restored:
     kept_in: Path
     """Where the damaged files were moved."""
     salvaged: Salvaged | None = None
-    """What was replayed from the damaged database's records (:mod:`gear_agent.store.salvage`)."""
+    """What was replayed from the damaged database's records (:mod:`gear_agent.store.embedded.salvage`)."""
     salvaged_from: int | None = None
     """The first commit whose records were replayed from the damaged database."""
 
@@ -430,8 +432,6 @@ def _replayed(snapshot: Snapshot, kept_in: Path, root: Path, work: Path) -> tupl
 def _proves_itself(trial: Path, snapshot: Snapshot) -> int | None:
     """The generation of the replayed database in ``trial`` if it passes every check (and
     fold its WAL into the file), else None."""
-    from gear_agent.store.check import check_index
-
     db = sqlite3.connect(trial / DB_FILE, isolation_level=None)
     try:
         if db.execute("PRAGMA integrity_check(1)").fetchone()[0] != "ok":
@@ -486,3 +486,18 @@ def _move_past(root: Path, last_made: int, snapshot: Snapshot | None) -> int:
         return db.generation()
     finally:
         db.close()
+
+
+def offer_snapshot(report: CheckReport) -> CheckReport:
+    """When the database failed and a good snapshot exists, say so on its item (and let
+    ``--repair`` restore it); returns ``report`` (what ``gear check`` shows:
+    ``offer_snapshot(check_index(root))``)."""
+    failing = [item for item in report.items if not item.ok and item.name.endswith((*RESTORED_PARTS, "commit counter"))]
+    snapshot = newest_good(report.root) if failing else None
+    if snapshot is None:
+        return report
+    report.restorable_from = snapshot.describe()
+    for item in failing:
+        if item.name != "commit counter":  # kept when it is newer than the snapshot: see snapshot.restore
+            item.detail += f"; --repair restores it from {report.restorable_from}"
+    return report

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from gear_agent.filters import Condition, Where
-from gear_agent.store.es_mappings import VECTOR_FIELD, vector_list
+from gear_agent.store.elasticsearch.mappings import VECTOR_FIELD, vector_list
 from gear_agent.text.tokenizer import normalise_entity
 
 __all__ = [

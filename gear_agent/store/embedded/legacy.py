@@ -11,30 +11,15 @@ crash during migration leaves no committed state, and migrating again starts ove
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from gear_agent.embedding.base import Embedder
-from gear_agent.store import generations as gen
 from gear_agent.store.base import IndexCorruptError, ModelMismatchError, StoreError
-from gear_agent.store.embedded_db import DB_FILE
-from gear_agent.store.manifest import has_previous_format
+from gear_agent.store.embedded import generations as gen
+from gear_agent.store.embedded.db import DB_FILE
+from gear_agent.store.embedded.manifest import has_previous_format
 from gear_agent.types import Passage, Triple
-
-MANIFEST = "manifest.json"
-
-
-def read_legacy_manifest(root: Path) -> dict[str, Any] | None:
-    """The previous format's manifest, or None when there is no such index."""
-    live = gen.current_generation(Path(root))
-    if live is None:
-        return None
-    try:
-        manifest = gen.read_json(live / MANIFEST)
-    except FileNotFoundError as exc:
-        raise IndexCorruptError(f"{live} named by CURRENT is missing its manifest; run `gear check`") from exc
-    return {**manifest, "format_version": 1}
 
 
 def migrate(root: Path, embedder: Embedder, tokenizer: str = "standard") -> dict[str, int]:
@@ -49,7 +34,7 @@ def migrate(root: Path, embedder: Embedder, tokenizer: str = "standard") -> dict
         IndexCorruptError: its files cannot be read (they are left untouched).
         ModelMismatchError: ``embedder`` is not the model the index was built with.
     """
-    from gear_agent.store.embedded import EmbeddedStore
+    from gear_agent.store.embedded.store import EmbeddedStore
 
     root = Path(root)
     if not has_previous_format(root):
@@ -59,7 +44,7 @@ def migrate(root: Path, embedder: Embedder, tokenizer: str = "standard") -> dict
         live = gen.current_generation(root)
         if live is None:
             raise StoreError(f"nothing to migrate at {root}: it holds no CURRENT file")
-        manifest = gen.read_json(live / MANIFEST)
+        manifest = gen.read_json(live / gen.MANIFEST)
         passage_rows = gen.read_jsonl(live / "passages.jsonl")
         triple_rows = gen.read_jsonl(live / "triples.jsonl")
         passage_vectors = gen.read_array(live / "passage_vectors.npy", embedder.dimension)

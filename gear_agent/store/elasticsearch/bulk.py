@@ -17,8 +17,12 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from gear_agent.store.base import StoreError
-from gear_agent.store.es_client import error_reason, import_elasticsearch, translate_errors
-from gear_agent.store.es_queries import BulkAction
+from gear_agent.store.elasticsearch.client import (
+    error_reason,
+    import_elasticsearch,
+    translate_errors,
+)
+from gear_agent.store.elasticsearch.queries import BulkAction
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from elasticsearch import Elasticsearch

@@ -5,13 +5,13 @@ One file, ``index.sqlite``, in WAL mode (readers are never blocked by the writer
 rolls back to the last commit) with ``synchronous=FULL`` (a commit is on disk when it
 returns). It holds every record, the ``row`` of each record's vector in the vector files,
 the entity ids of each triple, metadata in a key/value table indexed for filters, the
-BM25 vocabulary and segments (:mod:`gear_agent.store.postings`), the vector chunks'
+BM25 vocabulary and segments (:mod:`gear_agent.store.embedded.postings`), the vector chunks'
 checksums, one row per commit (``commits``: its generation and the row counts it left,
 which with the generation of each deletion in ``dead`` is the change feed) and the
 manifest (table ``meta``).
 
 Every statement runs through a :class:`Database` method inside
-:func:`gear_agent.store.embedded_errors.translated`, so a locked, read-only, full or
+:func:`gear_agent.store.embedded.errors.translated`, so a locked, read-only, full or
 damaged database is one line, never a traceback. Each thread reads through its own
 connection (a query pins one commit with :meth:`Database.reading`, while other threads
 read theirs); the writer's transaction runs on one connection under one lock.
@@ -36,7 +36,7 @@ from typing import Any
 from urllib.parse import quote
 
 from gear_agent.store.base import IndexCorruptError, StoreError
-from gear_agent.store.embedded_errors import translated
+from gear_agent.store.embedded.errors import translated
 
 DB_FILE = "index.sqlite"
 COUNTER_FILE = "index.generation"
@@ -215,7 +215,7 @@ WAL_AT_DAMAGE = f"{DB_FILE}-wal.at-damage"
 """A copy of the WAL made when SQLite first finds the database damaged: closing the last
 connection folds the WAL into the database file (a checkpoint), which would put the commits
 it holds into the damaged file and remove the WAL; ``gear check --repair`` replays them from
-this copy over the newest snapshot (:mod:`gear_agent.store.snapshot`)."""
+this copy over the newest snapshot (:mod:`gear_agent.store.embedded.snapshot`)."""
 
 
 def keep_wal_at_damage(root: Path) -> None:

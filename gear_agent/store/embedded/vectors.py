@@ -28,8 +28,8 @@ import numpy as np
 
 from gear_agent.store.base import IndexCorruptError
 from gear_agent.store.derived_files import bytes_checksum, temporary_name
-from gear_agent.store.embedded_db import Database
-from gear_agent.store.embedded_errors import translated
+from gear_agent.store.embedded.db import Database
+from gear_agent.store.embedded.errors import translated
 
 logger = logging.getLogger(__name__)
 

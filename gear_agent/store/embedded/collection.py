@@ -1,10 +1,10 @@
 """One collection of the embedded store (passages or triples) as an object that owns its parts.
 
-A :class:`RecordCollection` owns its vector file (:class:`~gear_agent.store.vectors.CheckedVectors`),
-its BM25 postings per tokenizer (:class:`~gear_agent.store.postings.Postings`), its ANN
+A :class:`RecordCollection` owns its vector file (:class:`~gear_agent.store.embedded.vectors.CheckedVectors`),
+its BM25 postings per tokenizer (:class:`~gear_agent.store.embedded.postings.Postings`), its ANN
 parts (:class:`~gear_agent.store.ann.AnnIndex`), its dead rows and its id cache, and offers
 them through methods: add, remove, search, verify, rebuild. The store
-(:class:`~gear_agent.store.embedded.EmbeddedStore`) composes two of them and the
+(:class:`~gear_agent.store.embedded.store.EmbeddedStore`) composes two of them and the
 SiReRAG node collection; nothing reaches into another object's fields.
 
 What a collection looks like at one commit is a :class:`View` (rows, live count, dead
@@ -26,9 +26,9 @@ from gear_agent.store import ann as ann_mod
 from gear_agent.store.base import IndexCorruptError
 from gear_agent.store.bm25 import top_k
 from gear_agent.store.changes import Stamp
-from gear_agent.store.embedded_db import INDEX_ID_KEY, Database, chunked, marks
-from gear_agent.store.postings import Postings
-from gear_agent.store.records import (
+from gear_agent.store.embedded.db import INDEX_ID_KEY, Database, chunked, marks
+from gear_agent.store.embedded.postings import Postings
+from gear_agent.store.embedded.records import (
     meta_rows,
     metadata_json,
     passage_crc,
@@ -36,8 +36,8 @@ from gear_agent.store.records import (
     triple_crc,
     triple_text,
 )
+from gear_agent.store.embedded.vectors import REBUILD_ROWS, CheckedVectors, Progress
 from gear_agent.store.threads import matvec
-from gear_agent.store.vectors import REBUILD_ROWS, CheckedVectors, Progress
 from gear_agent.text.tokenizer import normalise_entity
 from gear_agent.types import Collection, Passage, Triple
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from gear_agent.store.bm25 import K1, B, lucene_idf
 from gear_agent.store.derived_files import bytes_checksum
-from gear_agent.store.embedded_db import Database
+from gear_agent.store.embedded.db import Database
 
 MERGE_FACTOR = 8
 _CHUNK = 900

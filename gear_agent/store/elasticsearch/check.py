@@ -5,7 +5,7 @@ Reads, changes nothing, loads no model (the model is the one the index records):
 * the cluster: reachable, a supported version, the health of the prefix's indices (red
   is damage: a primary shard is missing; yellow is a note: a replica is);
 * the passage and triple indices: present, made by gear-agent, their mapping compatible
-  (:func:`~gear_agent.store.es_mappings.check_mapping`) and built with one model;
+  (:func:`~gear_agent.store.elasticsearch.mappings.check_mapping`) and built with one model;
 * documents: counts, every document has its vector, every triple names a stored passage
   (a ``composite`` aggregation over ``passage_id``, each page looked up with ``_mget``);
 * SiReRAG nodes when the prefix has them, and indices under the prefix that gear-agent
@@ -19,14 +19,19 @@ from pathlib import Path
 from typing import Any
 
 from gear_agent.store.base import StoreError
-from gear_agent.store.check import CheckReport, _check_graph_cache
-from gear_agent.store.es_client import (
+from gear_agent.store.check_report import CheckReport, check_graph_cache
+from gear_agent.store.elasticsearch.client import (
     ElasticsearchSettings,
     check_server,
     make_client,
     translate_errors,
 )
-from gear_agent.store.es_mappings import VECTOR_FIELD, check_mapping, index_names, stored_tokenizer
+from gear_agent.store.elasticsearch.mappings import (
+    VECTOR_FIELD,
+    check_mapping,
+    index_names,
+    stored_tokenizer,
+)
 
 _PAGE = 1_000
 
@@ -101,7 +106,7 @@ def check_elasticsearch(settings: ElasticsearchSettings) -> CheckReport:
         if strangers:
             report.add("other indices", True, f"{', '.join(strangers)} under the prefix were not made "
                        "by gear-agent (an index auto-created by a write to a deleted one?)")
-        _check_graph_cache(Path(settings.es_cache_dir) / f"{uuid}-{prefix}", report)
+        check_graph_cache(Path(settings.es_cache_dir) / f"{uuid}-{prefix}", report)
     finally:
         client.close()
     return report

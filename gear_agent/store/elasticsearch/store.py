@@ -1,10 +1,10 @@
 """The Elasticsearch backend of :class:`~gear_agent.store.base.Store`.
 
 Passages and triples live in two indices, ``{GEAR_ES_INDEX_PREFIX}-passages``
-and ``-triples`` (mappings in :mod:`gear_agent.store.es_mappings`); every
-request body is built by a pure function in :mod:`gear_agent.store.es_queries`;
-bulk writes with retries are in :mod:`gear_agent.store.es_bulk`; connecting and
-the version checks in :mod:`gear_agent.store.es_client`.
+and ``-triples`` (mappings in :mod:`gear_agent.store.elasticsearch.mappings`); every
+request body is built by a pure function in :mod:`gear_agent.store.elasticsearch.queries`;
+bulk writes with retries are in :mod:`gear_agent.store.elasticsearch.bulk`; connecting and
+the version checks in :mod:`gear_agent.store.elasticsearch.client`.
 
 Supported: the 8.x ``elasticsearch`` client against an 8.x server (8.4 or newer).
 Install with ``pip install 'gear-agent[elasticsearch]'``. See docs/elasticsearch.md.
@@ -12,7 +12,7 @@ Install with ``pip install 'gear-agent[elasticsearch]'``. See docs/elasticsearch
 Example:
     >>> settings = ElasticsearchSettings(es_url="http://localhost:9200")
     >>> store = ElasticsearchStore(settings, embedder)  # doctest: +SKIP
-    >>> store.bm25_search("passage", "capital of France", k=5)  # doctest: +SKIP
+    >>> store.passages.bm25_search("capital of France", k=5)  # doctest: +SKIP
     [Hit(id='p-...', score=7.1)]
 """
 
@@ -29,12 +29,13 @@ import numpy as np
 
 from gear_agent.embedding.base import Embedder
 from gear_agent.filters import Where, parse_where
-from gear_agent.store import es_bm25
-from gear_agent.store import es_queries as q
 from gear_agent.store.base import Store, StoreError, split_new
 from gear_agent.store.changes import Changes, Stamp
-from gear_agent.store.es_bulk import BulkFailure, BulkOutcome, BulkWriteError, BulkWriter
-from gear_agent.store.es_changes import (
+from gear_agent.store.collections import Passages, Triples
+from gear_agent.store.elasticsearch import bm25 as es_bm25
+from gear_agent.store.elasticsearch import queries as q
+from gear_agent.store.elasticsearch.bulk import BulkFailure, BulkOutcome, BulkWriteError, BulkWriter
+from gear_agent.store.elasticsearch.changes import (
     BY_RECORD,
     ChangeFeed,
     added_query,
@@ -43,7 +44,7 @@ from gear_agent.store.es_changes import (
     deletion_record,
     visible_at,
 )
-from gear_agent.store.es_client import (
+from gear_agent.store.elasticsearch.client import (
     ElasticsearchSettings,
     check_server,
     error_cause,
@@ -51,7 +52,11 @@ from gear_agent.store.es_client import (
     missing_index,
     translate_errors,
 )
-from gear_agent.store.es_mappings import (
+from gear_agent.store.elasticsearch.connection import Connection
+from gear_agent.store.elasticsearch.connection import body as _body
+from gear_agent.store.elasticsearch.connection import chunks as _chunks
+from gear_agent.store.elasticsearch.connection import unique as _unique
+from gear_agent.store.elasticsearch.mappings import (
     FEED_FIELDS,
     TEXT_FIELD,
     VECTOR_FIELD,
@@ -68,37 +73,22 @@ from gear_agent.store.es_mappings import (
     triple_from_source,
     upgrade_mapping,
 )
-from gear_agent.store.es_sync import AtomicSync
+from gear_agent.store.elasticsearch.nodes import ElasticsearchNodeStore
+from gear_agent.store.elasticsearch.sync import AtomicSync
 from gear_agent.types import AddResult, Collection, Hit, Passage, Triple
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from elasticsearch import Elasticsearch
 
-    from gear_agent.store.es_nodes import ElasticsearchNodeStore
 
 __all__ = ["BulkFailure", "BulkWriteError", "ElasticsearchSettings", "ElasticsearchStore"]
 
 _MAX_FILTER_PASSAGES = 65_536
 
-_MGET_CHUNK = 1_000
 _TERMS_CHUNK = 1_000
 _NO_VECTOR = {"excludes": [VECTOR_FIELD]}
 _RECENT_TRIPLES = 4_096
 """Triple documents of recent neighbours searches kept for the reads that follow."""
-
-
-def _unique(ids: Iterable[str]) -> list[str]:
-    return list(dict.fromkeys(ids))
-
-
-def _body(response: Any) -> dict[str, Any]:
-    """The JSON body of a client response (``ObjectApiResponse.body``)."""
-    return getattr(response, "body", response)
-
-
-def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 def _search_error(what: str, response: dict[str, Any]) -> StoreError:
@@ -175,14 +165,22 @@ class ElasticsearchStore(AtomicSync, Store):
         self._owns_client = client is None
         self._client = client if client is not None else make_client(settings)
         self._where = settings.es_url or "the given client"
-        self._last_ns = 0
-        self._nodes: ElasticsearchNodeStore | None = None
+        self.connection = Connection(
+            self._client,
+            BulkWriter(self._client, batch_size=bulk_batch_size, max_retries=max_retries,
+                       initial_backoff_s=initial_backoff_s, sleep=sleep),
+            page_size,
+            self._pin,
+        )
         self._recent_triples: dict[str, dict[str, Any]] = {}
         self._recent_generation: int | None = None  # the generation the kept triples were read at
-        self._loading: set[str] | None = None  # in bulk_load(): indices written, not yet refreshed
         self.changes_index = f"{settings.es_index_prefix}-changes"
         self._feed: ChangeFeed | None = None  # None: an index made before the feed, opened read-only
         self._pinned = threading.local()  # the generation a snapshot() reads
+        self.passages = ElasticsearchPassages(self)
+        self.triples = ElasticsearchTriples(self)
+        self.nodes = ElasticsearchNodeStore(self)
+        """The SiReRAG nodes (``{prefix}-nodes``, made by the first write)."""
         try:
             self.server_version, self.cluster_uuid = check_server(self._client, self._where)
             for collection in ("passage", "triple"):
@@ -191,13 +189,6 @@ class ElasticsearchStore(AtomicSync, Store):
         except BaseException:
             self.close()
             raise
-        self._writer = BulkWriter(
-            self._client,
-            batch_size=bulk_batch_size,
-            max_retries=max_retries,
-            initial_backoff_s=initial_backoff_s,
-            sleep=sleep,
-        )
 
     def __repr__(self) -> str:
         return (
@@ -231,7 +222,7 @@ class ElasticsearchStore(AtomicSync, Store):
                 es.indices.put_mapping(index=name, **body)
 
     def _open_feed(self, create: bool, sleep: Callable[[float], None]) -> None:
-        """Open the change feed (:mod:`gear_agent.store.es_changes`), made here when missing
+        """Open the change feed (:mod:`gear_agent.store.elasticsearch.changes`), made here when missing
         (``create``; :meth:`_open_index` gave the passage and triple indices its field)."""
         mappings = changes_mappings(self.embedding_model) if create else None
         if not self.ensure_index(self.changes_index, "changes", mappings):
@@ -282,103 +273,8 @@ class ElasticsearchStore(AtomicSync, Store):
             response = _body(es.indices.get_mapping(index=name))
         return next((entry.get("mappings", {}) for entry in response.values()), {})
 
-    def node_store(self) -> ElasticsearchNodeStore:
-        """The SiReRAG nodes of this index (``{prefix}-nodes``, made by the first write)."""
-        if self._nodes is None:
-            from gear_agent.store.es_nodes import ElasticsearchNodeStore
-
-            self._nodes = ElasticsearchNodeStore(self)
-        return self._nodes
-
     # ---- helpers -----------------------------------------------------------
-    def _settle(self) -> None:
-        """Inside :meth:`bulk_load`: refresh what was written since the last refresh, so the
-        search about to run sees it (a build's searches are few; its writes are many)."""
-        if self._loading:
-            dirty = sorted(self._loading)
-            self._loading.clear()
-            self._refresh(*dirty)
-
-    def _search(self, what: str, index: str | None, request: dict[str, Any]) -> dict[str, Any]:
-        self._settle()
-        with translate_errors(what):
-            if index is None:  # a point-in-time search names no index
-                return _body(self._client.search(**request))
-            return _body(self._client.search(index=index, **request))
-
-    def _refresh(self, *indices: str) -> None:
-        with translate_errors(f"refreshing {', '.join(indices)}"):
-            self._client.indices.refresh(index=",".join(indices))
-
-    def _mget(
-        self, index: str, ids: Sequence[str], fields: Sequence[str] | None = None
-    ) -> dict[str, dict[str, Any]]:
-        """Found documents by id: ``{id: _source}``, real-time (no refresh needed).
-
-        ``fields`` picks the ``_source`` fields to return: ``None`` is all but the
-        vector, ``[]`` none (an existence check).
-        """
-        if fields is None:
-            source: dict[str, Any] = {"source_excludes": [VECTOR_FIELD]}
-        elif fields:
-            source = {"source_includes": list(fields)}
-        else:
-            source = {"source": False}
-        found: dict[str, dict[str, Any]] = {}
-        for chunk in _chunks(_unique(ids), _MGET_CHUNK):
-            with translate_errors(f"reading {len(chunk)} document(s) from {index!r}"):
-                response = _body(self._client.mget(index=index, ids=list(chunk), **source))
-            for doc in response["docs"]:
-                if "error" in doc:
-                    what = f"reading {len(chunk)} document(s) from {index!r}"
-                    raise missing_index(what, doc["error"]) or StoreError(
-                        f"{what}: {doc.get('_id')!r} failed: {error_cause(doc['error'])}"
-                    )
-                if doc.get("found"):
-                    found[doc["_id"]] = doc.get("_source") or {}
-        return found
-
-    def _walk(
-        self,
-        index: str,
-        query: dict[str, Any],
-        sort: Sequence[tuple[str, str]],
-        source: bool | dict[str, list[str]] = False,
-        *,
-        snapshot: bool = False,
-    ) -> Iterator[dict[str, Any]]:
-        """Every hit of ``query``, page by page with ``search_after``.
-
-        With ``snapshot`` the pages read one point in time, so documents added
-        or deleted meanwhile do not shift the walk; the point in time is closed
-        when the walk ends or is abandoned.
-        """
-        pit: str | None = None
-        query = q.both(query, self._pin())
-        self._settle()
-        if snapshot:
-            with translate_errors(f"opening a point in time on {index!r}"):
-                pit = _body(self._client.open_point_in_time(index=index, keep_alive="2m"))["id"]
-        try:
-            after: list[Any] | None = None
-            while True:
-                request = q.page_request(query, sort, source=source, search_after=after, pit=pit,
-                                         size=self.page_size)
-                response = self._search(
-                    f"reading {index!r}", None if pit is not None else index, request
-                )
-                pit = response.get("pit_id", pit)
-                hits = response["hits"]["hits"]
-                yield from hits
-                if len(hits) < self.page_size:
-                    return
-                after = hits[-1]["sort"]
-        finally:
-            if pit is not None:
-                with translate_errors("closing a point in time"):
-                    self._client.close_point_in_time(id=pit)
-
-    def _embed(self, texts: list[str]) -> tuple[np.ndarray, set[int]]:
+    def embed_rows(self, texts: list[str]) -> tuple[np.ndarray, set[int]]:
         """Vectors for ``texts`` and the rows that cannot be indexed (zero or not finite)."""
         vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32)
         if vectors.shape != (len(texts), self.dimension):
@@ -390,7 +286,8 @@ class ElasticsearchStore(AtomicSync, Store):
         bad = {i for i, n in enumerate(norms) if not np.isfinite(n) or n == 0.0}
         return vectors, bad
 
-    def _query_vector(self, vector: np.ndarray) -> np.ndarray:
+    def query_vector(self, vector: np.ndarray) -> np.ndarray:
+        """``vector`` as a float32 row of this store's dimension (ValueError otherwise)."""
         vector = np.asarray(vector, dtype=np.float32).reshape(-1)
         if vector.shape != (self.dimension,):
             raise ValueError(
@@ -407,22 +304,16 @@ class ElasticsearchStore(AtomicSync, Store):
     def _write(
         self, actions: Iterable[Any], refresh: Sequence[str], failures: list[BulkFailure]
     ) -> BulkOutcome:
-        """Run bulk actions, refresh, and add per-document failures found before sending."""
+        """Run bulk actions (:meth:`Connection.write`), forgetting the kept triple documents."""
         self._recent_triples.clear()
-        outcome = self._writer.run(actions)
-        outcome.failures[:0] = failures
-        if self._loading is not None:
-            self._loading.update(refresh)  # refreshed once, when the bulk load ends
-        elif outcome.done or outcome.retries or outcome.failures:
-            self._refresh(*refresh)
-        return outcome
+        return self.connection.write(actions, refresh, failures)
 
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
         """Build in bulk: Elasticsearch's settings for a bulk load while the block runs.
 
         The passage and triple indices get ``refresh_interval: -1`` and
-        ``number_of_replicas: 0`` (no periodic refresh, no copy to replicas while
+        ``number_of_replicas: 0`` (:meth:`Connection.bulk_settings`; no periodic refresh, no copy to replicas while
         writing), and writes are not refreshed one by one; when the block ends (also by
         an exception) the indices' own values are put back (an unset one is reset to the
         cluster's default) and every index written is refreshed once, so everything is
@@ -434,169 +325,14 @@ class ElasticsearchStore(AtomicSync, Store):
             >>> with store.bulk_load():  # doctest: +SKIP
             ...     add_passages(store, passages, report); import_openie(store, path, report)
         """
-        if self._loading is not None:
+        if self.connection.loading is not None:
             yield
             return
         with self._commit():  # one commit, published after the refresh at the end
-            with self._bulk_settings():
+            with self.connection.bulk_settings(self.indices):
                 yield
 
-    @contextmanager
-    def _bulk_settings(self) -> Iterator[None]:
-        indices = list(self.indices)
-        keys = ("refresh_interval", "number_of_replicas")
-        with translate_errors(f"reading the settings of {', '.join(indices)}"):
-            current = _body(self._client.indices.get_settings(index=",".join(indices)))
-        saved = {
-            name: {key: ((current.get(name) or {}).get("settings", {}).get("index") or {}).get(key) for key in keys}
-            for name in indices
-        }
-        with translate_errors(f"setting {', '.join(indices)} up for a bulk load"):
-            self._client.indices.put_settings(
-                index=",".join(indices), settings={"index": {"refresh_interval": "-1", "number_of_replicas": 0}}
-            )
-        self._loading = set()
-        try:
-            yield
-        finally:
-            written, self._loading = self._loading, None
-            for name, values in saved.items():
-                with translate_errors(f"restoring the settings of {name!r} after a bulk load"):
-                    self._client.indices.put_settings(index=name, settings={"index": values})
-            if written:
-                self._refresh(*sorted(written))
-
-    def _next_ns(self) -> int:
-        """A strictly increasing clock, so later add calls sort after earlier ones."""
-        self._last_ns = max(time.time_ns(), self._last_ns + 1)
-        return self._last_ns
-
     # ---- writes ------------------------------------------------------------
-    def add_passages(self, passages: Sequence[Passage]) -> AddResult:
-        """Embed and store the passages not yet stored; the rest are no-ops.
-
-        Raises:
-            BulkWriteError: some passages were not stored; ``err.failures`` says
-                which and why, ``err.result`` is the :class:`AddResult` of the rest.
-        """
-        index = self.indices.passages
-        refused: list[BulkFailure] = []
-        with self._commit() as generation:
-            stored = self._mget(index, [p.id for p in passages], [])
-            new, existing = split_new(passages, stored)
-
-            def actions() -> Iterator[Any]:
-                for chunk in _chunks(new, self._writer.batch_size):
-                    self._changing()  # renews the writer lock while a long write goes on
-                    vectors, bad = self._embed([p.content for p in chunk])
-                    refused.extend(_zero_vector(index, chunk[i].id) for i in bad)
-                    for i, passage in enumerate(chunk):
-                        if i not in bad:
-                            yield q.create_action(
-                                index, passage.id, passage_document(passage, vectors[i], generation)
-                            )
-
-            outcome = self._write(actions(), [index], refused)
-        result = AddResult(added=outcome.done, existing=[*existing, *outcome.conflicts])
-        if not outcome.ok:
-            raise BulkWriteError(f"adding passages to {index!r}", outcome, result)
-        return result
-
-    def add_triples(self, triples: Sequence[Triple]) -> AddResult:
-        """Embed and store triples; every ``passage_id`` must name a stored passage.
-
-        Raises:
-            StoreError: a triple names a passage that is not stored (nothing is written).
-            BulkWriteError: some triples were not stored (see :meth:`add_passages`).
-        """
-        index = self.indices.triples
-        refused: list[BulkFailure] = []
-        with self._commit() as generation:
-            stored = self._mget(index, [t.id for t in triples], [])
-            new, existing = split_new(triples, stored)
-            parents = self._mget(self.indices.passages, [t.passage_id for t in new], [])
-            orphans = sorted({t.passage_id for t in new if t.passage_id not in parents})
-            if orphans:
-                raise StoreError(
-                    f"{len(orphans)} passage id(s) named by triples are not stored: "
-                    f"{', '.join(orphans[:5])}{' ...' if len(orphans) > 5 else ''}. "
-                    "Add the passages first."
-                )
-            added_ns = self._next_ns()
-
-            def actions() -> Iterator[Any]:
-                for start in range(0, len(new), self._writer.batch_size):
-                    chunk = new[start : start + self._writer.batch_size]
-                    self._changing()
-                    vectors, bad = self._embed([t.text for t in chunk])
-                    refused.extend(_zero_vector(index, chunk[i].id) for i in bad)
-                    for i, triple in enumerate(chunk):
-                        if i not in bad:
-                            doc = triple_document(triple, vectors[i], added_ns, start + i, generation)
-                            yield q.create_action(index, triple.id, doc)
-
-            outcome = self._write(actions(), [index], refused)
-        result = AddResult(added=outcome.done, existing=[*existing, *outcome.conflicts])
-        if not outcome.ok:
-            raise BulkWriteError(f"adding triples to {index!r}", outcome, result)
-        return result
-
-    def mark_extracted(self, passage_ids: Sequence[str]) -> None:
-        """Set ``extracted`` on these passages; ids that are not stored are ignored.
-
-        The stored ids are looked up first: an ``update`` sent to a deleted index would make
-        Elasticsearch auto-create it (``action.auto_create_index`` is on by default) with a
-        dynamic mapping, leaving an index gear-agent cannot use; the look-up fails instead.
-        """
-        index = self.indices.passages
-        stored = self._mget(index, passage_ids, [])
-        actions = (
-            q.update_action(index, pid, {"extracted": True})
-            for pid in _unique(passage_ids)
-            if pid in stored
-        )
-        outcome = self._write(actions, [index], [])
-        if not outcome.ok:
-            raise BulkWriteError(f"marking passages in {index!r}", outcome)
-
-    def delete_passages(self, passage_ids: Sequence[str]) -> list[str]:
-        """Delete passages and, first, their triples.
-
-        The triples are found by a ``terms`` query on ``passage_id`` and deleted by id in
-        ``_bulk`` requests, like every other write: each document's outcome is known and
-        rejections are retried. (``_delete_by_query`` would need the ``reindex`` module,
-        which not every cluster has, and reports failures in another shape.) Triples go
-        first so that a failure half-way never leaves triples of a deleted passage behind
-        as neighbours. Returns the ids that were stored and are now deleted, in the order
-        asked.
-        """
-        with self._commit() as generation:
-            stored = self._mget(self.indices.passages, passage_ids, ["generation"])
-            ids = [pid for pid in _unique(passage_ids) if pid in stored]
-            if not ids:
-                return []
-            self._changing()
-            triples = self.indices.triples
-            for chunk in _chunks(ids, _TERMS_CHUNK):
-                found = {hit["_id"]: hit.get("_source", {}).get("generation", 0) for hit in self._walk(
-                    triples, q.terms("passage_id", chunk), q.BY_ID, {"includes": ["generation"]})}
-                self._record_deleted("triple", found, generation)
-                outcome = self._write((q.delete_action(triples, tid) for tid in found), [triples], [])
-                if not outcome.ok:
-                    raise BulkWriteError(
-                        f"deleting the triples of {len(chunk)} passage(s) from {triples!r} (the "
-                        "passages were kept; retry the delete)",
-                        outcome,
-                    )
-            self.node_store().forget_passages(ids)
-            index = self.indices.passages
-            self._record_deleted("passage", {pid: stored[pid].get("generation", 0) for pid in ids}, generation)
-            outcome = self._write((q.delete_action(index, pid) for pid in ids), [index], [])
-        if not outcome.ok:
-            raise BulkWriteError(f"deleting passages from {index!r}", outcome, outcome.done)
-        done = set(outcome.done)
-        return [pid for pid in ids if pid in done]
-
     def _record_deleted(self, collection: str, born: dict[str, int], generation: int | None) -> None:
         """Write the deletion records of ``born`` (id -> the generation that wrote it) before
         the documents go, so no reader of the feed misses a removal."""
@@ -608,34 +344,6 @@ class ElasticsearchStore(AtomicSync, Store):
         if not outcome.ok:
             raise BulkWriteError(f"recording {len(born)} deletion(s) in {index!r} (nothing was deleted; "
                                  "retry the delete)", outcome)
-
-    def delete_source(self, source: str) -> list[str]:
-        """Delete every passage whose ``source`` is exactly ``source`` (and its triples)."""
-        return self.delete_passages(self.passage_ids_of_source(source))
-
-    def passage_ids_of_source(self, source: str) -> list[str]:
-        hits = self._walk(self.indices.passages, q.term("source", source), q.BY_ID, snapshot=True)
-        return [hit["_id"] for hit in hits]
-
-    def stored_sources(self, under: str | None = None, *, relative: bool = False) -> list[str]:
-        """Distinct sources, read from the ``source`` field of every passage (of those under
-        ``under``: a term or prefix query; ``relative``: not under ``/``) page by page."""
-        if relative:
-            found = self.stored_sources_matching({"bool": {"must_not": [{"prefix": {"source": "/"}}]}})
-            folder = None if under is None else under.rstrip("/")
-            return [s for s in found if folder is None or s in (under, folder) or s.startswith(folder + "/")]
-        if under is None:
-            query: dict[str, Any] = {"match_all": {}}
-        else:
-            folder = under.rstrip("/")
-            query = {"bool": {"should": [q.term("source", under), q.term("source", folder),
-                                         {"prefix": {"source": folder + "/"}}], "minimum_should_match": 1}}
-        return self.stored_sources_matching(query)
-
-    def stored_sources_matching(self, query: dict[str, Any]) -> list[str]:
-        """Distinct ``source`` values of the passages ``query`` matches, sorted."""
-        hits = self._walk(self.indices.passages, query, q.BY_ID, {"includes": ["source"]}, snapshot=True)
-        return sorted({(hit.get("_source") or {}).get("source", "") for hit in hits})
 
     # ---- commits -----------------------------------------------------------
     def generation(self) -> int:
@@ -679,7 +387,7 @@ class ElasticsearchStore(AtomicSync, Store):
 
     def changes_since(self, generation: int) -> Changes:
         """What the commits after ``generation`` added and removed, from the change feed
-        (:mod:`gear_agent.store.es_changes`): the documents stamped with a later generation,
+        (:mod:`gear_agent.store.elasticsearch.changes`): the documents stamped with a later generation,
         and the deletion records of documents present at ``generation``. An id deleted and
         then added again is in both lists (apply removals first). Incomplete for a
         generation before the feed began, or on an index without a feed.
@@ -695,10 +403,10 @@ class ElasticsearchStore(AtomicSync, Store):
         if generation == now:
             return Changes(generation, now)
         added = added_query(generation, now)
-        passages = tuple(h["_id"] for h in self._walk(self.indices.passages, added, q.BY_ID))
-        triples = tuple(h["_id"] for h in self._walk(self.indices.triples, added, q.EXTRACTION_ORDER))
+        passages = tuple(h["_id"] for h in self.connection.walk(self.indices.passages, added, q.BY_ID))
+        triples = tuple(h["_id"] for h in self.connection.walk(self.indices.triples, added, q.EXTRACTION_ORDER))
         removed: dict[str, list[str]] = {"passage": [], "triple": []}
-        records = self._walk(self.changes_index, deleted_query(generation, now), BY_RECORD,
+        records = self.connection.walk(self.changes_index, deleted_query(generation, now), BY_RECORD,
                              {"includes": ["collection", "doc_id"]})
         for hit in records:
             removed[hit["_source"]["collection"]].append(hit["_source"]["doc_id"])
@@ -720,7 +428,7 @@ class ElasticsearchStore(AtomicSync, Store):
 
     def _pin(self) -> dict[str, Any] | None:
         """The filter that hides documents of unpublished commits and retired ones from
-        searches (:func:`~gear_agent.store.es_changes.visible_at` of :meth:`_seen_generation`)."""
+        searches (:func:`~gear_agent.store.elasticsearch.changes.visible_at` of :meth:`_seen_generation`)."""
         at = self._seen_generation()
         return None if at is None else visible_at(at)
 
@@ -767,7 +475,7 @@ class ElasticsearchStore(AtomicSync, Store):
         if collection == "passage":
             return passage_filter
         self.indices.of(collection)
-        ids = [hit["_id"] for hit in self._walk(self.indices.passages, passage_filter, q.BY_ID)]
+        ids = [hit["_id"] for hit in self.connection.walk(self.indices.passages, passage_filter, q.BY_ID)]
         if len(ids) > _MAX_FILTER_PASSAGES:
             raise StoreError(
                 f"the filter {where} matches {len(ids):,} passages; a triple search can be "
@@ -775,45 +483,8 @@ class ElasticsearchStore(AtomicSync, Store):
             )
         return q.terms("passage_id", ids)
 
-    def count(self, collection: Collection, where: Any = None) -> int:
-        index = self.indices.of(collection)
-        flt = q.both(self._filter(collection, parse_where(where)), self._pin())
-        body = {} if flt is None else {"query": {"bool": {"filter": [flt]}}}
-        self._settle()
-        with translate_errors(f"counting {index!r}"):
-            return int(_body(self._client.count(index=index, **body))["count"])
-
-    def filter_passage_ids(self, ids: Sequence[str], where: Any) -> list[str]:
-        """The ``ids`` of stored passages passing ``where``, in the order given (server-side)."""
-        parsed = parse_where(where)
-        if parsed is None:
-            return list(ids)
-        index = self.indices.passages
-        passing: set[str] = set()
-        for chunk in _chunks(_unique(ids), _TERMS_CHUNK):
-            query = {"bool": {"filter": [{"ids": {"values": list(chunk)}}, q.where_filter(parsed)]}}
-            request = {"query": query, "size": len(chunk), "source": False, "track_total_hits": False}
-            response = self._search(f"filtering ids in {index!r}", index, request)
-            passing.update(hit["_id"] for hit in response["hits"]["hits"])
-        return [i for i in ids if i in passing]
-
-    def bm25_search(self, collection: Collection, query: str, k: int, where: Any = None) -> list[Hit]:
-        """Top ``k`` by BM25 (only matching documents, filtered server-side); ``k`` <= 0 gives ``[]``."""
-        index = self.indices.of(collection)
-        if k <= 0:
-            return []
-        flt = q.both(self._filter(collection, parse_where(where)), self._pin())
-        exact = self.settings.es_exact_bm25
-        request = q.bm25_request(TEXT_FIELD[collection], query, es_bm25.candidates(k) if exact else k, filter=flt)
-        if exact:
-            request["seq_no_primary_term"] = True
-        response = self._search(f"BM25 search on {index!r}", index, request)
-        if not exact:
-            return [Hit(h["_id"], float(h["_score"])) for h in response["hits"]["hits"]]
-        return self._exact_bm25(index, TEXT_FIELD[collection], query, response["hits"]["hits"], k)
-
     def _exact_bm25(self, index: str, field: str, query: str, hits: list[dict[str, Any]], k: int) -> list[Hit]:
-        """``hits`` scored again with exact document lengths (:mod:`gear_agent.store.es_bm25`)."""
+        """``hits`` scored again with exact document lengths (:mod:`gear_agent.store.elasticsearch.bm25`)."""
         if not hits:
             return []
         with translate_errors(f"BM25 rescoring on {index!r}"):
@@ -821,120 +492,6 @@ class ElasticsearchStore(AtomicSync, Store):
             vectors = _body(self._client.mtermvectors(
                 index=index, **es_bm25.termvectors_request(field, [h["_id"] for h in hits])))
         return es_bm25.rescore(terms, vectors, field, k, {h["_id"]: h.get("_seq_no", 0) for h in hits})
-
-    def vector_search(
-        self, collection: Collection, vector: np.ndarray, k: int, where: Any = None
-    ) -> list[Hit]:
-        """Top ``k`` by cosine; scores are cosines (ES's ``(1 + cos) / 2`` undone). With
-        ``where``, a kNN pre-filter: ``k`` hits whenever ``k`` documents pass it.
-
-        The hits bring their ``generation`` and ``retired`` (from doc values) and only when
-        one of them is of a later commit or retired is the search asked again with the
-        filter (rare: a commit landing during the question); ``ppr`` asks four kNN searches
-        per question, one of hundreds of passages, and a filter on each was measurably slower
-        on the test cluster (docs/elasticsearch.md)."""
-        index = self.indices.of(collection)
-        if k <= 0:
-            return []
-        vector = self._query_vector(vector)
-        flt = self._filter(collection, parse_where(where))
-        at = self._seen_generation()
-        pin = None if at is None else visible_at(at)
-        request = q.knn_request(vector, k, filter=flt)
-        if pin is not None:  # from doc values: reading _source would parse every hit's vector
-            request["docvalue_fields"] = ["generation", "retired"]
-        hits = self._search(f"kNN search on {index!r}", index, request)["hits"]["hits"]
-        if at is not None and any(not _visible(h, at) for h in hits):
-            request = q.knn_request(vector, k, filter=q.both(flt, pin))
-            hits = self._search(f"kNN search on {index!r}", index, request)["hits"]["hits"]
-        return [Hit(h["_id"], q.score_to_cosine(float(h["_score"]))) for h in hits]
-
-    def get_passages(self, ids: Sequence[str]) -> list[Passage]:
-        found = self._mget(self.indices.passages, ids)
-        return [passage_from_source(found[i]) for i in ids if i in found]
-
-    def get_triples(self, ids: Sequence[str]) -> list[Triple]:
-        found = self._triple_sources(ids, None)
-        return [triple_from_source(found[i]) for i in ids if i in found]
-
-    def triple_vectors(self, ids: Sequence[str]) -> np.ndarray:
-        """Stored triple embeddings, one row per id.
-
-        Raises:
-            KeyError: some ids are not stored triples.
-        """
-        found = self._triple_sources(ids, [VECTOR_FIELD])
-        missing = [i for i in ids if i not in found]
-        if missing:
-            raise KeyError(f"not stored triples: {', '.join(missing[:5])}")
-        if not ids:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        return np.asarray([found[i][VECTOR_FIELD] for i in ids], dtype=np.float32)
-
-    def triples_of_passage(self, passage_id: str) -> list[str]:
-        hits = self._walk(
-            self.indices.triples, q.term("passage_id", passage_id), q.EXTRACTION_ORDER
-        )
-        return [hit["_id"] for hit in hits]
-
-    def triples_of_passages(self, passage_ids: Sequence[str]) -> list[list[str]]:
-        """:meth:`triples_of_passage` of each passage in one search (a ``terms`` query; more
-        pages only past :attr:`page_size` triples). The documents come back whole and are
-        kept (:meth:`_remember`), so the :meth:`triple_vectors` and :meth:`get_triples` of
-        the beam search that starts from them cost no request."""
-        if not passage_ids:
-            return []
-        self._check_recent()
-        of: dict[str, list[str]] = {pid: [] for pid in passage_ids}
-        for chunk in _chunks(_unique(passage_ids), _TERMS_CHUNK):
-            hits = list(self._walk(self.indices.triples, q.terms("passage_id", list(chunk)),
-                                   q.EXTRACTION_ORDER, True))
-            self._remember(hits)
-            for hit in hits:
-                of[hit["_source"]["passage_id"]].append(hit["_id"])
-        return [list(of[pid]) for pid in passage_ids]
-
-    def neighbours(
-        self, triple_id: str, query_vector: np.ndarray | None = None, limit: int = 100
-    ) -> list[str]:
-        """Triples sharing a (normalised) head or tail entity with ``triple_id``, itself excluded.
-
-        With ``query_vector``: a kNN search filtered to those triples, the
-        ``limit`` most similar first. Without: the first ``limit`` by id.
-        An unknown ``triple_id`` has no neighbours.
-
-        The search looks the triple's entities up itself (a ``terms`` lookup), and the hits
-        bring their documents back, so the :meth:`get_triples` and :meth:`triple_vectors`
-        of a beam search's candidates that follow are answered from them (see
-        :meth:`_remember`). It is :meth:`neighbours_many` of one triple: a generation check
-        and one ``_msearch``.
-        """
-        return self.neighbours_many([triple_id], query_vector, limit)[0]
-
-    def neighbours_many(
-        self, triple_ids: Sequence[str], query_vector: np.ndarray | None = None, limit: int = 100
-    ) -> list[list[str]]:
-        """:meth:`neighbours` of each of ``triple_ids`` in one ``_msearch`` request (a beam
-        search step's beams at once), after one generation check (see :meth:`_remember`)."""
-        if limit <= 0 or not triple_ids:
-            return [[] for _ in triple_ids]
-        index = self.indices.triples
-        vector = None if query_vector is None else self._query_vector(query_vector)
-        self._check_recent()
-        pin = self._pin()
-        requests = [q.neighbours_request(index, t, vector, limit, pin) for t in triple_ids]
-        what = f"neighbours of {len(triple_ids)} triple(s) in {index!r}"
-        self._settle()
-        with translate_errors(what):
-            answer = _body(self._client.msearch(index=index, searches=q.msearch_lines(index, requests)))
-        found = []
-        for response in answer["responses"]:
-            if "error" in response:
-                raise _search_error(what, response)
-            hits = response["hits"]["hits"]
-            self._remember(hits)
-            found.append([hit["_id"] for hit in hits])
-        return found
 
     def _check_recent(self) -> None:
         """Bring the kept triple documents to the store's generation when it moved since
@@ -971,32 +528,13 @@ class ElasticsearchStore(AtomicSync, Store):
             del recent[stale]
 
     def _triple_sources(self, ids: Sequence[str], fields: Sequence[str] | None) -> dict[str, dict[str, Any]]:
-        """Triple documents by id: kept ones from :meth:`_remember`, the rest by ``_mget``."""
+        """Triple documents by id: kept ones from :meth:`ElasticsearchStore._remember`, the rest by ``_mget``."""
         recent = self._recent_triples
         found = {i: recent[i] for i in ids if i in recent}
         rest = [i for i in ids if i not in found]
         if rest:
-            found.update(self._mget(self.indices.triples, rest, fields))
+            found.update(self.connection.mget(self.indices.triples, rest, fields))
         return found
-
-    def unextracted_passages(self) -> list[Passage]:
-        hits = self._walk(
-            self.indices.passages, q.term("extracted", False), q.BY_ID, _NO_VECTOR, snapshot=True
-        )
-        return [passage_from_source(hit["_source"]) for hit in hits]
-
-    def iter_passages(self) -> Iterator[Passage]:
-        hits = self._walk(self.indices.passages, q.match_all(), q.BY_ID, _NO_VECTOR, snapshot=True)
-        for hit in hits:
-            yield passage_from_source(hit["_source"])
-
-    def iter_triples(self) -> Iterator[Triple]:
-        """Every triple in the order it was added (the add call, its place in the call), as
-        the embedded store reads them: SiReRAG's aggregates join propositions in this order,
-        so another order would give other node texts, hence other embeddings."""
-        hits = self._walk(self.indices.triples, q.match_all(), q.EXTRACTION_ORDER, _NO_VECTOR, snapshot=True)
-        for hit in hits:
-            yield triple_from_source(hit["_source"])
 
     def close(self) -> None:
         """Close the client if this store built it; an injected client stays open."""
@@ -1008,6 +546,369 @@ def _visible(hit: dict[str, Any], at: int) -> bool:
     """Whether a hit with its ``generation`` and ``retired`` doc values is seen at ``at``."""
     fields = hit.get("fields") or {}
     return max(fields.get("generation", [-1])) <= at and min(fields.get("retired", [at + 1])) > at
+
+
+class _Searchable:
+    """Count and search of one index of an :class:`ElasticsearchStore` (what passages and
+    triples share)."""
+
+    name: ClassVar[str]
+
+    def __init__(self, store: ElasticsearchStore) -> None:
+        self.store = store
+
+    def count(self, where: Any = None) -> int:
+        index = self.store.indices.of(self.name)
+        flt = q.both(self.store._filter(self.name, parse_where(where)), self.store._pin())
+        body = {} if flt is None else {"query": {"bool": {"filter": [flt]}}}
+        self.store.connection.settle()
+        with translate_errors(f"counting {index!r}"):
+            return int(_body(self.store._client.count(index=index, **body))["count"])
+
+    def bm25_search(self, query: str, k: int, where: Any = None) -> list[Hit]:
+        """Top ``k`` by BM25 (only matching documents, filtered server-side); ``k`` <= 0 gives ``[]``."""
+        index = self.store.indices.of(self.name)
+        if k <= 0:
+            return []
+        flt = q.both(self.store._filter(self.name, parse_where(where)), self.store._pin())
+        exact = self.store.settings.es_exact_bm25
+        request = q.bm25_request(TEXT_FIELD[self.name], query, es_bm25.candidates(k) if exact else k, filter=flt)
+        if exact:
+            request["seq_no_primary_term"] = True
+        response = self.store.connection.search(f"BM25 search on {index!r}", index, request)
+        if not exact:
+            return [Hit(h["_id"], float(h["_score"])) for h in response["hits"]["hits"]]
+        return self.store._exact_bm25(index, TEXT_FIELD[self.name], query, response["hits"]["hits"], k)
+
+    def vector_search(self, vector: np.ndarray, k: int, where: Any = None) -> list[Hit]:
+        """Top ``k`` by cosine; scores are cosines (ES's ``(1 + cos) / 2`` undone). With
+        ``where``, a kNN pre-filter: ``k`` hits whenever ``k`` documents pass it.
+
+        The hits bring their ``generation`` and ``retired`` (from doc values) and only when
+        one of them is of a later commit or retired is the search asked again with the
+        filter (rare: a commit landing during the question); ``ppr`` asks four kNN searches
+        per question, one of hundreds of passages, and a filter on each was measurably slower
+        on the test cluster (docs/elasticsearch.md)."""
+        index = self.store.indices.of(self.name)
+        if k <= 0:
+            return []
+        vector = self.store.query_vector(vector)
+        flt = self.store._filter(self.name, parse_where(where))
+        at = self.store._seen_generation()
+        pin = None if at is None else visible_at(at)
+        request = q.knn_request(vector, k, filter=flt)
+        if pin is not None:  # from doc values: reading _source would parse every hit's vector
+            request["docvalue_fields"] = ["generation", "retired"]
+        hits = self.store.connection.search(f"kNN search on {index!r}", index, request)["hits"]["hits"]
+        if at is not None and any(not _visible(h, at) for h in hits):
+            request = q.knn_request(vector, k, filter=q.both(flt, pin))
+            hits = self.store.connection.search(f"kNN search on {index!r}", index, request)["hits"]["hits"]
+        return [Hit(h["_id"], q.score_to_cosine(float(h["_score"]))) for h in hits]
+
+
+class ElasticsearchPassages(_Searchable, Passages):
+    """The passages of an :class:`ElasticsearchStore` (``{prefix}-passages``)."""
+
+    def add(self, passages: Sequence[Passage]) -> AddResult:
+        """Embed and store the passages not yet stored; the rest are no-ops.
+
+        Raises:
+            BulkWriteError: some passages were not stored; ``err.failures`` says
+                which and why, ``err.result`` is the :class:`AddResult` of the rest.
+        """
+        index = self.store.indices.passages
+        refused: list[BulkFailure] = []
+        with self.store._commit() as generation:
+            stored = self.store.connection.mget(index, [p.id for p in passages], [])
+            new, existing = split_new(passages, stored)
+
+            def actions() -> Iterator[Any]:
+                for chunk in _chunks(new, self.store.connection.writer.batch_size):
+                    self.store._changing()  # renews the writer lock while a long write goes on
+                    vectors, bad = self.store.embed_rows([p.content for p in chunk])
+                    refused.extend(_zero_vector(index, chunk[i].id) for i in bad)
+                    for i, passage in enumerate(chunk):
+                        if i not in bad:
+                            yield q.create_action(
+                                index, passage.id, passage_document(passage, vectors[i], generation)
+                            )
+
+            outcome = self.store._write(actions(), [index], refused)
+        result = AddResult(added=outcome.done, existing=[*existing, *outcome.conflicts])
+        if not outcome.ok:
+            raise BulkWriteError(f"adding passages to {index!r}", outcome, result)
+        return result
+
+    def mark_extracted(self, passage_ids: Sequence[str]) -> None:
+        """Set ``extracted`` on these passages; ids that are not stored are ignored.
+
+        The stored ids are looked up first: an ``update`` sent to a deleted index would make
+        Elasticsearch auto-create it (``action.auto_create_index`` is on by default) with a
+        dynamic mapping, leaving an index gear-agent cannot use; the look-up fails instead.
+        """
+        index = self.store.indices.passages
+        stored = self.store.connection.mget(index, passage_ids, [])
+        actions = (
+            q.update_action(index, pid, {"extracted": True})
+            for pid in _unique(passage_ids)
+            if pid in stored
+        )
+        outcome = self.store._write(actions, [index], [])
+        if not outcome.ok:
+            raise BulkWriteError(f"marking passages in {index!r}", outcome)
+
+    def remove(self, passage_ids: Sequence[str]) -> list[str]:
+        """Delete passages and, first, their triples.
+
+        The triples are found by a ``terms`` query on ``passage_id`` and deleted by id in
+        ``_bulk`` requests, like every other write: each document's outcome is known and
+        rejections are retried. (``_delete_by_query`` would need the ``reindex`` module,
+        which not every cluster has, and reports failures in another shape.) Triples go
+        first so that a failure half-way never leaves triples of a deleted passage behind
+        as neighbours. Returns the ids that were stored and are now deleted, in the order
+        asked.
+        """
+        with self.store._commit() as generation:
+            stored = self.store.connection.mget(self.store.indices.passages, passage_ids, ["generation"])
+            ids = [pid for pid in _unique(passage_ids) if pid in stored]
+            if not ids:
+                return []
+            self.store._changing()
+            triples = self.store.indices.triples
+            for chunk in _chunks(ids, _TERMS_CHUNK):
+                found = {hit["_id"]: hit.get("_source", {}).get("generation", 0) for hit in self.store.connection.walk(
+                    triples, q.terms("passage_id", chunk), q.BY_ID, {"includes": ["generation"]})}
+                self.store._record_deleted("triple", found, generation)
+                outcome = self.store._write((q.delete_action(triples, tid) for tid in found), [triples], [])
+                if not outcome.ok:
+                    raise BulkWriteError(
+                        f"deleting the triples of {len(chunk)} passage(s) from {triples!r} (the "
+                        "passages were kept; retry the delete)",
+                        outcome,
+                    )
+            self.store.nodes.forget_passages(ids)
+            index = self.store.indices.passages
+            self.store._record_deleted("passage", {pid: stored[pid].get("generation", 0) for pid in ids}, generation)
+            outcome = self.store._write((q.delete_action(index, pid) for pid in ids), [index], [])
+        if not outcome.ok:
+            raise BulkWriteError(f"deleting passages from {index!r}", outcome, outcome.done)
+        done = set(outcome.done)
+        return [pid for pid in ids if pid in done]
+
+    def remove_source(self, source: str) -> list[str]:
+        """Delete every passage whose ``source`` is exactly ``source`` (and its triples)."""
+        return self.remove(self.ids_of_source(source))
+
+    def ids_of_source(self, source: str) -> list[str]:
+        hits = self.store.connection.walk(self.store.indices.passages, q.term("source", source), q.BY_ID, snapshot=True)
+        return [hit["_id"] for hit in hits]
+
+    def ids_of_sources(self, sources: Sequence[str]) -> dict[str, list[str]]:
+        """The passages of many sources, a ``terms`` query per thousand (:mod:`.sync`)."""
+        return self.store.passage_ids_of_sources(sources)
+
+    def replace(self, remove: Sequence[str], add: Sequence[Passage]) -> AddResult:
+        """One commit for readers: the new passages and the old ones' retirement published
+        together (:meth:`~gear_agent.store.elasticsearch.sync.AtomicSync.replace_atomically`)."""
+        return self.store.replace_atomically(remove, add)
+
+    def sources(self, under: str | None = None, *, relative: bool = False) -> list[str]:
+        """Distinct sources, read from the ``source`` field of every passage (of those under
+        ``under``: a term or prefix query; ``relative``: not under ``/``) page by page."""
+        if relative:
+            found = self.sources_matching({"bool": {"must_not": [{"prefix": {"source": "/"}}]}})
+            folder = None if under is None else under.rstrip("/")
+            return [s for s in found if folder is None or s in (under, folder) or s.startswith(folder + "/")]
+        if under is None:
+            query: dict[str, Any] = {"match_all": {}}
+        else:
+            folder = under.rstrip("/")
+            query = {"bool": {"should": [q.term("source", under), q.term("source", folder),
+                                         {"prefix": {"source": folder + "/"}}], "minimum_should_match": 1}}
+        return self.sources_matching(query)
+
+    def sources_matching(self, query: dict[str, Any]) -> list[str]:
+        """Distinct ``source`` values of the passages ``query`` matches, sorted."""
+        hits = self.store.connection.walk(self.store.indices.passages, query, q.BY_ID, {"includes": ["source"]}, snapshot=True)
+        return sorted({(hit.get("_source") or {}).get("source", "") for hit in hits})
+
+    def filter_ids(self, ids: Sequence[str], where: Any) -> list[str]:
+        """The ``ids`` of stored passages passing ``where``, in the order given (server-side)."""
+        parsed = parse_where(where)
+        if parsed is None:
+            return list(ids)
+        index = self.store.indices.passages
+        passing: set[str] = set()
+        for chunk in _chunks(_unique(ids), _TERMS_CHUNK):
+            query = {"bool": {"filter": [{"ids": {"values": list(chunk)}}, q.where_filter(parsed)]}}
+            request = {"query": query, "size": len(chunk), "source": False, "track_total_hits": False}
+            response = self.store.connection.search(f"filtering ids in {index!r}", index, request)
+            passing.update(hit["_id"] for hit in response["hits"]["hits"])
+        return [i for i in ids if i in passing]
+
+    def get(self, ids: Sequence[str]) -> list[Passage]:
+        found = self.store.connection.mget(self.store.indices.passages, ids)
+        return [passage_from_source(found[i]) for i in ids if i in found]
+
+    def unextracted(self) -> list[Passage]:
+        hits = self.store.connection.walk(
+            self.store.indices.passages, q.term("extracted", False), q.BY_ID, _NO_VECTOR, snapshot=True
+        )
+        return [passage_from_source(hit["_source"]) for hit in hits]
+
+    def iterate(self) -> Iterator[Passage]:
+        hits = self.store.connection.walk(self.store.indices.passages, q.match_all(), q.BY_ID, _NO_VECTOR, snapshot=True)
+        for hit in hits:
+            yield passage_from_source(hit["_source"])
+
+    def vectors(self, ids: Sequence[str]) -> np.ndarray:
+        """Stored passage embeddings, one row per id.
+
+        Raises:
+            KeyError: some ids are not stored passages.
+        """
+        found = self.store.connection.mget(self.store.indices.passages, ids, [VECTOR_FIELD]) if ids else {}
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise KeyError(f"not stored passages: {', '.join(missing[:5])}")
+        if not ids:
+            return np.zeros((0, self.store.dimension), dtype=np.float32)
+        return np.asarray([found[i][VECTOR_FIELD] for i in ids], dtype=np.float32)
+
+
+class ElasticsearchTriples(_Searchable, Triples):
+    """The triples of an :class:`ElasticsearchStore` (``{prefix}-triples``)."""
+
+    def add(self, triples: Sequence[Triple]) -> AddResult:
+        """Embed and store triples; every ``passage_id`` must name a stored passage.
+
+        Raises:
+            StoreError: a triple names a passage that is not stored (nothing is written).
+            BulkWriteError: some triples were not stored (see :meth:`ElasticsearchPassages.add`).
+        """
+        index = self.store.indices.triples
+        refused: list[BulkFailure] = []
+        with self.store._commit() as generation:
+            stored = self.store.connection.mget(index, [t.id for t in triples], [])
+            new, existing = split_new(triples, stored)
+            parents = self.store.connection.mget(self.store.indices.passages, [t.passage_id for t in new], [])
+            orphans = sorted({t.passage_id for t in new if t.passage_id not in parents})
+            if orphans:
+                raise StoreError(
+                    f"{len(orphans)} passage id(s) named by triples are not stored: "
+                    f"{', '.join(orphans[:5])}{' ...' if len(orphans) > 5 else ''}. "
+                    "Add the passages first."
+                )
+            added_ns = self.store.connection.next_ns()
+
+            def actions() -> Iterator[Any]:
+                for start in range(0, len(new), self.store.connection.writer.batch_size):
+                    chunk = new[start : start + self.store.connection.writer.batch_size]
+                    self.store._changing()
+                    vectors, bad = self.store.embed_rows([t.text for t in chunk])
+                    refused.extend(_zero_vector(index, chunk[i].id) for i in bad)
+                    for i, triple in enumerate(chunk):
+                        if i not in bad:
+                            doc = triple_document(triple, vectors[i], added_ns, start + i, generation)
+                            yield q.create_action(index, triple.id, doc)
+
+            outcome = self.store._write(actions(), [index], refused)
+        result = AddResult(added=outcome.done, existing=[*existing, *outcome.conflicts])
+        if not outcome.ok:
+            raise BulkWriteError(f"adding triples to {index!r}", outcome, result)
+        return result
+
+    def get(self, ids: Sequence[str]) -> list[Triple]:
+        found = self.store._triple_sources(ids, None)
+        return [triple_from_source(found[i]) for i in ids if i in found]
+
+    def vectors(self, ids: Sequence[str]) -> np.ndarray:
+        """Stored triple embeddings, one row per id.
+
+        Raises:
+            KeyError: some ids are not stored triples.
+        """
+        found = self.store._triple_sources(ids, [VECTOR_FIELD])
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise KeyError(f"not stored triples: {', '.join(missing[:5])}")
+        if not ids:
+            return np.zeros((0, self.store.dimension), dtype=np.float32)
+        return np.asarray([found[i][VECTOR_FIELD] for i in ids], dtype=np.float32)
+
+    def of_passage(self, passage_id: str) -> list[str]:
+        hits = self.store.connection.walk(
+            self.store.indices.triples, q.term("passage_id", passage_id), q.EXTRACTION_ORDER
+        )
+        return [hit["_id"] for hit in hits]
+
+    def of_passages(self, passage_ids: Sequence[str]) -> list[list[str]]:
+        """:meth:`of_passage` of each passage in one search (a ``terms`` query; more
+        pages only past :attr:`page_size` triples). The documents come back whole and are
+        kept (:meth:`ElasticsearchStore._remember`), so the :meth:`vectors` and :meth:`get` of
+        the beam search that starts from them cost no request."""
+        if not passage_ids:
+            return []
+        self.store._check_recent()
+        of: dict[str, list[str]] = {pid: [] for pid in passage_ids}
+        for chunk in _chunks(_unique(passage_ids), _TERMS_CHUNK):
+            hits = list(self.store.connection.walk(self.store.indices.triples, q.terms("passage_id", list(chunk)),
+                                   q.EXTRACTION_ORDER, True))
+            self.store._remember(hits)
+            for hit in hits:
+                of[hit["_source"]["passage_id"]].append(hit["_id"])
+        return [list(of[pid]) for pid in passage_ids]
+
+    def neighbours(
+        self, triple_id: str, query_vector: np.ndarray | None = None, limit: int = 100
+    ) -> list[str]:
+        """Triples sharing a (normalised) head or tail entity with ``triple_id``, itself excluded.
+
+        With ``query_vector``: a kNN search filtered to those triples, the
+        ``limit`` most similar first. Without: the first ``limit`` by id.
+        An unknown ``triple_id`` has no neighbours.
+
+        The search looks the triple's entities up itself (a ``terms`` lookup), and the hits
+        bring their documents back, so the :meth:`get` and :meth:`vectors`
+        of a beam search's candidates that follow are answered from them (see
+        :meth:`ElasticsearchStore._remember`). It is :meth:`neighbours_many` of one triple: a generation check
+        and one ``_msearch``.
+        """
+        return self.neighbours_many([triple_id], query_vector, limit)[0]
+
+    def neighbours_many(
+        self, triple_ids: Sequence[str], query_vector: np.ndarray | None = None, limit: int = 100
+    ) -> list[list[str]]:
+        """:meth:`neighbours` of each of ``triple_ids`` in one ``_msearch`` request (a beam
+        search step's beams at once), after one generation check (see :meth:`ElasticsearchStore._remember`)."""
+        if limit <= 0 or not triple_ids:
+            return [[] for _ in triple_ids]
+        index = self.store.indices.triples
+        vector = None if query_vector is None else self.store.query_vector(query_vector)
+        self.store._check_recent()
+        pin = self.store._pin()
+        requests = [q.neighbours_request(index, t, vector, limit, pin) for t in triple_ids]
+        what = f"neighbours of {len(triple_ids)} triple(s) in {index!r}"
+        self.store.connection.settle()
+        with translate_errors(what):
+            answer = _body(self.store._client.msearch(index=index, searches=q.msearch_lines(index, requests)))
+        found = []
+        for response in answer["responses"]:
+            if "error" in response:
+                raise _search_error(what, response)
+            hits = response["hits"]["hits"]
+            self.store._remember(hits)
+            found.append([hit["_id"] for hit in hits])
+        return found
+
+    def iterate(self) -> Iterator[Triple]:
+        """Every triple in the order it was added (the add call, its place in the call), as
+        the embedded store reads them: SiReRAG's aggregates join propositions in this order,
+        so another order would give other node texts, hence other embeddings."""
+        hits = self.store.connection.walk(self.store.indices.triples, q.match_all(), q.EXTRACTION_ORDER, _NO_VECTOR, snapshot=True)
+        for hit in hits:
+            yield triple_from_source(hit["_source"])
+
 
 
 def _zero_vector(index: str, doc_id: str) -> BulkFailure:

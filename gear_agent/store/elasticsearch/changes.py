@@ -42,7 +42,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from gear_agent.store.base import StoreError
-from gear_agent.store.es_client import import_elasticsearch, translate_errors
+from gear_agent.store.elasticsearch.client import import_elasticsearch, translate_errors
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from elasticsearch import Elasticsearch
@@ -50,7 +50,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 GENERATION_FIELD = "generation"
 """The field every passage and triple document carries: the generation that wrote it."""
 RETIRED_FIELD = "retired"
-"""The generation that removed a document a sync replaced (:mod:`gear_agent.store.es_sync`):
+"""The generation that removed a document a sync replaced (:mod:`gear_agent.store.elasticsearch.sync`):
 hidden from readers once it is published, deleted after."""
 LOCK_STALE_S = 300.0
 """A lock not renewed for this long is taken over (its writer died)."""

@@ -1,11 +1,11 @@
 """Replaying lost commits from what survives of a damaged database: its records that prove
 themselves, with their vectors from the append-only vector files.
 
-After a snapshot is restored (:func:`gear_agent.store.snapshot.restore`) the commits made
+After a snapshot is restored (:func:`gear_agent.store.embedded.snapshot.restore`) the commits made
 after it are gone when the WAL that held them could not be replayed (damaged, or already
 folded into the damaged file by a checkpoint). Much of a damaged ``index.sqlite`` is
 usually still readable, though, and each record proves itself: a passage or triple is
-taken only when its CRC-32 matches (:mod:`gear_agent.store.records`), and its vector only
+taken only when its CRC-32 matches (:mod:`gear_agent.store.embedded.records`), and its vector only
 when the chunk of the vector file that holds it has the xxh3 checksum the damaged
 database recorded for that chunk (the vector files are append-only: the rows of the lost
 commits are still in them). Deletions of the lost commits are replayed by id from the
@@ -27,15 +27,15 @@ from typing import Any
 import numpy as np
 
 from gear_agent.store.base import IndexCorruptError
-from gear_agent.store.embedded_db import DB_FILE
-from gear_agent.store.records import (
+from gear_agent.store.embedded.db import DB_FILE
+from gear_agent.store.embedded.records import (
     PASSAGE_COLUMNS,
     TRIPLE_COLUMNS,
     TRIPLE_FROM,
     passage_from_row,
     triple_from_row,
 )
-from gear_agent.store.vectors import VectorFile
+from gear_agent.store.embedded.vectors import VectorFile
 from gear_agent.types import Passage, Triple
 
 
@@ -68,7 +68,7 @@ def salvage(root: Path, damaged: Path, work: Path, last_made: int) -> Salvaged |
     kept ones are never changed).
     """
     from gear_agent.embedding.base import NamedEmbedder
-    from gear_agent.store.embedded import EmbeddedStore
+    from gear_agent.store.embedded.store import EmbeddedStore
 
     if not damaged.exists():
         return None
@@ -107,12 +107,12 @@ def salvage(root: Path, damaged: Path, work: Path, last_made: int) -> Salvaged |
             store.import_with_vectors(passages, p_vectors, extracted, triples, t_vectors)
         present = set(store.passage_rows(deleted)) if deleted else set()
         if present:
-            store.delete_passages(sorted(present))
+            store.passages.remove(sorted(present))
         if marks:
-            unmarked = {p.id for p in store.unextracted_passages()}
+            unmarked = {p.id for p in store.passages.unextracted()}
             marks = [i for i in marks if i in unmarked]
         if marks:
-            store.mark_extracted(marks)
+            store.passages.mark_extracted(marks)
         held = int(meta.get("generation", 0))
         complete = (held >= last_made and int(meta.get("rows:node", 0)) == have["node"]
                     and _accounted(source, "passage", have["passage"], int(meta.get("rows:passage", 0)), p_rows)

@@ -147,9 +147,9 @@ METADATA_FIELDS: dict[str, Any] = {
 
 FEED_FIELDS: dict[str, Any] = {"generation": {"type": "long"}, "retired": {"type": "long"},
                                "retired_at": {"type": "double"}}
-"""The change feed's fields on passages and triples (:mod:`gear_agent.store.es_changes`): the
+"""The change feed's fields on passages and triples (:mod:`gear_agent.store.elasticsearch.changes`): the
 generation that wrote the document, and the one that retired it and when (a sync's old
-version, :mod:`gear_agent.store.es_sync`). Indices made before them are given them when opened
+version, :mod:`gear_agent.store.elasticsearch.sync`). Indices made before them are given them when opened
 (:func:`feed_mapping`); their older documents have none."""
 
 
@@ -223,7 +223,7 @@ def _meta(collection: str, model: str, dimension: int) -> dict[str, Any]:
 
 
 def node_mappings(model: str, dimension: int) -> dict[str, Any]:
-    """The mapping of ``{prefix}-nodes`` (SiReRAG nodes, :mod:`gear_agent.store.es_nodes`)."""
+    """The mapping of ``{prefix}-nodes`` (SiReRAG nodes, :mod:`gear_agent.store.elasticsearch.nodes`)."""
     keyword = {"type": "keyword"}
     return {
         "dynamic": "strict",

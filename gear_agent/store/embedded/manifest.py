@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gear_agent.store.base import IndexCorruptError, StoreError
-from gear_agent.store.embedded_db import (
+from gear_agent.store.embedded.db import (
     COUNTER_FILE,
     DB_FILE,
     FORMAT_VERSION,
@@ -45,7 +45,7 @@ def read_manifest(path: Path) -> dict[str, Any] | None:
     db_path = path / DB_FILE
     if not db_path.exists():
         if has_previous_format(path):
-            from gear_agent.store.legacy import read_legacy_manifest
+            from gear_agent.store.embedded.generations import read_legacy_manifest
 
             return read_legacy_manifest(path)
         return None

@@ -1,6 +1,6 @@
 """The previous embedded format: atomic, multi-file commits as numbered generations.
 
-Read only by ``gear migrate`` (:mod:`gear_agent.store.legacy`) and by tests that write an
+Read only by ``gear migrate`` (:mod:`gear_agent.store.embedded.legacy`) and by tests that write an
 index of that format; the store itself never opens one.
 
 
@@ -26,6 +26,9 @@ from typing import Any
 import numpy as np
 
 from gear_agent.store.base import IndexCorruptError
+
+MANIFEST = "manifest.json"
+"""The manifest file of a generation folder of the previous format."""
 
 CURRENT = "CURRENT"
 LOCK = ".lock"
@@ -162,3 +165,15 @@ def prune_generations(root: Path, keep: int) -> None:
 def folder_size(path: Path) -> int:
     """Bytes on disk under ``path``."""
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def read_legacy_manifest(root: Path) -> dict[str, Any] | None:
+    """The previous format's manifest, or None when there is no such index."""
+    live = current_generation(Path(root))
+    if live is None:
+        return None
+    try:
+        manifest = read_json(live / MANIFEST)
+    except FileNotFoundError as exc:
+        raise IndexCorruptError(f"{live} named by CURRENT is missing its manifest; run `gear check`") from exc
+    return {**manifest, "format_version": 1}

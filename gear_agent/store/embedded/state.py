@@ -2,7 +2,7 @@
 
 A :class:`State` is the store as of one commit: its generation and stamp (the index's id,
 the generation, a digest of the commit's record: :func:`stamp_at`), each collection's
-:class:`~gear_agent.store.collection.View` (rows, live count, dead rows, opened ANN parts)
+:class:`~gear_agent.store.embedded.collection.View` (rows, live count, dead rows, opened ANN parts)
 and the BM25 tokenizers. :class:`States` keeps the latest one (reloaded when another
 connection committed, checked at most every :data:`SYNC_INTERVAL_S`), the one a thread
 pinned for a query (:meth:`States.pinned`: SQLite reads of that thread see the same
@@ -24,9 +24,9 @@ import xxhash
 
 from gear_agent.filters import Where
 from gear_agent.store.changes import Changes, Stamp
-from gear_agent.store.collection import RecordCollection, View
-from gear_agent.store.embedded_db import INDEX_ID_KEY, Database
-from gear_agent.store.where_sql import where_sql
+from gear_agent.store.embedded.collection import RecordCollection, View
+from gear_agent.store.embedded.db import INDEX_ID_KEY, Database
+from gear_agent.store.embedded.where_sql import where_sql
 
 SYNC_INTERVAL_S = 0.005
 """How stale a reader outside a snapshot may be: it looks for other processes' commits at

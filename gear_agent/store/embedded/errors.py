@@ -6,8 +6,8 @@ mmap length is greater than file size``, ``UnicodeDecodeError`` of a damaged rec
 :func:`translated` turns each into one line that says what happened to which file and
 what to do: another writer holds the lock, the index is read-only, the disk is full, a
 file is missing or damaged (``gear check``). Every SQL statement of the store runs through
-:class:`gear_agent.store.embedded_db.Database` and every vector file access through
-:class:`gear_agent.store.vectors.VectorFile`, both inside :func:`translated`.
+:class:`gear_agent.store.embedded.db.Database` and every vector file access through
+:class:`gear_agent.store.embedded.vectors.VectorFile`, both inside :func:`translated`.
 """
 
 from __future__ import annotations

@@ -25,8 +25,12 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from gear_agent.store.base import StoreError
-from gear_agent.store.es_client import import_elasticsearch, make_client, translate_errors
-from gear_agent.store.es_mappings import index_names
+from gear_agent.store.elasticsearch.client import (
+    import_elasticsearch,
+    make_client,
+    translate_errors,
+)
+from gear_agent.store.elasticsearch.mappings import index_names
 
 if TYPE_CHECKING:
     from gear_agent.config import GearSettings

@@ -1,9 +1,9 @@
 """Re-syncing a source on Elasticsearch as one commit for readers, and the passages of many
 sources in one request.
 
-Elasticsearch has no transaction across documents, so a sync (:meth:`Store.replace_passages`:
+Elasticsearch has no transaction across documents, so a sync (:meth:`Passages.replace`:
 delete a source's old passages, add its new ones) is made atomic *for readers* with the
-change feed's generations (:mod:`gear_agent.store.es_changes`). Holding the writer lock, at
+change feed's generations (:mod:`gear_agent.store.elasticsearch.changes`). Holding the writer lock, at
 generation ``G + 1`` (``G`` published):
 
 1. **earlier syncs are settled**: documents retired by a published generation at least
@@ -17,7 +17,7 @@ generation ``G + 1`` (``G`` published):
    ``retired <= G``: still seen) with the time (``retired_at``), and their deletion records
    are written at ``G + 1``;
 4. ``G + 1`` is **published**: one document written, after which every search shows the new
-   passages and hides the old, at once (:func:`~gear_agent.store.es_changes.visible_at`).
+   passages and hides the old, at once (:func:`~gear_agent.store.elasticsearch.changes.visible_at`).
 
 The retired documents are deleted by a later sync (step 1), not at once: a search reads the
 published generation, then searches, so one that read ``G`` just before the publish still
@@ -28,7 +28,7 @@ So a reader polling during a sync sees the old version or the new, never both, n
 neither. Reads by id (``_mget``) are real-time and see documents whatever their generation.
 
 Example:
-    >>> store.replace_passages(stale_ids, new_passages)  # doctest: +SKIP
+    >>> store.passages.replace(stale_ids, new_passages)  # doctest: +SKIP
     AddResult(added=[...], existing=[])
 """
 
@@ -38,15 +38,15 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from gear_agent.store import es_queries as q
-from gear_agent.store.base import Store
-from gear_agent.store.es_bulk import BulkWriteError
-from gear_agent.store.es_changes import RETIRED_FIELD
-from gear_agent.store.es_queries import BulkAction
+from gear_agent.store.collections import Passages
+from gear_agent.store.elasticsearch import queries as q
+from gear_agent.store.elasticsearch.bulk import BulkWriteError
+from gear_agent.store.elasticsearch.changes import RETIRED_FIELD
+from gear_agent.store.elasticsearch.queries import BulkAction
 from gear_agent.types import AddResult, Passage
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from gear_agent.store.elasticsearch import ElasticsearchStore
+    from gear_agent.store.elasticsearch.store import ElasticsearchStore
 
 SOURCES_PER_QUERY = 1_000
 """Sources per ``terms`` query when listing the passages of many sources."""
@@ -73,7 +73,8 @@ def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
 
 class AtomicSync:
     """The Elasticsearch store's sync by source (mixed into
-    :class:`~gear_agent.store.elasticsearch.ElasticsearchStore`, whose parts it uses).
+    :class:`~gear_agent.store.elasticsearch.store.ElasticsearchStore`, whose parts it uses;
+    its passages collection's ``replace`` and ``ids_of_sources`` call these).
 
     Attributes:
         purge_after_s: See :data:`PURGE_AFTER_S` (0 in tests that check the deletion).
@@ -81,7 +82,7 @@ class AtomicSync:
 
     purge_after_s: float = PURGE_AFTER_S
 
-    def replace_passages(  # type: ignore[misc]
+    def replace_atomically(  # type: ignore[misc]
         self: ElasticsearchStore, remove: Sequence[str], add: Sequence[Passage]
     ) -> AddResult:
         """Delete ``remove`` (with their triples) and add ``add`` as one commit for readers
@@ -96,22 +97,22 @@ class AtomicSync:
         """
         feed = self._feed
         if feed is None:
-            return Store.replace_passages(self, remove, add)
+            return Passages.replace(self.passages, remove, add)  # the default: add, then delete
         with self._commit() as generation:  # a store with a feed stamps every commit
             self._settle_retired(feed.published())
-            result = self.add_passages(add)
+            result = self.passages.add(add)
             self._retire(remove, cast(int, generation))
         return result  # published when the commit ends: the new passages appear, the old go
 
     def passage_ids_of_sources(  # type: ignore[misc]
         self: ElasticsearchStore, sources: Sequence[str]
     ) -> dict[str, list[str]]:
-        """:meth:`passage_ids_of_source` of every source in ``sources``, by ``terms``
+        """:meth:`Passages.ids_of_source` of every source in ``sources``, by ``terms``
         queries of :data:`SOURCES_PER_QUERY` sources (one walk each, not one per source)."""
         found: dict[str, list[str]] = {s: [] for s in sources}
         wanted = list(found)
         for chunk in _chunks(wanted, SOURCES_PER_QUERY):
-            hits = self._walk(self.indices.passages, q.terms("source", list(chunk)), q.BY_ID,
+            hits = self.connection.walk(self.indices.passages, q.terms("source", list(chunk)), q.BY_ID,
                               {"includes": ["source"]}, snapshot=True)
             for hit in hits:
                 found[(hit.get("_source") or {}).get("source", "")].append(hit["_id"])
@@ -125,14 +126,14 @@ class AtomicSync:
         ``generation`` (deletion records first, as every delete writes them); returns the
         passage and triple ids marked."""
         passages_index, triples_index = self.indices.passages, self.indices.triples
-        stored = self._mget(passages_index, passage_ids, ["generation"])
+        stored = self.connection.mget(passages_index, passage_ids, ["generation"])
         ids = [pid for pid in dict.fromkeys(passage_ids) if pid in stored]
         if not ids:
             return [], []
         self._changing()
         triples: dict[str, int] = {}
         for chunk in _chunks(ids, SOURCES_PER_QUERY):
-            for hit in self._walk(triples_index, q.terms("passage_id", list(chunk)), q.BY_ID,
+            for hit in self.connection.walk(triples_index, q.terms("passage_id", list(chunk)), q.BY_ID,
                                   {"includes": ["generation"]}):
                 triples[hit["_id"]] = (hit.get("_source") or {}).get("generation", 0)
         self._record_deleted("triple", triples, generation)
@@ -155,7 +156,7 @@ class AtomicSync:
             return
         for index, doc_ids in ((self.indices.triples, triple_ids), (self.indices.passages, passage_ids)):
             if index == self.indices.passages:
-                self.node_store().forget_passages(list(passage_ids))
+                self.nodes.forget_passages(list(passage_ids))
             outcome = self._write((q.delete_action(index, i) for i in doc_ids), [index], [])
             if not outcome.ok:
                 raise BulkWriteError(f"deleting {len(doc_ids)} retired document(s) from {index!r} "
@@ -167,7 +168,7 @@ class AtomicSync:
         undone: dict[str, list[str]] = {"passage": [], "triple": []}
         due = time.time() - self.purge_after_s
         for collection, index in (("passage", self.indices.passages), ("triple", self.indices.triples)):
-            for hit in self._walk(index, {"exists": {"field": RETIRED_FIELD}}, q.BY_ID,
+            for hit in self.connection.walk(index, {"exists": {"field": RETIRED_FIELD}}, q.BY_ID,
                                   {"includes": [RETIRED_FIELD, RETIRED_AT_FIELD]}):
                 source = hit.get("_source") or {}
                 if source.get(RETIRED_FIELD) is None:
