@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from gear_agent._deprecated import NEXT_REMOVAL, warn_deprecated
 from gear_agent.config import GearSettings, settings_from
 from gear_agent.embedding import Embedder, make_embedder
+from gear_agent.embedding.base import QueryEncoder
 from gear_agent.errors import GearWarning
 from gear_agent.extraction import ExtractionBudget
 from gear_agent.filters import WhereInput, parse_where
@@ -41,11 +42,10 @@ from gear_agent.llm.errors import LLMConfigError
 from gear_agent.llm.usage import UsageDict
 from gear_agent.open_index import OpenIndex
 from gear_agent.questions import check_question
+from gear_agent.registry import DEFAULT_RETRIEVER, check_name, make_retriever
 from gear_agent.retrieval.base import Retriever
 from gear_agent.retrieval.filtering import checked_where
 from gear_agent.retrieval.records import PassageRecord, passage_records, records_from_dicts
-from gear_agent.retrieval.registry import DEFAULT_RETRIEVER, check_name, make_retriever
-from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.sources import DeleteResult, delete_passages, sync_passages
 from gear_agent.store import open_store
 from gear_agent.store.embedded_db import DB_FILE
@@ -212,7 +212,7 @@ class Gear:
         if self._agent is None:
             from gear_agent.agent.graph import build_graph
             from gear_agent.agent.models import ChatModels
-            from gear_agent.agent.parts import index_parts
+            from gear_agent.parts import index_parts
 
             models = ChatModels(self.settings, self.llm)
             parts = index_parts(self.open_index)
@@ -376,7 +376,7 @@ class Gear:
             k: Passages to return; ``top_k`` (15) when None.
             retriever: A retriever name (``gear retrievers`` lists them); ``ppr`` by
                 default, the best LLM-free row measured on both dev sets
-                (:data:`~gear_agent.retrieval.registry.DEFAULT_WHY`).
+                (:data:`~gear_agent.registry.DEFAULT_WHY`).
             where: Only passages that pass this filter, applied before ranking:
                 ``{"source": "reports/2024", "year": {"$gte": 2020}}`` or
                 ``["source=reports/2024", "year>=2020"]`` (see :mod:`gear_agent.filters`).

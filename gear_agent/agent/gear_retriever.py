@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from gear_agent.agent import _steps as steps
-from gear_agent.agent.parts import IndexParts, parts_and_settings
 from gear_agent.config import AgentSettings
 from gear_agent.filters import Where
 from gear_agent.llm.client import LLMClient
+from gear_agent.parts import IndexParts, parts_and_settings
 from gear_agent.retrieval.base import Outcome, RankedPassage, Retriever, check_request
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ class GearRetriever(Retriever):
     Every passage keeps the chain of triples that reached it.
 
     Args:
-        parts: The index's parts: :func:`~gear_agent.agent.parts.index_parts` of an opened
+        parts: The index's parts: :func:`~gear_agent.parts.index_parts` of an opened
             index. An ``OpenIndex`` still works, with a DeprecationWarning (its settings
             when ``settings`` is None).
         llm: The client every LLM node calls.

@@ -1,7 +1,7 @@
 """The GEAR agent's nodes (Shen et al., section 3.4 and Algorithm 2).
 
 Each factory takes what its node reads by closure: the index parts where it searches
-(:class:`~gear_agent.agent.parts.IndexParts`), the loop's settings section
+(:class:`~gear_agent.parts.IndexParts`), the loop's settings section
 (:class:`~gear_agent.config.AgentSettings`; a ``GearSettings`` is one), and the
 :class:`~gear_agent.llm.LLMClient` for LLM nodes. It returns a node:
 a function of the state that returns only the keys it changes. LLM nodes are
@@ -25,7 +25,6 @@ from gear_agent.agent import _steps as steps
 from gear_agent.agent.chat import question_of, render_conversation
 from gear_agent.agent.citations import CITED_ANSWER_REPLY, read_cited_answer, render_citations
 from gear_agent.agent.models import ChatModels, run_option
-from gear_agent.agent.parts import IndexParts
 from gear_agent.agent.state import GearState
 from gear_agent.config import AgentSettings
 from gear_agent.filters import parse_where
@@ -35,6 +34,7 @@ from gear_agent.llm.errors import LLMCallError, LLMDeadlineError
 from gear_agent.llm.response_format import TRIPLES_REPLY, VERDICT_REPLY, ReplySchema
 from gear_agent.llm.usage import empty_usage, usage_of_call
 from gear_agent.parsing import ParseError, parse_reasoner_reply, parse_short_reply
+from gear_agent.parts import IndexParts
 from gear_agent.prompts import load_prompt, render_passages, render_triples
 from gear_agent.questions import QuestionError, check_run_option
 from gear_agent.retrieval.base import RankedPassage, Retriever, fuse_passages

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gear_agent.embedding.base import QueryEncoder
 from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
-from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.store.base import Store
 from gear_agent.store.nodes import node_store_of
 

@@ -16,11 +16,11 @@ from gear_agent.agent.chat import HISTORY_MESSAGES, question_of, render_conversa
 from gear_agent.agent.citations import check_citations, quote_in, read_cited_answer
 from gear_agent.agent.graph import build_graph
 from gear_agent.agent.models import ChatModels, chosen_model
-from gear_agent.agent.parts import index_parts
 from gear_agent.config import LLMSettings
 from gear_agent.errors import GearError
 from gear_agent.llm.errors import LLMConfigError
 from gear_agent.parsing import ParseError
+from gear_agent.parts import index_parts
 from gear_agent.prompts import load_prompt
 
 READ = json.dumps({"triples": [["Rainbow Bridge", "located in", "Folsom"],

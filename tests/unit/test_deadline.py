@@ -20,10 +20,10 @@ from support.deadline_runs import FaultTiming, run_deadline_case
 from support.tiny_corpus import QUESTION, make_runtime, make_settings
 
 from gear_agent.agent import nodes
-from gear_agent.agent.parts import index_parts
 from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMCallError, LLMDeadlineError
 from gear_agent.llm.retry import RetryPolicy
+from gear_agent.parts import index_parts
 from gear_agent.questions import RunOptionError
 
 _REQUEST = httpx.Request("POST", "http://llm.test/v1/chat/completions")

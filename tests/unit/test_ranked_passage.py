@@ -7,9 +7,9 @@ from pathlib import Path
 
 from support.tiny_corpus import make_runtime, make_settings
 
+from gear_agent.registry import make_retriever
 from gear_agent.retrieval.base import RankedPassage
 from gear_agent.retrieval.records import passage_records, records_from_dicts
-from gear_agent.retrieval.registry import make_retriever
 
 
 def test_the_state_form_round_trips() -> None:
