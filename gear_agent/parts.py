@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from gear_agent._deprecated import NEXT_REMOVAL, warn_deprecated
-from gear_agent.config import AgentSettings
+from gear_agent.config import AgentSettings, GearSettings
 from gear_agent.errors import UnknownNameError
 from gear_agent.open_index import OpenIndex
 from gear_agent.types import BASE_MODES
@@ -206,14 +206,20 @@ class IndexParts:
     base: Callable[[], Retriever]
 
 
-def index_parts(index: OpenIndex, base_retriever: str | None = None) -> IndexParts:
-    """The parts of an opened index, kept by the index so they are built once.
+def index_parts(
+    index: OpenIndex, base_retriever: str | None = None, *, settings: GearSettings | None = None
+) -> IndexParts:
+    """The parts of an opened index, in one pass: kept by the index, so they are built once.
 
     Args:
         index: The opened index.
         base_retriever: The LLM-free retriever the agent starts each iteration with;
-            ``index.settings.base_retriever`` when None.
+            the settings' ``base_retriever`` when None.
+        settings: Settings other than the index's: the same embedder, store and encoder
+            with parts of their own built under them (:meth:`OpenIndex.under`).
     """
+    if settings is not None:
+        index = index.under(settings)
     name = base_retriever or index.settings.base_retriever
 
     def base() -> Retriever:
@@ -244,12 +250,10 @@ def parts_and_settings(
         "and the settings (e.g. runtime.settings)",
         removed_in=NEXT_REMOVAL, stacklevel=3,
     )
-    index = given
     if settings is None:
-        settings = index.settings
-    elif reopen:
-        index = index.under(settings)  # type: ignore[arg-type]
-    return index_parts(index, settings.base_retriever), settings
+        return index_parts(given), given.settings
+    under = settings if reopen else None
+    return index_parts(given, settings.base_retriever, settings=under), settings  # type: ignore[arg-type]
 
 
 __all__ = [

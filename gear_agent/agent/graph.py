@@ -150,7 +150,7 @@ def build_agent(
         models = ChatModels(settings, default)
     if index is None:
         index = OpenIndex.open(settings)
-    parts = index_parts(index.under(settings))
+    parts = index_parts(index, settings=settings)
     return build_graph(parts, models, settings).compile(checkpointer=checkpointer, name="gear")
 
 
