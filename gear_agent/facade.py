@@ -45,7 +45,7 @@ from gear_agent.questions import check_question
 from gear_agent.registry import DEFAULT_RETRIEVER, check_name, make_retriever
 from gear_agent.retrieval.base import Retriever
 from gear_agent.retrieval.filtering import checked_where
-from gear_agent.retrieval.records import PassageRecord, passage_records, records_from_dicts
+from gear_agent.retrieval.records import CitedPassage, PassageRecord, cite, passage_records
 from gear_agent.sources import DeleteResult, delete_passages, sync_passages
 from gear_agent.store import open_store
 from gear_agent.store.embedded_db import DB_FILE
@@ -93,27 +93,6 @@ class Answer:
     queries: list[str] = field(default_factory=list)
     dropped: list[dict[str, Any]] = field(default_factory=list)
     citations: list[CitedPassage] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class CitedPassage:
-    """One citation of an :class:`Answer`: the passage (with its chain) and the quote.
-
-    Attributes:
-        number: The citation's number, as the answer text marks it (``[1]`` is 1).
-        passage: The cited passage, with its score and the chain of triples that reached it.
-        quote: The words of the passage the model quoted as support, or None.
-    """
-
-    number: int
-    passage: PassageRecord
-    quote: str | None = None
-
-    @property
-    def location(self) -> str:
-        """Where the cited passage is: its source and page or section
-        (``annual-report.pdf, p. 14``; :attr:`PassageRecord.location`)."""
-        return self.passage.location
 
 
 class Gear:
@@ -447,7 +426,7 @@ class Gear:
                     stream(event.data["text"])
                 elif event.kind == "final":
                     result = event.data
-        passages = records_from_dicts(self.store, result.get("passages", []))
+        passages = [PassageRecord.from_dict(p) for p in result.get("passages", [])]
         return Answer(
             question=state["question"],
             answer=result.get("answer"),
@@ -458,7 +437,7 @@ class Gear:
             stop_reason=result.get("stop_reason"),
             queries=list(result.get("queries", [])),
             dropped=list(result.get("dropped", [])),
-            citations=_cited(result.get("citations") or [], passages),
+            citations=cite(result.get("citations") or [], passages),
         )
 
     def _warn_if_empty(self) -> None:
@@ -514,17 +493,6 @@ def _embedder(embedding_model: Any, settings: GearSettings) -> Embedder:
 
         return LangChainEmbedder(embedding_model)
     return make_embedder(settings)
-
-
-def _cited(citations: Sequence[dict[str, Any]], passages: Sequence[PassageRecord]) -> list[CitedPassage]:
-    """The agent's citations as :class:`CitedPassage` objects (passages from the final ranking)."""
-    by_id = {p.id: p for p in passages}
-    cited = []
-    for number, citation in enumerate(citations, start=1):
-        record = by_id.get(citation["passage_id"])
-        if record is not None:  # always: only passages the QA prompt was shown are cited
-            cited.append(CitedPassage(number, record, citation.get("quote")))
-    return cited
 
 
 def _positive(value: object, what: str) -> int:

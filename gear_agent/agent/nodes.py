@@ -28,7 +28,6 @@ from gear_agent.agent.models import ChatModels, run_option
 from gear_agent.agent.state import GearState
 from gear_agent.config import AgentSettings
 from gear_agent.filters import parse_where
-from gear_agent.ingest.location import cite_location
 from gear_agent.llm.client import LLMClient, LLMReply
 from gear_agent.llm.errors import LLMCallError, LLMDeadlineError
 from gear_agent.llm.response_format import TRIPLES_REPLY, VERDICT_REPLY, ReplySchema
@@ -435,27 +434,26 @@ def make_answer(settings: AgentSettings, llm: Models) -> RunnableLambda:
             conversation=render_conversation(state.get("history") or []),
         )
 
-    def turn(state: GearState, answer: str | None, citations: list[Any]) -> list[AIMessage]:
-        locations = {p["id"]: cite_location(p.get("source", ""), p.get("metadata")) for p in shown_of(state)}
-        return [AIMessage(content=render_citations(answer, citations, locations))]
+    def turn(answer: str | None, citations: list[Any]) -> list[AIMessage]:
+        return [AIMessage(content=render_citations(answer, citations))]
 
     def update_of(state: GearState, reply: LLMReply) -> Update:
         iteration = state.get("iteration", 1)
         try:
             cited = read_cited_answer(reply.text, shown_of(state))
         except ParseError as exc:
-            return {"answer": None, "citations": [], "messages": turn(state, None, []),
+            return {"answer": None, "citations": [], "messages": turn(None, []),
                     "dropped": [_failure(state, "answer", exc)]}
         dropped = [{"iteration": iteration, "node": "answer", **d} for d in cited.dropped]
         return {
             "answer": cited.answer,
             "citations": cited.citations,
-            "messages": turn(state, cited.answer, cited.citations),
+            "messages": turn(cited.answer, cited.citations),
             "dropped": dropped,
         }
 
     def on_call_error(state: GearState, exc: LLMCallError) -> Update:
-        return {"messages": turn(state, state.get("answer"), []),
+        return {"messages": turn(state.get("answer"), []),
                 "dropped": [_failure(state, "answer", exc)]}
 
     return _llm_node("answer", llm, prompt_of, update_of, on_call_error, CITED_ANSWER_REPLY)

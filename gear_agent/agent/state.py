@@ -62,11 +62,14 @@ class Citation(TypedDict):
         title: Its title.
         quote: The words of the passage the model quoted as support, when it gave a
             quote that is really in the passage; None otherwise.
+        location: Where the passage is, as a citation names it: its source and page or
+            section (``annual-report.pdf, p. 14``; empty for a passage with no source).
     """
 
     passage_id: str
     title: str
     quote: str | None
+    location: str
 
 
 class InputState(TypedDict):

@@ -129,8 +129,8 @@ def _question_graph(settings, question: str, retriever: str, k: int, options):
 def _traced_passages(path: Path, run_id: str | None):
     """The final passages of a traced run, as ranked ids with their chains."""
     from gear_agent.cli.trace_cmd import final_passages
-    from gear_agent.retrieval.base import RankedPassage
+    from gear_agent.retrieval.records import PassageRecord
     from gear_agent.tracing.reader import build_tree, read_runs
 
     tree = build_tree(read_runs(path), run_id)
-    return [RankedPassage.from_dict(p) for p in final_passages(tree.record)]
+    return [PassageRecord.from_dict(p).ranked for p in final_passages(tree.record)]

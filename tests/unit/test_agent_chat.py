@@ -60,8 +60,8 @@ def test_citations_of_shown_passages_are_kept_in_order_with_their_quotes() -> No
     result = read_cited_answer(reply, SHOWN)
     assert result.answer == "Sacramento County"
     assert result.citations == [
-        {"passage_id": "p-b", "title": "Sacramento County", "quote": None},
-        {"passage_id": "p-a", "title": "Folsom, California", "quote": QUOTE.lower()},
+        {"passage_id": "p-b", "title": "Sacramento County", "quote": None, "location": ""},
+        {"passage_id": "p-a", "title": "Folsom, California", "quote": QUOTE.lower(), "location": ""},
     ]
     assert result.dropped == []
 
@@ -80,7 +80,8 @@ def test_a_citation_of_a_passage_not_shown_is_dropped_and_recorded() -> None:
 
 def test_a_quote_not_in_its_passage_is_removed_and_recorded() -> None:
     result = read_cited_answer(cited({"passage": 2, "quote": QUOTE}), SHOWN)
-    assert result.citations == [{"passage_id": "p-b", "title": "Sacramento County", "quote": None}]
+    assert result.citations == [{"passage_id": "p-b", "title": "Sacramento County", "quote": None,
+                                 "location": ""}]
     assert result.dropped == [{"citation": {"passage": 2, "quote": QUOTE},
                                "error": "quote not found in passage 2"}]
 
@@ -151,7 +152,9 @@ def test_messages_input_answers_the_last_human_message_with_an_ai_message(tmp_pa
     assert [m.type for m in result["messages"]] == ["human", "ai", "human", "ai"]
     first = next(t for t, n in numbers.items() if n == 1)
     assert first == "Rainbow Bridge (Folsom)"  # the quote's passage, shown as [1]
-    assert result["citations"] == [{"passage_id": pid(first), "title": first, "quote": bridge}]
+    by_id = {p["id"]: p for p in result["passages"]}
+    assert result["citations"] == [{"passage_id": pid(first), "title": first, "quote": bridge,
+                                    "location": by_id[pid(first)]["location"]}]
     assert result["messages"][-1].content.startswith("Sacramento County [1]\n\nSources:\n[1] ")
     assert {"iteration": 1, "node": "answer", "citation": 9,
             "error": "passage 9 was not shown (the prompt showed 1..2)"} in result["dropped"]
@@ -301,7 +304,7 @@ def test_json_schemas_show_only_the_public_fields(tmp_path: Path) -> None:
                                           "gist_memory", "iterations", "queries",
                                           "stop_reason", "tokens", "dropped"}
     citation = outputs["$defs"]["Citation"]
-    assert set(citation["properties"]) == {"passage_id", "title", "quote"}
+    assert set(citation["properties"]) == {"passage_id", "title", "quote", "location"}
     assert set(agent.get_context_jsonschema()["properties"]) == {"model", "deadline_s"}
 
 
