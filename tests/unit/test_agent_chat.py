@@ -273,14 +273,12 @@ def test_a_missing_integration_package_is_named() -> None:
 
 
 def test_chosen_model_reads_context_then_configurable() -> None:
-    from langgraph.runtime import Runtime
-
-    config = {"configurable": {"__runtime": Runtime(context={"model": "a"}), "model": "b"}}
-    assert chosen_model(config) == "a"
-    assert chosen_model({"configurable": {"model": "b"}}) == "b"
-    assert chosen_model({"configurable": {"__runtime": Runtime(context=None)}}) is None
+    config = {"configurable": {"model": "b"}}
+    assert chosen_model({"model": "a"}, config) == "a"
+    assert chosen_model({"model": " "}, config) == chosen_model(None, config) == "b"
+    assert chosen_model(None, None) is None
     with pytest.raises(LLMConfigError, match="must be a name"):
-        chosen_model({"configurable": {"model": 3}})
+        chosen_model(None, {"configurable": {"model": 3}})
 
 
 def test_settings_list_run_models() -> None:
