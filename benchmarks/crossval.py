@@ -78,7 +78,7 @@ def per_question(runtime: Any, candidate: Candidate, value: float, questions: Se
                  ) -> list[tuple[float, ...]]:
     """Recall@k of every question under one value of the candidate."""
     from gear_agent.evaluation.metrics import recall_at_k
-    from gear_agent.retrieval.registry import make_retriever
+    from gear_agent.registry import make_retriever
 
     if candidate.knob == "rerank5":
         rank = _reranked(runtime, make_retriever("ppr", runtime), value)

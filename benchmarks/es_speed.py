@@ -35,7 +35,7 @@ from synthetic_corpus import write  # noqa: E402
 from gear_agent.config import GearSettings  # noqa: E402
 from gear_agent.embedding import make_embedder  # noqa: E402
 from gear_agent.open_index import OpenIndex  # noqa: E402
-from gear_agent.retrieval.registry import make_retriever  # noqa: E402
+from gear_agent.registry import make_retriever  # noqa: E402
 from gear_agent.retrieval.search import QueryEncoder  # noqa: E402
 from gear_agent.store.elasticsearch.store import ElasticsearchStore  # noqa: E402
 

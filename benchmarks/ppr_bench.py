@@ -186,7 +186,7 @@ def musique(args: argparse.Namespace) -> None:
     from gear_agent.evaluation.metrics import recall_at_k
     from gear_agent.expansion.ppr_graph import load_or_build
     from gear_agent.open_index import OpenIndex
-    from gear_agent.retrieval.registry import make_retriever
+    from gear_agent.registry import make_retriever
     from gear_agent.retrieval.search import QueryEncoder, SearchRetriever
     from gear_agent.store import open_store
 

@@ -85,7 +85,7 @@ def phase_serve(args: argparse.Namespace) -> dict[str, Any]:
     """The server: warm ``ppr``, another process deletes, the next query, the ranking check."""
     from gear_agent.expansion.ppr_graph import PPRGraph
     from gear_agent.open_index import OpenIndex
-    from gear_agent.retrieval.registry import make_retriever
+    from gear_agent.registry import make_retriever
     from gear_agent.retrieval.search import QueryEncoder
 
     queries = json.loads(Path(args.queries_file).read_text(encoding="utf-8"))

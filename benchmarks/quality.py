@@ -94,7 +94,7 @@ def _sirerag_pool(runtime: Any) -> None:
 def _rows(label: str, runtime: Any, names: list[str], questions: list,
           concurrency: int = 1) -> list:
     from gear_agent.evaluation.runner import evaluate
-    from gear_agent.retrieval.registry import make_retriever
+    from gear_agent.registry import make_retriever
 
     for question in questions:  # shared by every row, kept out of its ms per question
         runtime.encode(question.question)
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> None:
     from gear_agent.evaluation.dataset import load_questions
     from gear_agent.evaluation.replay import BENCHMARKS
     from gear_agent.llm.tokens import tokenizer_label
-    from gear_agent.retrieval.llm_free import LLM_FREE
+    from gear_agent.parts import LLM_FREE
 
     names = args.retrievers.split(",") if args.retrievers else list(LLM_FREE)
     results: dict[str, dict[str, Any]] = {}

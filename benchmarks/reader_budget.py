@@ -56,7 +56,7 @@ def run(benchmark: Any, limit: int | None) -> dict[str, Any]:
     from gear_agent.cli.common import load_settings
     from gear_agent.evaluation.dataset import load_questions
     from gear_agent.evaluation.replay import REPLAY_ENDPOINT, open_benchmark, replay_index
-    from gear_agent.retrieval.registry import make_retriever
+    from gear_agent.registry import make_retriever
 
     os.environ.update(REPLAY_ENDPOINT)
     replay = replay_index(open_benchmark(benchmark, DATA, load_settings(None)), benchmark, DATA)

@@ -195,7 +195,7 @@ def phase_query(args: argparse.Namespace) -> dict[str, Any]:
 
     from gear_agent.embedding import make_embedder
     from gear_agent.open_index import OpenIndex
-    from gear_agent.retrieval.registry import make_retriever
+    from gear_agent.registry import make_retriever
     from gear_agent.retrieval.search import QueryEncoder
 
     queries = json.loads(Path(args.queries_file).read_text(encoding="utf-8"))
@@ -231,7 +231,7 @@ def phase_update(args: argparse.Namespace) -> dict[str, Any]:
     warm p50 before, the add (the ``add`` phase, in a child process), and its next query."""
     from gear_agent.embedding import make_embedder
     from gear_agent.open_index import OpenIndex
-    from gear_agent.retrieval.registry import make_retriever
+    from gear_agent.registry import make_retriever
     from gear_agent.retrieval.search import QueryEncoder
     from gear_agent.store import open_store
 

@@ -48,7 +48,7 @@ from scale import read_into_page_cache, settings  # noqa: E402
 
 from gear_agent.embedding import make_embedder  # noqa: E402
 from gear_agent.open_index import OpenIndex  # noqa: E402
-from gear_agent.retrieval.registry import make_retriever  # noqa: E402
+from gear_agent.registry import make_retriever  # noqa: E402
 from gear_agent.retrieval.search import QueryEncoder  # noqa: E402
 from gear_agent.store.ann import AnnPolicy  # noqa: E402
 from gear_agent.store.embedded.store import EmbeddedStore  # noqa: E402

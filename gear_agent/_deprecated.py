@@ -50,7 +50,7 @@ def moved_module(module: str, target: str, *, removed_in: str) -> Callable[[str]
     ``target``, with a DeprecationWarning.
 
     Example:
-        >>> __getattr__ = moved_module(__name__, "gear_agent.retrieval.registry",
+        >>> __getattr__ = moved_module(__name__, "gear_agent.registry",
         ...                            removed_in=NEXT_REMOVAL)
     """
 

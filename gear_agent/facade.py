@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from gear_agent._deprecated import NEXT_REMOVAL, warn_deprecated
 from gear_agent.config import GearSettings, settings_from
 from gear_agent.embedding import Embedder, make_embedder
+from gear_agent.embedding.base import QueryEncoder
 from gear_agent.errors import GearWarning
 from gear_agent.extraction import ExtractionBudget
 from gear_agent.filters import WhereInput, parse_where
@@ -41,11 +42,10 @@ from gear_agent.llm.errors import LLMConfigError
 from gear_agent.llm.usage import UsageDict
 from gear_agent.open_index import OpenIndex
 from gear_agent.questions import check_question
+from gear_agent.registry import DEFAULT_RETRIEVER, check_name, make_retriever
 from gear_agent.retrieval.base import Retriever
 from gear_agent.retrieval.filtering import checked_where
-from gear_agent.retrieval.records import PassageRecord, passage_records, records_from_dicts
-from gear_agent.retrieval.registry import DEFAULT_RETRIEVER, check_name, make_retriever
-from gear_agent.retrieval.search import QueryEncoder
+from gear_agent.retrieval.records import CitedPassage, PassageRecord, cite, passage_records
 from gear_agent.sources import DeleteResult, delete_passages, sync_passages
 from gear_agent.store import open_store
 from gear_agent.store.backends import backend
@@ -92,27 +92,6 @@ class Answer:
     queries: list[str] = field(default_factory=list)
     dropped: list[dict[str, Any]] = field(default_factory=list)
     citations: list[CitedPassage] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class CitedPassage:
-    """One citation of an :class:`Answer`: the passage (with its chain) and the quote.
-
-    Attributes:
-        number: The citation's number, as the answer text marks it (``[1]`` is 1).
-        passage: The cited passage, with its score and the chain of triples that reached it.
-        quote: The words of the passage the model quoted as support, or None.
-    """
-
-    number: int
-    passage: PassageRecord
-    quote: str | None = None
-
-    @property
-    def location(self) -> str:
-        """Where the cited passage is: its source and page or section
-        (``annual-report.pdf, p. 14``; :attr:`PassageRecord.location`)."""
-        return self.passage.location
 
 
 class Gear:
@@ -212,7 +191,7 @@ class Gear:
         if self._agent is None:
             from gear_agent.agent.graph import build_graph
             from gear_agent.agent.models import ChatModels
-            from gear_agent.agent.parts import index_parts
+            from gear_agent.parts import index_parts
 
             models = ChatModels(self.settings, self.llm)
             parts = index_parts(self.open_index)
@@ -376,7 +355,7 @@ class Gear:
             k: Passages to return; ``top_k`` (15) when None.
             retriever: A retriever name (``gear retrievers`` lists them); ``ppr`` by
                 default, the best LLM-free row measured on both dev sets
-                (:data:`~gear_agent.retrieval.registry.DEFAULT_WHY`).
+                (:data:`~gear_agent.registry.DEFAULT_WHY`).
             where: Only passages that pass this filter, applied before ranking:
                 ``{"source": "reports/2024", "year": {"$gte": 2020}}`` or
                 ``["source=reports/2024", "year>=2020"]`` (see :mod:`gear_agent.filters`).
@@ -447,7 +426,7 @@ class Gear:
                     stream(event.data["text"])
                 elif event.kind == "final":
                     result = event.data
-        passages = records_from_dicts(self.store, result.get("passages", []))
+        passages = [PassageRecord.from_dict(p) for p in result.get("passages", [])]
         return Answer(
             question=state["question"],
             answer=result.get("answer"),
@@ -458,7 +437,7 @@ class Gear:
             stop_reason=result.get("stop_reason"),
             queries=list(result.get("queries", [])),
             dropped=list(result.get("dropped", [])),
-            citations=_cited(result.get("citations") or [], passages),
+            citations=cite(result.get("citations") or [], passages),
         )
 
     def _warn_if_empty(self) -> None:
@@ -507,17 +486,6 @@ def _embedder(embedding_model: Any, settings: GearSettings) -> Embedder:
 
         return LangChainEmbedder(embedding_model)
     return make_embedder(settings)
-
-
-def _cited(citations: Sequence[dict[str, Any]], passages: Sequence[PassageRecord]) -> list[CitedPassage]:
-    """The agent's citations as :class:`CitedPassage` objects (passages from the final ranking)."""
-    by_id = {p.id: p for p in passages}
-    cited = []
-    for number, citation in enumerate(citations, start=1):
-        record = by_id.get(citation["passage_id"])
-        if record is not None:  # always: only passages the QA prompt was shown are cited
-            cited.append(CitedPassage(number, record, citation.get("quote")))
-    return cited
 
 
 def _positive(value: object, what: str) -> int:

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from gear_agent.config import GearSettings
 from gear_agent.embedding import Embedder, make_embedder, make_sequence_encoder
-from gear_agent.retrieval.search import QueryEncoder
+from gear_agent.embedding.base import QueryEncoder
 from gear_agent.store import Store, open_store
-
-if TYPE_CHECKING:
-    from gear_agent.expansion.ppr import PPRRetriever
 
 T = TypeVar("T")
 
@@ -21,8 +18,9 @@ T = TypeVar("T")
 class OpenIndex:
     """An index opened for retrieval: everything retrievers and the agent are built from
     (the settings, the embedding model, the store, the query encoder, and the parts built
-    once over them). Formerly ``gear_agent.runtime.Runtime``, a name that collided with
-    LangGraph's ``langgraph.runtime.Runtime``; the old name still imports, with a warning.
+    once over them, which :mod:`gear_agent.parts` assembles). Formerly
+    ``gear_agent.runtime.Runtime``, a name that collided with LangGraph's
+    ``langgraph.runtime.Runtime``; the old name still imports, with a warning.
 
     Example:
         >>> index = OpenIndex.open(GearSettings(index_dir="my-index"))  # doctest: +SKIP
@@ -32,7 +30,6 @@ class OpenIndex:
     embedder: Embedder
     store: Store
     encode: QueryEncoder
-    _ppr: PPRRetriever | None = field(default=None, repr=False)
     _sequence_encoder: Embedder | None = field(default=None, repr=False)
     _parts: dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -49,14 +46,6 @@ class OpenIndex:
         if settings is self.settings:
             return self
         return OpenIndex(settings, self.embedder, self.store, self.encode)
-
-    def ppr_retriever(self) -> PPRRetriever:
-        """One PPR retriever per open index, so its graph is built (or loaded) once."""
-        if self._ppr is None:
-            from gear_agent.expansion.ppr import PPRRetriever
-
-            self._ppr = PPRRetriever(self.store, self.encode, self.settings)
-        return self._ppr
 
     def part(self, key: str, build: Callable[[], T]) -> T:
         """``build()`` made once per open index and kept under ``key`` (e.g. the agent's base

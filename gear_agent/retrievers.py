@@ -1,6 +1,5 @@
-"""Deprecated: this module moved to :mod:`gear_agent.retrieval.registry` (the retrievers'
-modules live in one package, :mod:`gear_agent.retrieval`)."""
+"""Deprecated: this module moved to :mod:`gear_agent.registry`, the one table of retrievers."""
 
 from gear_agent._deprecated import NEXT_REMOVAL, moved_module
 
-__getattr__ = moved_module(__name__, "gear_agent.retrieval.registry", removed_in=NEXT_REMOVAL)
+__getattr__ = moved_module(__name__, "gear_agent.registry", removed_in=NEXT_REMOVAL)

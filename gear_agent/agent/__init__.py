@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gear_agent.agent.graph import build_agent, build_graph
-    from gear_agent.agent.parts import IndexParts, index_parts
     from gear_agent.agent.state import GearState, InputState, OutputState
+    from gear_agent.parts import IndexParts, index_parts
 
 __all__ = [
     "GearState", "IndexParts", "InputState", "OutputState", "build_agent", "build_graph", "index_parts",
@@ -19,8 +19,8 @@ __all__ = [
 _WHERE = {
     "build_agent": "gear_agent.agent.graph",
     "build_graph": "gear_agent.agent.graph",
-    "IndexParts": "gear_agent.agent.parts",
-    "index_parts": "gear_agent.agent.parts",
+    "IndexParts": "gear_agent.parts",
+    "index_parts": "gear_agent.parts",
     "GearState": "gear_agent.agent.state",
     "InputState": "gear_agent.agent.state",
     "OutputState": "gear_agent.agent.state",

@@ -1,7 +1,7 @@
 """GEAR's operations over an index, shared by the agent's nodes and the SyncGE retriever.
 
 Each is a plain function of the index parts it uses (the store, or
-:class:`~gear_agent.agent.parts.IndexParts`: store, query encoder, the parts built once),
+:class:`~gear_agent.parts.IndexParts`: store, query encoder, the parts built once),
 the settings section it reads, passed explicitly, and its inputs: building the reader
 prompt and reading its reply, tripleLink, expansion (beam search, PPR, or both), passageLink and the final fusion (Shen et al.,
 sections 3.2-3.4).
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gear_agent.agent.parts import IndexParts
 from gear_agent.config import (
     EXPANSIONS,
     AgentSettings,
@@ -23,6 +22,7 @@ from gear_agent.config import (
 from gear_agent.expansion.beam import TripleBeamSearch, beams_to_passages
 from gear_agent.filters import Where
 from gear_agent.parsing import parse_triples
+from gear_agent.parts import IndexParts
 from gear_agent.prompts import load_prompt, render_passages, render_triples
 from gear_agent.questions import check_question
 from gear_agent.retrieval.base import RankedPassage, fuse_passages

@@ -82,7 +82,7 @@ def read_cited_answer(text: str, shown: Sequence[Mapping[str, Any]]) -> CitedAns
     Args:
         text: The model's reply.
         shown: The passages the prompt showed, in prompt order (``[1]`` first): dicts
-            with ``id``, ``title`` and ``text``.
+            with ``id``, ``title``, ``text`` and ``location`` (where the passage is).
 
     Returns:
         The answer with the citations of shown passages only; the rest in ``dropped``.
@@ -96,7 +96,7 @@ def read_cited_answer(text: str, shown: Sequence[Mapping[str, Any]]) -> CitedAns
         >>> reply += ' {"passage": 4}]}'
         >>> cited = read_cited_answer(reply, shown)
         >>> cited.answer, cited.citations
-        ('Paris', [{'passage_id': 'p1', 'title': 'Paris', 'quote': 'capital of France'}])
+        ('Paris', [{'passage_id': 'p1', 'title': 'Paris', 'quote': 'capital of France', 'location': ''}])
         >>> cited.dropped
         [{'citation': {'passage': 4}, 'error': 'passage 4 was not shown (the prompt showed 1..1)'}]
     """
@@ -125,7 +125,7 @@ def check_citations(
     Example:
         >>> shown = [{"id": "p1", "title": "A", "text": "Alpha beta."}]
         >>> check_citations([1, "p1", {"passage": 1, "quote": "gamma"}], shown)[0]
-        [{'passage_id': 'p1', 'title': 'A', 'quote': None}]
+        [{'passage_id': 'p1', 'title': 'A', 'quote': None, 'location': ''}]
     """
     citations: list[Citation] = []
     dropped: list[dict[str, Any]] = []
@@ -148,7 +148,8 @@ def check_citations(
         if len(citations) >= MAX_CITATIONS:
             dropped.append({"citation": item, "error": f"more than {MAX_CITATIONS} citations"})
             continue
-        citation = Citation(passage_id=pid, title=str(passage.get("title", "")), quote=quote)
+        citation = Citation(passage_id=pid, title=str(passage.get("title", "")), quote=quote,
+                            location=str(passage.get("location") or ""))
         seen[pid] = citation
         citations.append(citation)
     return citations, dropped
@@ -169,22 +170,18 @@ def quote_in(quote: str, text: str) -> bool:
     return f" {' '.join(words)} " in f" {' '.join(_WORD.findall(text.casefold()))} "
 
 
-def render_citations(
-    answer: str | None, citations: Sequence[Citation], locations: Mapping[str, str] | None = None
-) -> str:
-    """The answer as a chat message: the answer with ``[n]`` markers, then its sources.
+def render_citations(answer: str | None, citations: Sequence[Citation]) -> str:
+    """The answer as a chat message: the answer with ``[n]`` markers, then its sources, each
+    named by where it is (its ``location``: file and page or section, as ``gear ask``
+    prints them) and its title.
 
     Example:
         >>> print(render_citations("Paris", [{"passage_id": "p1", "title": "Paris",
-        ...                                   "quote": "capital of France"}]))
+        ...                                   "quote": "capital of France", "location": "atlas.pdf, p. 3"}]))
         Paris [1]
         <BLANKLINE>
         Sources:
-        [1] Paris: "capital of France"
-
-    ``locations`` (passage id -> where it is, :func:`~gear_agent.ingest.location.cite_location`)
-    names each cited passage's file and page or section, as ``gear ask`` prints them:
-    ``[1] annual-report.pdf, p. 14 — Paris``.
+        [1] atlas.pdf, p. 3 — Paris: "capital of France"
     """
     if answer is None:
         return "I could not find an answer in the indexed passages."
@@ -194,7 +191,7 @@ def render_citations(
     lines = [f"{answer} {markers}", "", "Sources:"]
     for number, citation in enumerate(citations, start=1):
         quote = f': "{citation["quote"]}"' if citation.get("quote") else ""
-        where = (locations or {}).get(citation["passage_id"], "")
+        where = citation.get("location") or ""
         head = " — ".join(part for part in (where, citation["title"] or citation["passage_id"]) if part)
         lines.append(f"[{number}] {head}{quote}")
     return "\n".join(lines)

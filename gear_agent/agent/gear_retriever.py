@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from gear_agent.agent import _steps as steps
-from gear_agent.agent.parts import IndexParts, parts_and_settings
 from gear_agent.config import AgentSettings
 from gear_agent.filters import Where
 from gear_agent.llm.client import LLMClient
+from gear_agent.parts import IndexParts, parts_and_settings
 from gear_agent.retrieval.base import Outcome, RankedPassage, Retriever, check_request
+from gear_agent.retrieval.records import PassageRecord
 
 if TYPE_CHECKING:
     from gear_agent.open_index import OpenIndex
@@ -21,7 +22,7 @@ class GearRetriever(Retriever):
     Every passage keeps the chain of triples that reached it.
 
     Args:
-        parts: The index's parts: :func:`~gear_agent.agent.parts.index_parts` of an opened
+        parts: The index's parts: :func:`~gear_agent.parts.index_parts` of an opened
             index. An ``OpenIndex`` still works, with a DeprecationWarning (its settings
             when ``settings`` is None).
         llm: The client every LLM node calls.
@@ -60,14 +61,14 @@ class GearRetriever(Retriever):
 
     def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
         check_request(query, k)
-        return [RankedPassage.from_dict(p) for p in self.agent.invoke(_input(query, k, where))["passages"]]
+        return [PassageRecord.from_dict(p).ranked for p in self.agent.invoke(_input(query, k, where))["passages"]]
 
     async def arun(self, question: str, k: int, where: Where | None = None) -> Outcome:
         """One question for ``gear eval``: passages, answer, tokens and iterations."""
         result: dict[str, Any] = await self.agent.ainvoke(_input(question, k, where))
         tokens = result.get("tokens") or {}
         return Outcome(
-            [RankedPassage.from_dict(p) for p in result["passages"]],
+            [PassageRecord.from_dict(p).ranked for p in result["passages"]],
             answer=result.get("answer"),
             input_tokens=int(tokens.get("input", 0)),
             output_tokens=int(tokens.get("output", 0)),

@@ -17,14 +17,13 @@ from gear_agent._deprecated import NEXT_REMOVAL, warn_deprecated
 from gear_agent.agent import nodes
 from gear_agent.agent._steps import Expansion
 from gear_agent.agent.models import ChatModels
-from gear_agent.agent.parts import IndexParts, index_parts, parts_and_settings
 from gear_agent.agent.state import GearContext, GearState, InputState, OutputState
 from gear_agent.config import AgentSettings, GearSettings
 from gear_agent.errors import GearError
 from gear_agent.llm.client import LLMClient
 from gear_agent.open_index import OpenIndex
+from gear_agent.parts import IndexParts, check_llm_free, index_parts, parts_and_settings
 from gear_agent.retrieval.base import Retriever
-from gear_agent.retrieval.llm_free import check_llm_free
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
@@ -46,7 +45,7 @@ def build_graph(
     """The uncompiled GEAR graph over an index's parts, calling the model through ``llm``.
 
     Args:
-        parts: The index's parts (:func:`~gear_agent.agent.parts.index_parts` of an opened
+        parts: The index's parts (:func:`~gear_agent.parts.index_parts` of an opened
             index). An ``OpenIndex`` still works, with a DeprecationWarning (its settings
             when ``settings`` is None).
         llm: The client every LLM node calls, or the :class:`ChatModels` a run chooses
@@ -151,7 +150,7 @@ def build_agent(
         models = ChatModels(settings, default)
     if index is None:
         index = OpenIndex.open(settings)
-    parts = index_parts(index.under(settings))
+    parts = index_parts(index, settings=settings)
     return build_graph(parts, models, settings).compile(checkpointer=checkpointer, name="gear")
 
 

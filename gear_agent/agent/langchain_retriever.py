@@ -24,20 +24,16 @@ from gear_agent.retrieval.records import PassageRecord, passage_records
 _RECORD_KEYS = ("id", "title", "source", "score", "chain", "chain_ids")
 
 
-def to_documents(passages: list[dict[str, Any]]) -> list[Document]:
-    """Passage records (:meth:`PassageRecord.to_dict` dicts, as the agent returns them) as
-    Documents; the record's fields win over metadata keys of the same name."""
+def to_documents(records: list[PassageRecord]) -> list[Document]:
+    """Passage records as Documents (the one conversion to LangChain's shape); the record's
+    fields win over metadata keys of the same name."""
     documents = []
-    for p in passages:
+    for p in (r.to_dict() for r in records):
         metadata = dict(p.get("metadata") or {})
         metadata.update({key: p.get(key) for key in _RECORD_KEYS if key in p})
         metadata.setdefault("source", "")
         documents.append(Document(page_content=p["text"], id=p["id"], metadata=metadata))
     return documents
-
-
-def _as_dicts(records: list[PassageRecord]) -> list[dict[str, Any]]:
-    return [r.to_dict() for r in records]
 
 
 class GearLangChainRetriever(BaseRetriever):
@@ -70,10 +66,10 @@ class GearLangChainRetriever(BaseRetriever):
             given["where"] = self.where
         return given
 
-    def _records(self, query: str) -> list[dict[str, Any]]:
+    def _records(self, query: str) -> list[PassageRecord]:
         with self.store.snapshot():  # type: ignore[union-attr] - one commit: ranking and records
             ranked = self.retriever.retrieve(query, self.k, parse_where(self.where))  # type: ignore[union-attr]
-            return _as_dicts(passage_records(self.store, ranked))  # type: ignore[arg-type]
+            return passage_records(self.store, ranked)  # type: ignore[arg-type]
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
@@ -81,7 +77,7 @@ class GearLangChainRetriever(BaseRetriever):
         if self.agent is not None:
             config = {"callbacks": run_manager.get_child()}
             result = self.agent.invoke(self._input(query), config)
-            return to_documents(result["passages"])
+            return to_documents([PassageRecord.from_dict(p) for p in result["passages"]])
         return to_documents(self._records(query))
 
     async def _aget_relevant_documents(
@@ -90,5 +86,5 @@ class GearLangChainRetriever(BaseRetriever):
         if self.agent is not None:
             config = {"callbacks": run_manager.get_child()}
             result = await self.agent.ainvoke(self._input(query), config)
-            return to_documents(result["passages"])
+            return to_documents([PassageRecord.from_dict(p) for p in result["passages"]])
         return to_documents(await asyncio.to_thread(self._records, query))

@@ -98,31 +98,23 @@ class ChatModels:
                 self._clients[name] = client
         return client
 
-    def for_run(self, config: Mapping[str, Any] | None) -> LLMClient:
-        """The client a run chose (see :func:`chosen_model`), else the default one."""
-        return self.get(chosen_model(config))
 
+def chosen_model(context: Any, config: Mapping[str, Any] | None = None) -> str | None:
+    """The model a run names: its context's ``model`` (``Runtime[GearContext].context``),
+    else ``configurable["model"]`` (clients that only pass a config: LangServe), else None.
 
-def chosen_model(config: Mapping[str, Any] | None) -> str | None:
-    """The model a run names: ``context["model"]``, else ``configurable["model"]``, else None.
-
-    Args:
-        config: The run's config as a node receives it (LangGraph keeps the run's runtime,
-            and so its context, in ``configurable``).
+    Raises:
+        LLMConfigError: The value is not a name.
 
     Example:
-        >>> chosen_model({"configurable": {"model": "ollama:llama3.1"}})
+        >>> chosen_model(None, {"configurable": {"model": "ollama:llama3.1"}})
         'ollama:llama3.1'
+        >>> chosen_model({"model": "a"}, {"configurable": {"model": "b"}})
+        'a'
         >>> chosen_model(None) is None
         True
     """
-    configurable = (config or {}).get("configurable") or {}
-    context = _context_of(configurable)
-    for source in (context, configurable):
-        if isinstance(source, Mapping):
-            value = source.get(CONTEXT_KEY)
-        else:  # a dataclass or pydantic context
-            value = getattr(source, CONTEXT_KEY, None)
+    for value in _values(context, config, CONTEXT_KEY):
         if isinstance(value, str) and value.strip():
             return value.strip()
         if value is not None and not isinstance(value, str):
@@ -130,29 +122,19 @@ def chosen_model(config: Mapping[str, Any] | None) -> str | None:
     return None
 
 
-def run_option(config: Mapping[str, Any] | None, key: str) -> Any:
-    """A per-run value named ``key``: the run's context's, else ``configurable``'s, else None.
+def run_option(context: Any, config: Mapping[str, Any] | None, key: str) -> Any:
+    """A per-run value named ``key``: the run's context's (a ``GearContext`` dict, or a
+    dataclass or pydantic context), else ``configurable``'s, else None.
 
     Example:
-        >>> run_option({"configurable": {"deadline_s": 30}}, "deadline_s")
+        >>> run_option(None, {"configurable": {"deadline_s": 30}}, "deadline_s")
         30
     """
+    return next((value for value in _values(context, config, key) if value is not None), None)
+
+
+def _values(context: Any, config: Mapping[str, Any] | None, key: str) -> list[Any]:
+    """``key``'s value in the run's context, then in ``configurable``."""
     configurable = (config or {}).get("configurable") or {}
-    for source in (_context_of(configurable), configurable):
-        if isinstance(source, Mapping):
-            value = source.get(key)
-        else:  # a dataclass or pydantic context
-            value = getattr(source, key, None)
-        if value is not None:
-            return value
-    return None
-
-
-def _context_of(configurable: Mapping[str, Any]) -> Any:
-    """The run's LangGraph context (``Runtime.context``), found in ``configurable``."""
-    from langgraph.runtime import Runtime
-
-    for value in configurable.values():
-        if isinstance(value, Runtime):
-            return value.context
-    return None
+    return [source.get(key) if isinstance(source, Mapping) else getattr(source, key, None)
+            for source in (context, configurable)]

@@ -1,7 +1,7 @@
 """The GEAR agent's nodes (Shen et al., section 3.4 and Algorithm 2).
 
 Each factory takes what its node reads by closure: the index parts where it searches
-(:class:`~gear_agent.agent.parts.IndexParts`), the loop's settings section
+(:class:`~gear_agent.parts.IndexParts`), the loop's settings section
 (:class:`~gear_agent.config.AgentSettings`; a ``GearSettings`` is one), and the
 :class:`~gear_agent.llm.LLMClient` for LLM nodes. It returns a node:
 a function of the state that returns only the keys it changes. LLM nodes are
@@ -19,22 +19,22 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import run_in_executor
+from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from gear_agent.agent import _steps as steps
 from gear_agent.agent.chat import question_of, render_conversation
 from gear_agent.agent.citations import CITED_ANSWER_REPLY, read_cited_answer, render_citations
-from gear_agent.agent.models import ChatModels, run_option
-from gear_agent.agent.parts import IndexParts
-from gear_agent.agent.state import GearState
+from gear_agent.agent.models import ChatModels, chosen_model, run_option
+from gear_agent.agent.state import GearContext, GearState
 from gear_agent.config import AgentSettings
 from gear_agent.filters import parse_where
-from gear_agent.ingest.location import cite_location
 from gear_agent.llm.client import LLMClient, LLMReply
 from gear_agent.llm.errors import LLMCallError, LLMDeadlineError
 from gear_agent.llm.response_format import TRIPLES_REPLY, VERDICT_REPLY, ReplySchema
 from gear_agent.llm.usage import empty_usage, usage_of_call
 from gear_agent.parsing import ParseError, parse_reasoner_reply, parse_short_reply
+from gear_agent.parts import IndexParts
 from gear_agent.prompts import load_prompt, render_passages, render_triples
 from gear_agent.questions import QuestionError, check_run_option
 from gear_agent.retrieval.base import RankedPassage, Retriever, fuse_passages
@@ -49,9 +49,10 @@ Models = LLMClient | ChatModels
 """What an LLM node calls: one client, or the models a run may choose from (per-run model)."""
 
 
-def _client(models: Models, config: RunnableConfig | None) -> LLMClient:
-    """The client of this run's model (``context={"model": ...}``), else the default one."""
-    return models.for_run(config) if isinstance(models, ChatModels) else models
+def _client(models: Models, state: GearState) -> LLMClient:
+    """The client of the model this run chose (``context={"model": ...}``, resolved by
+    ``start`` into the state's ``model``), else the default one."""
+    return models.get(state.get("model")) if isinstance(models, ChatModels) else models
 
 
 DEADLINE = "deadline"
@@ -85,16 +86,18 @@ def out_of_time(state: GearState) -> bool:
     return state.get("stop_reason") == DEADLINE or (left is not None and left <= 0)
 
 
-def run_deadline_s(state: GearState, config: RunnableConfig | None, default: float) -> float | None:
-    """The run's time budget in seconds: the input's ``deadline_s``, else the context's
-    (or ``configurable``'s), else ``default`` (``GEAR_DEADLINE_S``); 0 or infinity: none.
+def run_deadline_s(state: GearState, context: Any, config: RunnableConfig | None,
+                   default: float) -> float | None:
+    """The run's time budget in seconds: the input's ``deadline_s``, else the run's
+    ``context``'s (or ``configurable``'s), else ``default`` (``GEAR_DEADLINE_S``); 0 or
+    infinity: none.
 
     Raises:
         RunOptionError: The value is not a number >= 0.
     """
     value: Any = state.get("deadline_s")
     if value is None:
-        value = run_option(config, CONTEXT_DEADLINE)
+        value = run_option(context, config, CONTEXT_DEADLINE)
     if value is None:
         value = default
     seconds = float(check_run_option("deadline_s", value, 0, integer=False))
@@ -139,7 +142,7 @@ def _llm_node(
         ran_out = state.get("stop_reason") == DEADLINE
         if not ran_out and (left is None or left > 0):
             return None
-        client = _client(llm, config)
+        client = _client(llm, state)
         return LLMDeadlineError(model=client.model_name, node=name, attempts=0, budget_s=0.0)
 
     def run(state: GearState, config: RunnableConfig) -> Update:
@@ -149,7 +152,7 @@ def _llm_node(
             return out_of_time(state, late)
         prompt = prompt_of(state)
         try:
-            reply = _client(llm, config).invoke(
+            reply = _client(llm, state).invoke(
                 prompt, node=name, config=config, schema=schema, deadline_s=seconds_left(state)
             )
         except LLMDeadlineError as exc:
@@ -168,7 +171,7 @@ def _llm_node(
         # Prompts and updates may read the index (blocking I/O): off the event loop.
         prompt = await run_in_executor(config, prompt_of, state)
         try:
-            reply = await _client(llm, config).ainvoke(
+            reply = await _client(llm, state).ainvoke(
                 prompt, node=name, config=config, schema=schema, deadline_s=seconds_left(state)
             )
         except LLMDeadlineError as exc:
@@ -194,7 +197,11 @@ def make_start(store: Store, settings: AgentSettings, models: Models | None = No
     conversation and is kept.
     """
 
-    def start(state: GearState, config: RunnableConfig = None) -> Update:  # type: ignore[assignment]
+    def start(state: GearState, config: RunnableConfig = None,  # type: ignore[assignment]
+              runtime: Runtime[GearContext] = None) -> Update:  # type: ignore[assignment]
+        """``runtime``: LangGraph's, whose ``context`` holds the run's choices (None when the
+        node is called by hand); ``config``: for clients that pass them in ``configurable``."""
+        context = runtime.context if runtime is not None else None
         raw, history, added = question_of(state.get("question"), state.get("messages") or [])
         if raw is None:
             raise QuestionError(
@@ -202,10 +209,12 @@ def make_start(store: Store, settings: AgentSettings, models: Models | None = No
             )
         question = steps.check_question(raw, settings.max_question_chars)
         where = checked_where(store, state.get("where"))  # a bad or empty filter fails here
-        if models is not None:
-            _client(models, config)  # an unknown or unbuildable model fails here, before any work
-        budget = run_deadline_s(state, config, settings.deadline_s)
+        model = chosen_model(context, config)
+        if isinstance(models, ChatModels):
+            models.get(model)  # an unknown or unbuildable model fails here, before any work
+        budget = run_deadline_s(state, context, config, settings.deadline_s)
         update: Update = {
+            "model": model,
             "deadline_at": None if budget is None else time.time() + budget,
             "question": question,
             "history": history,
@@ -437,27 +446,26 @@ def make_answer(settings: AgentSettings, llm: Models) -> RunnableLambda:
             conversation=render_conversation(state.get("history") or []),
         )
 
-    def turn(state: GearState, answer: str | None, citations: list[Any]) -> list[AIMessage]:
-        locations = {p["id"]: cite_location(p.get("source", ""), p.get("metadata")) for p in shown_of(state)}
-        return [AIMessage(content=render_citations(answer, citations, locations))]
+    def turn(answer: str | None, citations: list[Any]) -> list[AIMessage]:
+        return [AIMessage(content=render_citations(answer, citations))]
 
     def update_of(state: GearState, reply: LLMReply) -> Update:
         iteration = state.get("iteration", 1)
         try:
             cited = read_cited_answer(reply.text, shown_of(state))
         except ParseError as exc:
-            return {"answer": None, "citations": [], "messages": turn(state, None, []),
+            return {"answer": None, "citations": [], "messages": turn(None, []),
                     "dropped": [_failure(state, "answer", exc)]}
         dropped = [{"iteration": iteration, "node": "answer", **d} for d in cited.dropped]
         return {
             "answer": cited.answer,
             "citations": cited.citations,
-            "messages": turn(state, cited.answer, cited.citations),
+            "messages": turn(cited.answer, cited.citations),
             "dropped": dropped,
         }
 
     def on_call_error(state: GearState, exc: LLMCallError) -> Update:
-        return {"messages": turn(state, state.get("answer"), []),
+        return {"messages": turn(state.get("answer"), []),
                 "dropped": [_failure(state, "answer", exc)]}
 
     return _llm_node("answer", llm, prompt_of, update_of, on_call_error, CITED_ANSWER_REPLY)

@@ -62,11 +62,14 @@ class Citation(TypedDict):
         title: Its title.
         quote: The words of the passage the model quoted as support, when it gave a
             quote that is really in the passage; None otherwise.
+        location: Where the passage is, as a citation names it: its source and page or
+            section (``annual-report.pdf, p. 14``; empty for a passage with no source).
     """
 
     passage_id: str
     title: str
     quote: str | None
+    location: str
 
 
 class InputState(TypedDict):
@@ -136,6 +139,8 @@ class GearState(TypedDict):
         where: A filter on passages (see :mod:`gear_agent.filters`): every search of the run
             ranks only passages that pass it.
         deadline_s: Per-run time budget in seconds (``GEAR_DEADLINE_S``; 0 for none).
+        model: The chat model this run chose (``GearContext``'s ``model``, or
+            ``configurable``'s), resolved once by ``start``; None: the configured one.
         deadline_at: When the run's time budget ends (epoch seconds), or None for no
             budget; set by ``start``. Every LLM call, retry and ``Retry-After`` wait of the
             run shares it.
@@ -167,6 +172,7 @@ class GearState(TypedDict):
     top_k: NotRequired[int]
     where: NotRequired[WhereField]
     deadline_s: NotRequired[float]
+    model: NotRequired[str | None]
     deadline_at: NotRequired[float | None]
     query: str
     queries: Annotated[list[str], operator.add]

@@ -11,12 +11,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gear_agent.agent import _steps as steps
-from gear_agent.agent.parts import IndexParts, parts_and_settings
 from gear_agent.config import AgentSettings
 from gear_agent.filters import Where
 from gear_agent.llm.client import LLMClient, LLMReply
 from gear_agent.llm.response_format import TRIPLES_REPLY
 from gear_agent.llm.usage import usage_of_call
+from gear_agent.parts import IndexParts, parts_and_settings
 from gear_agent.retrieval.base import (
     Outcome,
     RankedPassage,
@@ -38,7 +38,7 @@ class SyncGERetriever(Retriever):
 
     Args:
         parts: The index's parts (store, encoder, base retriever, the parts built once):
-            :func:`~gear_agent.agent.parts.index_parts` of an opened index. An
+            :func:`~gear_agent.parts.index_parts` of an opened index. An
             ``OpenIndex`` still works, with a DeprecationWarning (its settings when
             ``settings`` is None).
         llm: The client the reader calls.

@@ -9,7 +9,6 @@ from typing import Annotated, Any
 import typer
 
 from gear_agent.cli.common import IndexOpt, SafeConsole, console, load_settings, reports_errors
-from gear_agent.ingest.location import cite_location
 
 _PREVIEW_CHARS = 300
 
@@ -127,19 +126,10 @@ def ask_report(question: str, result: dict[str, Any]) -> dict[str, Any]:
         >>> ask_report("Capital of France?", result)["citations"][0]["number"]
         1
     """
-    by_id = {p["id"]: p for p in result.get("passages", [])}
-    citations = []
-    for number, citation in enumerate(result.get("citations") or [], start=1):
-        passage = by_id.get(citation["passage_id"], {})
-        citations.append({
-            "number": number,
-            "passage_id": citation["passage_id"],
-            "title": citation.get("title", ""),
-            "location": cite_location(passage.get("source", ""), passage.get("metadata") or {}),
-            "quote": citation.get("quote"),
-            "text": passage.get("text", ""),
-            "chain": passage.get("chain", []),
-        })
+    from gear_agent.retrieval.records import PassageRecord, cite
+
+    records = [PassageRecord.from_dict(p) for p in result.get("passages", [])]
+    citations = [c.to_dict() for c in cite(result.get("citations") or [], records)]
     return {
         "question": question,
         "answer": result.get("answer"),
@@ -188,8 +178,7 @@ def print_report(report: dict[str, Any], *, show_passages: bool = False, streame
         out.print()
         out.print("ranked passages:", style="bold")
         for rank, passage in enumerate(report["passages"], start=1):
-            location = cite_location(passage.get("source", ""), passage.get("metadata") or {})
-            out.print(f"{rank}. {_cited(location, passage['title'])}  ({passage['id']})",
+            out.print(f"{rank}. {_cited(passage.get('location', ''), passage['title'])}  ({passage['id']})",
                       highlight=False, markup=False)
             for triple in passage.get("chain", []):
                 out.print(f"    ↳ ({'; '.join(triple)})", style="cyan", highlight=False, markup=False)

@@ -13,7 +13,7 @@ from gear_agent.cli.common import console
 
 if TYPE_CHECKING:
     from gear_agent.config import GearSettings
-    from gear_agent.retrieval.registry import RetrieverSpec
+    from gear_agent.registry import RetrieverSpec
     from gear_agent.store import Store
 
 

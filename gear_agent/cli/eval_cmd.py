@@ -53,7 +53,8 @@ def eval_(
     from gear_agent.evaluation.dataset import load_questions
     from gear_agent.evaluation.prepare import eval_index_dir, prepare_index
     from gear_agent.evaluation.runner import evaluate
-    from gear_agent.retrieval.registry import RETRIEVERS, check_name, make_retriever
+    from gear_agent.parts import ppr_retriever
+    from gear_agent.registry import RETRIEVERS, check_name, make_retriever
 
     settings = load_settings(None, **_overrides(scorer, no_diversity, base_k, tokenizer))
     if sirerag is not None:
@@ -73,7 +74,7 @@ def eval_(
     console.print(f"index: {folder}")
     with ProgressBoard() as board, board.embedding():
         index, _ = prepare_index(settings, corpus, openie, board.stage)
-        report_graph_build(index, board)
+        report_graph_build(ppr_retriever(index), board)
         if sirerag is not None:
             from gear_agent.cli.sirerag_cmd import print_report, run_build, sirerag_settings
 
@@ -174,7 +175,7 @@ def cost_grid(rows, settings) -> Grid:
 def retrievers_() -> None:
     """List every retriever name: what it does and whether it needs an LLM or triples."""
 
-    from gear_agent.retrieval.registry import DEFAULT_RETRIEVER, DEFAULT_WHY, RETRIEVERS
+    from gear_agent.registry import DEFAULT_RETRIEVER, DEFAULT_WHY, RETRIEVERS
 
     rows = [(f"{spec.name} (default)" if spec.name == DEFAULT_RETRIEVER else spec.name,
              "yes" if spec.needs_llm else "-", "yes" if spec.needs_triples else "-",

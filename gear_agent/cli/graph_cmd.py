@@ -12,7 +12,7 @@ import typer
 from gear_agent.cli.common import IndexOpt, console, load_settings, reports_errors
 from gear_agent.cli.search_cmd import retriever_help
 from gear_agent.cli.usage import CONTEXT, GearCommand, GearGroup
-from gear_agent.retrieval.registry import DEFAULT_RETRIEVER
+from gear_agent.registry import DEFAULT_RETRIEVER
 
 app = typer.Typer(
     help="Look at the entity graph: export it for Gephi, Cytoscape or networkx.",
@@ -108,9 +108,10 @@ def _question_graph(settings, question: str, retriever: str, k: int, options):
     from gear_agent.cli.progress import ProgressBoard, report_graph_build
     from gear_agent.graph_export import chains_graph
     from gear_agent.open_index import OpenIndex
+    from gear_agent.parts import ppr_retriever
     from gear_agent.questions import check_question
+    from gear_agent.registry import check_name, make_retriever
     from gear_agent.retrieval.records import passage_records
-    from gear_agent.retrieval.registry import check_name, make_retriever
 
     question = check_question(question, settings.max_question_chars)
     spec = check_name(retriever)
@@ -120,7 +121,7 @@ def _question_graph(settings, question: str, retriever: str, k: int, options):
     index = OpenIndex.open(settings)
     warn_without_triples(spec, index.store)
     with ProgressBoard() as board, board.embedding():
-        report_graph_build(index, board)
+        report_graph_build(ppr_retriever(index), board)
         ranked = make_retriever(retriever, index).retrieve(question, k)
     return chains_graph(index.store, passage_records(index.store, ranked), options)
 
@@ -128,8 +129,8 @@ def _question_graph(settings, question: str, retriever: str, k: int, options):
 def _traced_passages(path: Path, run_id: str | None):
     """The final passages of a traced run, as ranked ids with their chains."""
     from gear_agent.cli.trace_cmd import final_passages
-    from gear_agent.retrieval.base import RankedPassage
+    from gear_agent.retrieval.records import PassageRecord
     from gear_agent.tracing.reader import build_tree, read_runs
 
     tree = build_tree(read_runs(path), run_id)
-    return [RankedPassage.from_dict(p) for p in final_passages(tree.record)]
+    return [PassageRecord.from_dict(p).ranked for p in final_passages(tree.record)]

@@ -202,12 +202,12 @@ class ProgressBoard:
         return task
 
 
-def report_graph_build(index: Any, board: ProgressBoard) -> bool:
+def report_graph_build(retriever: Any, board: ProgressBoard) -> bool:
     """Point the PPR graph builder's ``(stage, done, total)`` reports at ``board``, where the
-    installed expansion makes them (a ``progress`` attribute on the index's PPR
-    retriever); True if it does. Without it, the graph's phrase embedding still shows as an
+    installed expansion makes them (a ``progress`` attribute on the index's PPR retriever,
+    :func:`gear_agent.parts.ppr_retriever`: cheap, the graph itself is built on first use);
+    True if it does. Without it, the graph's phrase embedding still shows as an
     ``embed N texts`` bar through the embedder's callback."""
-    retriever = index.ppr_retriever()  # cheap: the graph itself is built on first use
     if not hasattr(retriever, "progress"):
         return False
     retriever.progress = board.graph_stages()

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from gear_agent.cli.common import IndexOpt, SafeConsole, console, load_settings, reports_errors
-from gear_agent.retrieval.registry import DEFAULT_RETRIEVER, RETRIEVERS, ScoreKind
+from gear_agent.registry import DEFAULT_RETRIEVER, RETRIEVERS, ScoreKind
 
 
 def retriever_help(prefix: str) -> str:
@@ -79,8 +79,9 @@ def search(
     )
     from gear_agent.cli.progress import ProgressBoard, report_graph_build
     from gear_agent.filters import parse_where
+    from gear_agent.parts import ppr_retriever
     from gear_agent.questions import check_question
-    from gear_agent.retrieval.registry import check_name
+    from gear_agent.registry import check_name
 
     settings = load_settings(index_dir)
     question = check_question(question, settings.max_question_chars)
@@ -92,16 +93,16 @@ def search(
         require_llm(settings)  # last: building the client imports the provider package
     # Every check passed: only now load the embedding model and the index.
     from gear_agent.open_index import OpenIndex
+    from gear_agent.registry import make_retriever
     from gear_agent.retrieval.filtering import checked_where
     from gear_agent.retrieval.records import passage_records
-    from gear_agent.retrieval.registry import make_retriever
 
     with console.status("loading the embedding model and the index"):
         index = OpenIndex.open(settings)
     warn_without_triples(spec, index.store)
     checked = checked_where(index.store, where)  # says so when no passage passes
     with ProgressBoard() as board, board.embedding():  # a PPR graph's first build is long
-        report_graph_build(index, board)
+        report_graph_build(ppr_retriever(index), board)
         with index.store.snapshot():  # the ranking and the records of one commit
             ranked = make_retriever(retriever, index).retrieve(question, k, checked)
             records = passage_records(index.store, ranked)

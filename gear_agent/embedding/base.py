@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from functools import lru_cache
 
 import numpy as np
 
@@ -152,3 +153,14 @@ def rows_of_one_length(rows: Sequence[Sequence[float]], texts: int, where: str) 
         return np.asarray(rows, dtype=np.float32)
     except (TypeError, ValueError) as exc:
         raise EmbeddingServiceError(f"{where} returned vectors that are not numbers ({exc})") from None
+
+
+class QueryEncoder:
+    """Embeds queries, remembering recent ones so a query is encoded once per run."""
+
+    def __init__(self, embedder: Embedder, cache_size: int = 1024) -> None:
+        self.embedder = embedder
+        self._cached: Callable[[str], np.ndarray] = lru_cache(maxsize=cache_size)(embedder.embed_one)
+
+    def __call__(self, query: str) -> np.ndarray:
+        return self._cached(query)

@@ -117,7 +117,7 @@ class HippoRAGRetriever(Retriever):
             ``ppr_tolerance``); the ``ppr`` retriever's when None.
 
     Example:
-        >>> HippoRAGRetriever(index.ppr_retriever(), settings).retrieve("Who ...?", 5)  # doctest: +SKIP
+        >>> HippoRAGRetriever(ppr_retriever(index), settings).retrieve("Who ...?", 5)  # doctest: +SKIP
     """
 
     name = "hipporag"

@@ -121,7 +121,7 @@ class HippoRAGNERRetriever(HippoRAGRetriever):
             fallback uses ``hipporag_seed_phrases``.
 
     Example:
-        >>> HippoRAGNERRetriever(index.ppr_retriever(), make_query_ner(llm)).retrieve(
+        >>> HippoRAGNERRetriever(ppr_retriever(index), make_query_ner(llm)).retrieve(
         ...     "Who ...?", 5)  # doctest: +SKIP
     """
 

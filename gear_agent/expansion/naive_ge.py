@@ -8,12 +8,12 @@ list by RRF. Every returned passage carries the triple chain that reached it.
 from __future__ import annotations
 
 from gear_agent.config import RetrievalSettings
+from gear_agent.embedding.base import QueryEncoder
 from gear_agent.expansion.beam import TripleBeamSearch, beams_to_passages
 from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request, fuse_passages
 from gear_agent.retrieval.filtering import keep_passing
 from gear_agent.retrieval.fusion import rrf_constant
-from gear_agent.retrieval.search import QueryEncoder
 
 
 class NaiveGERetriever(Retriever):

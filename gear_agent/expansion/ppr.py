@@ -42,6 +42,7 @@ import numpy as np
 from scipy import sparse
 
 from gear_agent.config import PPRSettings
+from gear_agent.embedding.base import QueryEncoder
 from gear_agent.expansion._ppr_push import push_personalized_pagerank
 from gear_agent.expansion._query_entities import query_entity_vertices
 from gear_agent.expansion.ppr_graph import GraphProgress, PPRGraph, cache_path, load_or_build
@@ -49,7 +50,6 @@ from gear_agent.expansion.ppr_walk import Walk, walk_of
 from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
 from gear_agent.retrieval.filtering import keep_top_passing
-from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.store.base import Store
 from gear_agent.types import Hit, Triple
 

@@ -51,19 +51,22 @@ class RankedPassage:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RankedPassage:
-        """A ranked passage back from its JSON form, or from a passage record's dict
-        (:meth:`~gear_agent.retrieval.records.PassageRecord.to_dict`, whose ``chain`` holds
-        the triples and ``chain_ids`` their ids).
+        """A ranked passage back from its JSON form (:meth:`to_dict`); a passage record's
+        dict reads back with :meth:`~gear_agent.retrieval.records.PassageRecord.from_dict`.
+
+        Raises:
+            TypeError: The chain holds triples, not triple ids (a record's dict).
 
         Example:
-            >>> RankedPassage.from_dict({"id": "p-1", "score": 0.5, "chain": [["a", "b", "c"]],
-            ...                          "chain_ids": ["t-1"]})
+            >>> RankedPassage.from_dict({"id": "p-1", "score": 0.5, "chain": ["t-1"]})
             RankedPassage(id='p-1', score=0.5, chain=('t-1',))
         """
-        chain = data.get("chain_ids") if "chain_ids" in data else data.get("chain")
-        ids = tuple(t for t in chain or () if isinstance(t, str))  # never [s, p, o] lists
+        chain = tuple(data.get("chain") or ())
+        if not all(isinstance(t, str) for t in chain):
+            raise TypeError("a ranked passage's chain is triple ids; this dict holds triples (a passage "
+                            "record's form: read it with PassageRecord.from_dict)")
         kind = data.get("chain_kind")
-        return cls(str(data["id"]), float(data.get("score") or 0.0), ids,
+        return cls(str(data["id"]), float(data.get("score") or 0.0), chain,
                    kind if kind in CHAIN_KINDS else "path")
 
 

@@ -2,29 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import lru_cache
-
-import numpy as np
-
 from gear_agent._deprecated import NEXT_REMOVAL, moved_names
-from gear_agent.embedding.base import Embedder
+from gear_agent.embedding.base import QueryEncoder
 from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
 from gear_agent.retrieval.fusion import rrf, rrf_constant
 from gear_agent.store.base import Store
 from gear_agent.types import BASE_MODES, Collection, Hit
-
-
-class QueryEncoder:
-    """Embeds queries, remembering recent ones so a query is encoded once per run."""
-
-    def __init__(self, embedder: Embedder, cache_size: int = 1024) -> None:
-        self.embedder = embedder
-        self._cached: Callable[[str], np.ndarray] = lru_cache(maxsize=cache_size)(embedder.embed_one)
-
-    def __call__(self, query: str) -> np.ndarray:
-        return self._cached(query)
 
 
 def search(
@@ -77,6 +61,8 @@ class SearchRetriever(Retriever):
             hits = search(self.store, self.encode, "passage", query, k, self.mode, self.rrf_k, where)
         return [RankedPassage(h.id, h.score) for h in hits]
 
+
+__all__ = ["QueryEncoder", "SearchRetriever", "search"]
 
 __getattr__ = moved_names(__name__, {"BaseRetriever": (__name__, "SearchRetriever")},
                           "the old name collided with LangChain's BaseRetriever",

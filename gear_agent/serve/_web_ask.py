@@ -23,11 +23,10 @@ from typing import Any
 
 from gear_agent.agent.state import merge_memory
 from gear_agent.agent.streaming import arun_events
-from gear_agent.ingest.location import cite_location
 from gear_agent.llm.usage import merge_usage
 from gear_agent.retrieval.base import Retriever
 from gear_agent.retrieval.filtering import checked_where
-from gear_agent.retrieval.records import passage_records
+from gear_agent.retrieval.records import CitedPassage, PassageRecord, cite, passage_records
 from gear_agent.serve._graph_svg import chain_svg
 from gear_agent.store import Store
 
@@ -52,44 +51,36 @@ def quote_spans(text: str, quote: str | None) -> list[int] | None:
     return [match.start(), match.end()] if match else None
 
 
-def _passages_out(passages: Sequence[dict[str, Any]], citations: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    cited: dict[str, list[tuple[int, str | None]]] = {}
-    for number, citation in enumerate(citations, start=1):
-        cited.setdefault(citation.get("passage_id", ""), []).append((number, citation.get("quote")))
+def _passages_out(records: Sequence[PassageRecord], cited: Sequence[CitedPassage]) -> list[dict[str, Any]]:
+    marks: dict[str, list[CitedPassage]] = {}
+    for citation in cited:
+        marks.setdefault(citation.passage.id, []).append(citation)
     out = []
-    for rank, passage in enumerate(passages, start=1):
-        marks = cited.get(passage.get("id", ""), [])
-        text = str(passage.get("text", ""))
-        spans = [s for s in (quote_spans(text, q) for _, q in marks) if s]
+    for rank, record in enumerate(records, start=1):
+        passage = record.to_dict()
+        mine = marks.get(record.id, [])
+        spans = [s for s in (quote_spans(record.text, c.quote) for c in mine) if s]
         out.append({
-            "rank": rank, "id": passage.get("id"), "title": passage.get("title", ""), "text": text,
-            "score": passage.get("score"), "source": passage.get("source", ""),
-            "metadata": passage.get("metadata") or {}, "chain": passage.get("chain") or [],
-            "location": cite_location(passage.get("source", ""), passage.get("metadata") or {}),
-            "chain_kind": passage.get("chain_kind") or "path",
-            "cited": [n for n, _ in marks], "quote_spans": spans,
-            "svg": chain_svg(passage.get("chain") or [], str(passage.get("id")), str(passage.get("title", "")),
-                             kind=passage.get("chain_kind") or "path"),
+            "rank": rank, **{key: passage[key] for key in (
+                "id", "title", "text", "score", "source", "metadata", "chain", "location", "chain_kind")},
+            "cited": [c.number for c in mine], "quote_spans": spans,
+            "svg": chain_svg(passage["chain"], record.id, record.title, kind=record.chain_kind),
         })
     return out
 
 
 def result_of(state: dict[str, Any]) -> dict[str, Any]:
     """The ``result`` event of a finished run's output state."""
-    citations = list(state.get("citations") or [])
+    records = [PassageRecord.from_dict(p) for p in state.get("passages") or []]
+    cited = cite(state.get("citations") or [], records)
     tokens = state.get("tokens") or {}
-    passages = _passages_out(state.get("passages") or [], citations)
-    by_id = {p["id"]: p for p in passages}
     return {
         "answer": state.get("answer"),
-        "citations": [{"number": n, "passage_id": c.get("passage_id"), "title": c.get("title", ""),
-                       "quote": c.get("quote"),
-                       # where: source and page or section; the page links it to the passage
-                       # among its document's passages (Documents, filtered by its source)
-                       "location": by_id.get(c.get("passage_id"), {}).get("location", ""),
-                       "source": by_id.get(c.get("passage_id"), {}).get("source", "")}
-                      for n, c in enumerate(citations, start=1)],
-        "passages": passages,
+        # where: source and page or section; the page links it to the passage among its
+        # document's passages (Documents, filtered by its source)
+        "citations": [{key: c.to_dict()[key] for key in ("number", "passage_id", "title", "quote",
+                                                          "location", "source")} for c in cited],
+        "passages": _passages_out(records, cited),
         "iterations": state.get("iterations"), "stop_reason": state.get("stop_reason"),
         "queries": list(state.get("queries") or []),
         "tokens": int(tokens.get("input", 0)) + int(tokens.get("output", 0)),
@@ -162,7 +153,6 @@ def search_result(store: Store, retriever: Retriever, name: str, question: str, 
     ``result`` event (no answer)."""
     checked = checked_where(store, where)
     ranked = retriever.retrieve(question, k, checked)
-    records = [r.to_dict() for r in passage_records(store, ranked)]
-    return {"answer": None, "citations": [], "passages": _passages_out(records, []),
+    return {"answer": None, "citations": [], "passages": _passages_out(passage_records(store, ranked), []),
             "iterations": 0, "stop_reason": None, "queries": [question], "tokens": 0, "dropped": 0,
             "retriever": name}

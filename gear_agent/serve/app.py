@@ -202,7 +202,7 @@ def create_app(
             return JSONResponse(status_code=503, content={"message": NO_CHAT_MODEL})
 
     if index is not None:
-        from gear_agent.retrieval.registry import make_retriever
+        from gear_agent.registry import make_retriever
         from gear_agent.serve.web import WebPage, add_web_routes
 
         def chat_client() -> LLMClient:

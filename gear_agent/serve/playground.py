@@ -17,8 +17,8 @@ from langchain_core.runnables import Runnable, RunnableGenerator, RunnableLambda
 from langgraph.types import Overwrite
 
 from gear_agent.config import GearSettings
-from gear_agent.ingest.location import cite_location
 from gear_agent.llm.usage import merge_usage
+from gear_agent.retrieval.records import PassageRecord, cite
 from gear_agent.serve.schemas import GearRequest, request_model
 
 ASK_PATH = "/gear/ask"
@@ -137,19 +137,18 @@ def render_result(state: dict[str, Any]) -> str:
         <BLANKLINE>
         1 iteration(s), stopped: answerable · 100 tokens
     """
-    passages = state.get("passages") or []
-    by_id = {p.get("id"): p for p in passages}
-    citations = state.get("citations") or []
+    records = [PassageRecord.from_dict(p) for p in state.get("passages") or []]
+    cited = cite(state.get("citations") or [], records)
+    passages = [r.to_dict() for r in records]
     answer = state.get("answer")
-    marks = "".join(f"[{n}]" for n in range(1, len(citations) + 1))
+    marks = "".join(f"[{c.number}]" for c in cited)
     lines = [f"{answer} {marks}".rstrip() if answer is not None else "(no answer)"]
-    for number, citation in enumerate(citations, start=1):
-        quote = f': "{citation["quote"]}"' if citation.get("quote") else ""
-        cited = by_id.get(citation.get("passage_id"), {})
-        where = cite_location(cited.get("source", ""), cited.get("metadata") or {})
-        head = " — ".join(part for part in (where, citation.get("title", "")) if part)
-        lines += ["" if number == 1 else None, f"[{number}] {head}{quote}"]
-        lines += [f"    {_arrow(cited)} ({'; '.join(t)})" for t in cited.get("chain", [])]
+    for citation in cited:
+        quote = f': "{citation.quote}"' if citation.quote else ""
+        head = " — ".join(part for part in (citation.location, citation.passage.title) if part)
+        lines += ["" if citation.number == 1 else None, f"[{citation.number}] {head}{quote}"]
+        arrow = _arrow(citation.passage.chain_kind)
+        lines += [f"    {arrow} ({'; '.join(t.as_tuple())})" for t in citation.passage.chain]
     lines = [line for line in lines if line is not None]
     if passages:
         lines += ["", "Ranked passages:"]
@@ -159,7 +158,7 @@ def render_result(state: dict[str, Any]) -> str:
                 text = text[:PREVIEW_CHARS].rsplit(" ", 1)[0] + " …"
             lines.append(f"{rank}. {passage.get('title', '')}  (score {float(passage.get('score', 0)):.4f})")
             lines.append(f"   {text}")
-            lines += [f"   {_arrow(passage)} ({'; '.join(t)})" for t in passage.get("chain", [])]
+            lines += [f"   {_arrow(passage['chain_kind'])} ({'; '.join(t)})" for t in passage["chain"]]
     tokens = state.get("tokens") or {}
     total = int(tokens.get("input", 0)) + int(tokens.get("output", 0))
     lines += ["", f"{state.get('iterations', 0)} iteration(s), stopped: {state.get('stop_reason')}"
@@ -167,7 +166,7 @@ def render_result(state: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _arrow(passage: dict[str, Any]) -> str:
+def _arrow(chain_kind: str) -> str:
     """``↳`` before a triple of the path that reached a passage; ``⇢ seed`` before a PPR
     seed triple whose mass reached it (``chain_kind="seeds"``)."""
-    return "⇢ seed" if passage.get("chain_kind") == "seeds" else "↳"
+    return "⇢ seed" if chain_kind == "seeds" else "↳"

@@ -166,7 +166,8 @@ class GearResponse(BaseModel):
     citations: list[dict[str, Any]] = Field(
         default_factory=list,
         description="Passages the answer cites, numbered by their place here (1-based): "
-        "passage_id, title, quote (words of the passage, or null). Only passages the QA "
+        "passage_id, title, quote (words of the passage, or null), location (where the "
+        "passage is: source and page or section). Only passages the QA "
         "prompt was shown; others are in dropped.",
     )
     messages: list[dict[str, Any]] = Field(

@@ -49,9 +49,9 @@ from gear_agent.config import GearSettings
 from gear_agent.errors import GearError
 from gear_agent.filters import parse_where
 from gear_agent.questions import check_question
+from gear_agent.registry import RETRIEVERS, check_name
 from gear_agent.retrieval.base import Retriever
 from gear_agent.retrieval.filtering import checked_where
-from gear_agent.retrieval.registry import RETRIEVERS, check_name
 from gear_agent.serve import _web_explore as web_explore
 from gear_agent.serve._web_ask import AGENT, ask_events, search_result
 from gear_agent.serve._web_documents import MAX_LIST, DocumentError, Documents

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gear_agent.embedding.base import QueryEncoder
 from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
-from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.sirerag.freshness import SiReRAGPool
 from gear_agent.store.backends import node_store_of
 from gear_agent.store.base import Store

@@ -10,7 +10,7 @@ from support.fakes import make_passage, make_triple
 from gear_agent.config import GearSettings
 from gear_agent.embedding.hashing import HashingEmbedder
 from gear_agent.open_index import OpenIndex
-from gear_agent.retrieval.registry import make_retriever
+from gear_agent.registry import make_retriever
 from gear_agent.retrieval.search import QueryEncoder
 
 

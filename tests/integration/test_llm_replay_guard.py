@@ -23,7 +23,8 @@ from gear_agent.evaluation.dataset import load_questions
 from gear_agent.evaluation.metrics import exact_match, recall_at_k
 from gear_agent.evaluation.replay import BENCHMARKS, REPLAY_ENDPOINT, open_benchmark, replay_index
 from gear_agent.llm.tokens import tokenizer_label
-from gear_agent.retrieval.registry import make_retriever
+from gear_agent.parts import ppr_retriever
+from gear_agent.registry import make_retriever
 
 # Building both dev sets' indexes with the real encoder is the slow part (about four minutes
 # on two idle cores; more on a busy machine): the module may take longer than the suite's
@@ -83,7 +84,7 @@ def replays() -> dict[str, object]:
             # no deadline: the first question must not pay for the PPR graph's build (the
             # deadline changes no prompt), and the graph is built before any question runs
             replay = replay_index(open_benchmark(b, DATA, settings), b, DATA, deadline_s=0)
-            replay.ppr_retriever().retrieve("warm-up", 1)
+            ppr_retriever(replay).retrieve("warm-up", 1)
             replays[b.name] = replay
         return replays
 

@@ -35,11 +35,11 @@ import pytest
 from support.local_llm import LOCAL_LLM_MODEL, local_llm_available, running_local_llm
 
 from gear_agent.agent.graph import build_agent
-from gear_agent.agent.parts import index_parts
 from gear_agent.agent.syncge import SyncGERetriever
 from gear_agent.config import GearSettings
 from gear_agent.llm.client import LLMClient
 from gear_agent.open_index import OpenIndex
+from gear_agent.parts import index_parts
 from gear_agent.tracing.jsonl_tracer import FILE_NAME, JsonlTracer
 from gear_agent.tracing.reader import build_tree, read_runs, roots
 

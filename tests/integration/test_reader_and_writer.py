@@ -20,7 +20,8 @@ from support.fakes import make_passage, make_triple
 from gear_agent.config import GearSettings
 from gear_agent.embedding.hashing import HashingEmbedder
 from gear_agent.open_index import OpenIndex
-from gear_agent.retrieval.registry import make_retriever
+from gear_agent.parts import ppr_retriever
+from gear_agent.registry import make_retriever
 from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.types import Passage, Triple
@@ -91,5 +92,5 @@ def test_a_commit_during_a_query_is_served_whole_by_the_next_query(index: Path, 
     after = {p.id for p in retriever.retrieve(QUESTION, 3)}
     assert after <= NEW and DELTA.id in after  # the next query: the new commit, whole
     if name.endswith("ppr"):
-        graph = runtime.ppr_retriever().graph
+        graph = ppr_retriever(runtime).graph
         assert graph.passage_vertex(BRAVO.id) is None and graph.passage_vertex(DELTA.id) is not None

@@ -56,7 +56,8 @@ def test_ask_streams_step_names_then_the_cited_answer_and_the_passages(served, c
 def test_the_node_update_routes_carry_citations_and_the_chat(client: TestClient) -> None:
     output = client.post("/gear/invoke", json={"input": {"question": QUESTION}}).json()["output"]
     assert output["answer"] == ANSWER
-    assert len(output["citations"]) == 1 and set(output["citations"][0]) == {"passage_id", "title", "quote"}
+    assert len(output["citations"]) == 1
+    assert set(output["citations"][0]) == {"passage_id", "title", "quote", "location"}
     assert output["dropped"][-1]["error"].startswith("passage 7 was not shown")
     assert [m["type"] for m in output["messages"]] == ["human", "ai"]
 

@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from gear_agent.agent.graph import build_graph
-from gear_agent.agent.parts import index_parts
 from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMCallError
 from gear_agent.llm.factory import make_chat_model
 from gear_agent.llm.retry import RetryPolicy
 from gear_agent.open_index import OpenIndex
+from gear_agent.parts import index_parts
 from support.agent_faults import QUESTION, capable_reply, node_of
 from support.fault_server import (
     Behaviour,

@@ -12,15 +12,14 @@ from support.tiny_corpus import QUESTION, build_store, make_settings, pid
 
 from gear_agent.agent import nodes
 from gear_agent.agent.graph import build_graph
-from gear_agent.agent.parts import index_parts
 from gear_agent.agent.syncge import SyncGERetriever
 from gear_agent.config import RetrievalSettings
 from gear_agent.embedding.hashing import HashingEmbedder
 from gear_agent.errors import UnknownNameError
 from gear_agent.filters import parse_where
 from gear_agent.open_index import OpenIndex
-from gear_agent.retrieval.llm_free import LLM_FREE, make_llm_free
-from gear_agent.retrieval.registry import RETRIEVERS
+from gear_agent.parts import LLM_FREE, index_parts, make_llm_free
+from gear_agent.registry import RETRIEVERS
 from gear_agent.retrieval.search import QueryEncoder
 
 READ = json.dumps({"triples": [["Rainbow Bridge", "located in", "Folsom"]]})

@@ -16,11 +16,11 @@ from gear_agent.agent.chat import HISTORY_MESSAGES, question_of, render_conversa
 from gear_agent.agent.citations import check_citations, quote_in, read_cited_answer
 from gear_agent.agent.graph import build_graph
 from gear_agent.agent.models import ChatModels, chosen_model
-from gear_agent.agent.parts import index_parts
 from gear_agent.config import LLMSettings
 from gear_agent.errors import GearError
 from gear_agent.llm.errors import LLMConfigError
 from gear_agent.parsing import ParseError
+from gear_agent.parts import index_parts
 from gear_agent.prompts import load_prompt
 
 READ = json.dumps({"triples": [["Rainbow Bridge", "located in", "Folsom"],
@@ -60,8 +60,8 @@ def test_citations_of_shown_passages_are_kept_in_order_with_their_quotes() -> No
     result = read_cited_answer(reply, SHOWN)
     assert result.answer == "Sacramento County"
     assert result.citations == [
-        {"passage_id": "p-b", "title": "Sacramento County", "quote": None},
-        {"passage_id": "p-a", "title": "Folsom, California", "quote": QUOTE.lower()},
+        {"passage_id": "p-b", "title": "Sacramento County", "quote": None, "location": ""},
+        {"passage_id": "p-a", "title": "Folsom, California", "quote": QUOTE.lower(), "location": ""},
     ]
     assert result.dropped == []
 
@@ -80,7 +80,8 @@ def test_a_citation_of_a_passage_not_shown_is_dropped_and_recorded() -> None:
 
 def test_a_quote_not_in_its_passage_is_removed_and_recorded() -> None:
     result = read_cited_answer(cited({"passage": 2, "quote": QUOTE}), SHOWN)
-    assert result.citations == [{"passage_id": "p-b", "title": "Sacramento County", "quote": None}]
+    assert result.citations == [{"passage_id": "p-b", "title": "Sacramento County", "quote": None,
+                                 "location": ""}]
     assert result.dropped == [{"citation": {"passage": 2, "quote": QUOTE},
                                "error": "quote not found in passage 2"}]
 
@@ -151,7 +152,9 @@ def test_messages_input_answers_the_last_human_message_with_an_ai_message(tmp_pa
     assert [m.type for m in result["messages"]] == ["human", "ai", "human", "ai"]
     first = next(t for t, n in numbers.items() if n == 1)
     assert first == "Rainbow Bridge (Folsom)"  # the quote's passage, shown as [1]
-    assert result["citations"] == [{"passage_id": pid(first), "title": first, "quote": bridge}]
+    by_id = {p["id"]: p for p in result["passages"]}
+    assert result["citations"] == [{"passage_id": pid(first), "title": first, "quote": bridge,
+                                    "location": by_id[pid(first)]["location"]}]
     assert result["messages"][-1].content.startswith("Sacramento County [1]\n\nSources:\n[1] ")
     assert {"iteration": 1, "node": "answer", "citation": 9,
             "error": "passage 9 was not shown (the prompt showed 1..2)"} in result["dropped"]
@@ -270,14 +273,12 @@ def test_a_missing_integration_package_is_named() -> None:
 
 
 def test_chosen_model_reads_context_then_configurable() -> None:
-    from langgraph.runtime import Runtime
-
-    config = {"configurable": {"__runtime": Runtime(context={"model": "a"}), "model": "b"}}
-    assert chosen_model(config) == "a"
-    assert chosen_model({"configurable": {"model": "b"}}) == "b"
-    assert chosen_model({"configurable": {"__runtime": Runtime(context=None)}}) is None
+    config = {"configurable": {"model": "b"}}
+    assert chosen_model({"model": "a"}, config) == "a"
+    assert chosen_model({"model": " "}, config) == chosen_model(None, config) == "b"
+    assert chosen_model(None, None) is None
     with pytest.raises(LLMConfigError, match="must be a name"):
-        chosen_model({"configurable": {"model": 3}})
+        chosen_model(None, {"configurable": {"model": 3}})
 
 
 def test_settings_list_run_models() -> None:
@@ -301,7 +302,7 @@ def test_json_schemas_show_only_the_public_fields(tmp_path: Path) -> None:
                                           "gist_memory", "iterations", "queries",
                                           "stop_reason", "tokens", "dropped"}
     citation = outputs["$defs"]["Citation"]
-    assert set(citation["properties"]) == {"passage_id", "title", "quote"}
+    assert set(citation["properties"]) == {"passage_id", "title", "quote", "location"}
     assert set(agent.get_context_jsonschema()["properties"]) == {"model", "deadline_s"}
 
 

@@ -10,8 +10,8 @@ from support.fakes import client, scripted
 from support.tiny_corpus import QUESTION, make_runtime, make_settings
 
 from gear_agent.agent.graph import build_graph
-from gear_agent.agent.parts import index_parts
 from gear_agent.config import GearSettings
+from gear_agent.parts import index_parts
 
 READ = json.dumps({"triples": [["Rainbow Bridge", "located in", "Folsom"]]})
 YES = json.dumps({"answerable": True, "answer": "Sacramento County", "reason": None})

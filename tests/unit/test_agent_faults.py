@@ -35,12 +35,12 @@ from support.agent_faults import (
 from support.tiny_corpus import make_runtime, make_settings
 
 from gear_agent.agent.graph import build_graph
-from gear_agent.agent.parts import index_parts
 from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMCallError
 from gear_agent.llm.factory import make_chat_model
 from gear_agent.llm.retry import RetryPolicy
 from gear_agent.open_index import OpenIndex
+from gear_agent.parts import index_parts
 
 pytestmark = pytest.mark.timeout(60)
 

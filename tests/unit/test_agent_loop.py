@@ -11,8 +11,8 @@ from support.fakes import INPUT_TOKENS, OUTPUT_TOKENS, client, scripted
 from support.tiny_corpus import QUESTION, make_runtime, make_settings, pid
 
 from gear_agent.agent.graph import build_agent, build_graph
-from gear_agent.agent.parts import index_parts
 from gear_agent.errors import GearError
+from gear_agent.parts import index_parts
 
 READ_1 = json.dumps(
     {

@@ -10,10 +10,10 @@ from support.tiny_corpus import QUESTION, make_runtime, pid
 
 from gear_agent.agent import nodes
 from gear_agent.agent.graph import route_after_reason
-from gear_agent.agent.parts import index_parts
 from gear_agent.agent.state import merge_memory
 from gear_agent.expansion.beam import TripleBeamSearch, beams_to_passages
 from gear_agent.ids import triple_id
+from gear_agent.parts import index_parts
 from gear_agent.retrieval.fusion import rrf
 
 

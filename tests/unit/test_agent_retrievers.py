@@ -13,11 +13,11 @@ from support.tiny_corpus import QUESTION, make_runtime, pid
 from gear_agent.agent.gear_retriever import GearRetriever
 from gear_agent.agent.graph import build_graph
 from gear_agent.agent.langchain_retriever import GearLangChainRetriever
-from gear_agent.agent.parts import index_parts
 from gear_agent.agent.syncge import SyncGERetriever
 from gear_agent.errors import GearError
 from gear_agent.expansion.beam import TripleBeamSearch, beams_to_passages
 from gear_agent.ids import triple_id
+from gear_agent.parts import index_parts
 from gear_agent.retrieval.base import Outcome
 from gear_agent.retrieval.fusion import rrf
 from gear_agent.retrieval.search import SearchRetriever
@@ -74,7 +74,7 @@ def test_gear_retriever_arun_gives_answer_tokens_iterations(runtime) -> None:
 def test_the_table_builds_the_llm_retrievers(runtime, monkeypatch) -> None:
     pytest.importorskip("langchain_openai")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
-    from gear_agent.retrieval.registry import RETRIEVERS, make_retriever
+    from gear_agent.registry import RETRIEVERS, make_retriever
 
     assert {"syncge", "syncge-ppr", "syncge-fused", "gear", "gear-ppr", "gear-fused"} <= set(RETRIEVERS)
     for name, expansion in (("syncge", "beam"), ("syncge-ppr", "ppr"), ("syncge-fused", "both")):
@@ -90,7 +90,7 @@ def test_the_table_builds_the_llm_retrievers(runtime, monkeypatch) -> None:
 def test_a_name_means_the_same_whatever_the_expansion_setting(runtime, monkeypatch) -> None:
     pytest.importorskip("langchain_openai")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
-    from gear_agent.retrieval.registry import make_retriever
+    from gear_agent.registry import make_retriever
 
     for expansion in ("ppr", "both", "beam"):
         settings = runtime.settings.model_copy(update={"expansion": expansion})

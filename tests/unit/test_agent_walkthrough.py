@@ -15,7 +15,7 @@ from support.fakes import client, scripted
 from support.tiny_corpus import QUESTION, make_runtime, pid
 
 from gear_agent.agent.graph import build_graph
-from gear_agent.agent.parts import index_parts
+from gear_agent.parts import index_parts
 
 TABLE = [
     {  # iteration 1

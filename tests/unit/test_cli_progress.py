@@ -125,18 +125,15 @@ def test_a_graph_builder_that_reports_gets_a_bar_per_stage() -> None:
     class Runtime:
         ppr = Retriever()
 
-        def ppr_retriever(self):
-            return self.ppr
-
     from gear_agent.cli.progress import report_graph_build
 
     runtime = Runtime()
     with (b := board()), b.embedding():
-        assert report_graph_build(runtime, b)
+        assert report_graph_build(runtime.ppr, b)
         runtime.ppr.progress("embed", 0, 1000)
         report_embedding(64, 1000)  # the encoder's first batch of phrases
         assert b.completed("PPR graph: embed") == 64
         runtime.ppr.progress("embed", 1000, 1000)
         runtime.ppr.progress("synonyms", 10, 40)
         assert b.completed("PPR graph: synonyms") == 10
-    assert not report_graph_build(type("R", (), {"ppr_retriever": lambda self: object()})(), board())
+    assert not report_graph_build(object(), board())

@@ -14,7 +14,7 @@ from gear_agent.cli.search_cmd import describe_score
 from gear_agent.config import GearSettings
 from gear_agent.embedding import embedder_name, make_embedder
 from gear_agent.embedding.hashing import HashingEmbedder
-from gear_agent.retrieval.registry import RETRIEVERS
+from gear_agent.registry import RETRIEVERS
 from gear_agent.types import Passage
 
 COMMANDS = [["index"], ["info"], ["delete"], ["search"], ["eval"], ["retrievers"], ["serve"],
@@ -138,7 +138,7 @@ def test_describe_score() -> None:
 
 
 def test_the_table_knows_the_base_modes() -> None:
-    from gear_agent.retrieval.registry import BASE_MODES as TABLE_MODES
+    from gear_agent.registry import BASE_MODES as TABLE_MODES
     from gear_agent.retrieval.search import BASE_MODES
 
     assert TABLE_MODES == BASE_MODES

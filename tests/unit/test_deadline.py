@@ -20,10 +20,10 @@ from support.deadline_runs import FaultTiming, run_deadline_case
 from support.tiny_corpus import QUESTION, make_runtime, make_settings
 
 from gear_agent.agent import nodes
-from gear_agent.agent.parts import index_parts
 from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMCallError, LLMDeadlineError
 from gear_agent.llm.retry import RetryPolicy
+from gear_agent.parts import index_parts
 from gear_agent.questions import RunOptionError
 
 _REQUEST = httpx.Request("POST", "http://llm.test/v1/chat/completions")
@@ -171,12 +171,13 @@ def test_a_spent_budget_makes_no_call(runtime) -> None:
 
 
 def test_run_deadline_comes_from_input_then_context_then_settings() -> None:
-    assert nodes.run_deadline_s({"deadline_s": "2.5"}, None, 300) == 2.5
-    assert nodes.run_deadline_s({}, {"configurable": {"deadline_s": 7}}, 300) == 7
-    assert nodes.run_deadline_s({}, None, 300) == 300
-    assert nodes.run_deadline_s({}, None, 0) is None  # 0: no deadline
+    assert nodes.run_deadline_s({"deadline_s": "2.5"}, None, None, 300) == 2.5
+    assert nodes.run_deadline_s({}, {"deadline_s": 5}, {"configurable": {"deadline_s": 7}}, 300) == 5
+    assert nodes.run_deadline_s({}, None, {"configurable": {"deadline_s": 7}}, 300) == 7
+    assert nodes.run_deadline_s({}, None, None, 300) == 300
+    assert nodes.run_deadline_s({}, None, None, 0) is None  # 0: no deadline
     with pytest.raises(RunOptionError, match="deadline_s must be at least 0"):
-        nodes.run_deadline_s({"deadline_s": -1}, None, 300)
+        nodes.run_deadline_s({"deadline_s": -1}, None, None, 300)
 
 
 def test_the_deadline_stops_the_loop() -> None:

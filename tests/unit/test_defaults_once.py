@@ -12,9 +12,9 @@ from support.tiny_corpus import make_runtime, make_settings
 
 import gear_agent
 from gear_agent.agent.gear_retriever import GearRetriever
-from gear_agent.agent.parts import index_parts
 from gear_agent.agent.syncge import SyncGERetriever
 from gear_agent.config import GearSettings, RetrievalSettings, SiReRAGSettings
+from gear_agent.parts import index_parts
 from gear_agent.retrieval.fusion import rrf, rrf_constant
 
 PACKAGE = Path(gear_agent.__file__).parent

@@ -73,7 +73,7 @@ def test_gear_ask_citations_carry_the_location(folder: Path, tmp_path: Path) -> 
 def test_the_chat_message_names_where_each_cited_passage_is() -> None:
     from gear_agent.agent.citations import render_citations
 
-    text = render_citations("Eight euros", [{"passage_id": "p1", "title": "Guide", "quote": None},
-                                            {"passage_id": "p2", "title": "Notes", "quote": None}],
-                            {"p1": "guide.md, § Tickets", "p2": ""})
+    text = render_citations("Eight euros", [
+        {"passage_id": "p1", "title": "Guide", "quote": None, "location": "guide.md, § Tickets"},
+        {"passage_id": "p2", "title": "Notes", "quote": None, "location": ""}])
     assert text.splitlines()[-2:] == ["[1] guide.md, § Tickets — Guide", "[2] Notes"]

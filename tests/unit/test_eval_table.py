@@ -13,7 +13,7 @@ from gear_agent.cli.eval_cmd import _print_rows
 from gear_agent.cli.tables import Grid, markdown, print_grid
 from gear_agent.config import GearSettings
 from gear_agent.evaluation.runner import EvalRow, NodeCost
-from gear_agent.retrieval.registry import DEFAULT_RETRIEVER
+from gear_agent.registry import DEFAULT_RETRIEVER
 
 SETTINGS = GearSettings(llm_model="recorded")
 ROWS = [

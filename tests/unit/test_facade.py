@@ -168,6 +168,28 @@ def test_ask_returns_cited_passages_with_their_chains(tmp_path: Path) -> None:
     assert answer.dropped[-1]["error"].startswith("passage 9 was not shown")
 
 
+def test_ask_reads_the_chain_triples_once_and_joins_citations_with_their_location(tmp_path: Path,
+                                                                                   monkeypatch) -> None:
+    gear = Gear(tmp_path / "index", chat_model=ScriptedChatModel(respond=citing),
+                embedding_model="hashing-128")
+    gear.index([FOUNDED, MARRIED])
+    agent, get_triples, reads = gear.agent, gear.store.triples.get, []
+    monkeypatch.setattr(gear.store.triples, "get", lambda ids: reads.append("triples") or get_triples(ids))
+    invoke = agent.invoke
+
+    def invoke_and_mark(*args, **kwargs):
+        result = invoke(*args, **kwargs)
+        reads.append("agent done")
+        return result
+
+    monkeypatch.setattr(agent, "invoke", invoke_and_mark)
+    answer = gear.ask(QUESTION)
+    assert reads[-1] == "agent done", "the agent's records are read back, not their triples again"
+    assert any(p.chain for p in answer.passages) and all(t.passage_id for p in answer.passages for t in p.chain)
+    cited = answer.citations[0]
+    assert cited.location == cited.passage.location
+
+
 def test_ask_refuses_a_model_that_is_not_listed(tmp_path: Path, chat) -> None:
     from gear_agent.llm.errors import LLMConfigError
 

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 from gear_agent import Gear
 from gear_agent.cli import app
 from gear_agent.filters import FilterError
+from gear_agent.registry import RETRIEVERS
 from gear_agent.retrieval.filtering import NothingMatchesError
-from gear_agent.retrieval.registry import RETRIEVERS
 
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo"
 QUESTION = "Who was the spouse of the founder of the Kestrel Observatory?"

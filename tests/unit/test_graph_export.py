@@ -21,8 +21,8 @@ from gear_agent.graph_export import (
     entity_node_id,
     index_graph,
 )
+from gear_agent.registry import make_retriever
 from gear_agent.retrieval.records import passage_records
-from gear_agent.retrieval.registry import make_retriever
 from gear_agent.types import Passage, Triple
 
 nx = pytest.importorskip("networkx", reason="networkx reads the exported graphs back")

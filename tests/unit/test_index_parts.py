@@ -12,9 +12,8 @@ from support.tiny_corpus import QUESTION, make_runtime, make_settings
 
 from gear_agent.agent.gear_retriever import GearRetriever
 from gear_agent.agent.graph import build_graph
-from gear_agent.agent.parts import IndexParts, index_parts
 from gear_agent.agent.syncge import SyncGERetriever
-from gear_agent.retrieval.llm_free import make_llm_free
+from gear_agent.parts import IndexParts, index_parts, make_llm_free, ppr_retriever
 
 READ = json.dumps({"triples": [["Rainbow Bridge", "located in", "Folsom"]]})
 YES = json.dumps({"answerable": True, "answer": "Sacramento County", "reason": None})
@@ -33,7 +32,7 @@ def test_the_parts_built_once_stay_built_once_per_index(runtime) -> None:
     one, two = index_parts(runtime), index_parts(runtime)
     assert isinstance(one, IndexParts)
     assert (one.store, one.encode) == (runtime.store, runtime.encode)
-    assert one.ppr() is two.ppr() is runtime.ppr_retriever()
+    assert one.ppr() is two.ppr() is ppr_retriever(runtime)
     assert one.sequence_encoder() is runtime.sequence_encoder()
     assert one.base() is two.base()
     expected = make_llm_free("hybrid", runtime).retrieve(QUESTION, 3)
@@ -93,4 +92,4 @@ def test_under_its_own_settings_an_index_is_itself(runtime) -> None:
     assert runtime.under(runtime.settings) is runtime
     other = runtime.under(make_settings(top_k=2))
     assert other is not runtime and (other.store, other.encode) == (runtime.store, runtime.encode)
-    assert other.ppr_retriever() is not runtime.ppr_retriever()
+    assert ppr_retriever(other) is not ppr_retriever(runtime)

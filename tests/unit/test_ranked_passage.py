@@ -1,32 +1,44 @@
-"""One ranked-passage shape: ``RankedPassage`` in the state (its dict form) and the record
-dict at the edges, read back by one reader."""
+"""One ranked-passage shape: ``RankedPassage`` in the state (its dict form, the chain as
+triple ids) and the record at the edges, made by one function and read back with no store read."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from support.tiny_corpus import make_runtime, make_settings
 
+from gear_agent.registry import make_retriever
 from gear_agent.retrieval.base import RankedPassage
-from gear_agent.retrieval.records import passage_records, records_from_dicts
-from gear_agent.retrieval.registry import make_retriever
+from gear_agent.retrieval.records import PassageRecord, cite, passage_records
 
 
 def test_the_state_form_round_trips() -> None:
-    passage = RankedPassage("p-1", 0.25, ("t-1", "t-2"))
+    passage = RankedPassage("p-1", 0.25, ("t-1", "t-2"), "seeds")
     assert RankedPassage.from_dict(passage.to_dict()) == passage
 
 
-def test_a_record_dict_reads_back_by_its_chain_ids(tmp_path: Path) -> None:
+def test_a_record_reads_back_from_its_dict_without_the_store(tmp_path: Path) -> None:
     runtime = make_runtime(tmp_path / "index", make_settings())
     ranked = make_retriever("hybrid+naive_ge", runtime).retrieve("Which county is Folsom in?", 4)
     records = passage_records(runtime.store, ranked)
     dicts = [r.to_dict() for r in records]
     assert any(d["chain"] for d in dicts)
-    assert [RankedPassage.from_dict(d) for d in dicts] == ranked
-    assert records_from_dicts(runtime.store, dicts) == records
+    runtime.store.close()  # nothing below reads it
+    assert [PassageRecord.from_dict(d) for d in dicts] == records
+    assert [PassageRecord.from_dict(d).ranked for d in dicts] == ranked
 
 
-def test_a_record_dict_without_chain_ids_never_takes_triples_for_ids() -> None:
-    old = {"id": "p-1", "score": 1.0, "chain": [["Folsom", "in", "Sacramento County"]]}
-    assert RankedPassage.from_dict(old) == RankedPassage("p-1", 1.0, ())
+def test_a_record_dict_is_refused_as_a_ranked_passage() -> None:
+    record = {"id": "p-1", "score": 1.0, "chain": [["Folsom", "in", "Sacramento County"]]}
+    with pytest.raises(TypeError, match="PassageRecord.from_dict"):
+        RankedPassage.from_dict(record)
+
+
+def test_citations_join_their_passages_by_number() -> None:
+    a = PassageRecord("p-a", "A", "Alpha.", 0.5, source="docs/a.pdf", metadata={"page": 2})
+    b = PassageRecord("p-b", "B", "Beta.", 0.4)
+    cited = cite([{"passage_id": "p-b", "quote": None}, {"passage_id": "p-a", "quote": "Alpha"},
+                  {"passage_id": "p-gone"}], [a, b])
+    assert [(c.number, c.passage.id, c.quote) for c in cited] == [(1, "p-b", None), (2, "p-a", "Alpha")]
+    assert cited[1].location == "a.pdf, p. 2" == cited[1].to_dict()["location"]

@@ -22,8 +22,11 @@ def test_the_old_runtime_name_still_imports_with_a_warning() -> None:
     assert Runtime is OpenIndex
 
 
-@pytest.mark.parametrize(("old", "new"), [("gear_agent.retrievers", "gear_agent.retrieval.registry"),
-                                          ("gear_agent.llm_free_retrievers", "gear_agent.retrieval.llm_free")])
+@pytest.mark.parametrize(("old", "new"), [("gear_agent.retrievers", "gear_agent.registry"),
+                                          ("gear_agent.retrieval.registry", "gear_agent.registry"),
+                                          ("gear_agent.llm_free_retrievers", "gear_agent.parts"),
+                                          ("gear_agent.retrieval.llm_free", "gear_agent.parts"),
+                                          ("gear_agent.agent.parts", "gear_agent.parts")])
 def test_the_retriever_tables_old_modules_still_import_with_a_warning(old: str, new: str) -> None:
     import importlib
 

@@ -13,7 +13,7 @@ from gear_agent import Gear
 from gear_agent.cli import app
 from gear_agent.errors import UnknownNameError
 from gear_agent.llm.errors import LLMConfigError
-from gear_agent.retrieval.registry import DEFAULT_RETRIEVER, RETRIEVERS, check_name, make_retriever
+from gear_agent.registry import DEFAULT_RETRIEVER, RETRIEVERS, check_name, make_retriever
 
 FOUNDED = "Oskar Brenner founded the Kestrel Observatory in 1923."
 MARRIED = "Oskar Brenner was married to Ilse Brenner, a painter."

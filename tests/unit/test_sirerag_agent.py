@@ -11,8 +11,8 @@ from support.fakes import client, scripted
 from support.tiny_corpus import QUESTION, make_runtime
 
 from gear_agent.agent.gear_retriever import GearRetriever
-from gear_agent.agent.parts import index_parts
-from gear_agent.retrieval.registry import RETRIEVERS, make_retriever
+from gear_agent.parts import index_parts
+from gear_agent.registry import RETRIEVERS, make_retriever
 from gear_agent.sirerag import SiReRAGRetriever, build_ablation
 
 READ = json.dumps({"triples": [["Rainbow Bridge", "located in", "Folsom"]]})

@@ -1,0 +1,180 @@
+"""Every retriever by name, in one table: how it is built, whether it needs an LLM, what it is.
+
+``gear search --retriever``, ``gear eval --retrievers``, ``gear retrievers``,
+:meth:`gear_agent.Gear.retrieve` and the server all read :data:`RETRIEVERS`. A name always
+means the same algorithm, whatever the environment: ``syncge`` and ``gear`` expand by
+the paper's diverse triple beam search; ``-ppr`` names expand by Personalized PageRank
+instead, ``-fused`` names by both (RRF). Nothing registers names elsewhere.
+
+Example:
+    >>> RETRIEVERS["hybrid+naive_ge"].needs_llm
+    False
+    >>> [name for name, spec in RETRIEVERS.items() if spec.needs_llm][:3]
+    ['hipporag+ner', 'ppr+filter', 'syncge']
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gear_agent.errors import UnknownNameError
+from gear_agent.parts import (
+    BASE_MODES,
+    LLM_FREE,
+    Builder,
+    RetrieverSpec,
+    ScoreKind,
+    index_parts,
+    ppr_retriever,
+)
+
+if TYPE_CHECKING:  # the table itself imports nothing heavy: `gear --help` lists its names
+    from gear_agent.llm.client import LLMClient
+    from gear_agent.open_index import OpenIndex
+    from gear_agent.retrieval.base import Retriever
+
+__all__ = [
+    "BASE_MODES", "DEFAULT_RETRIEVER", "DEFAULT_WHY", "LLM_FREE", "RETRIEVERS", "Builder", "RetrieverSpec",
+    "ScoreKind", "check_name", "make_retriever",
+]
+
+DEFAULT_RETRIEVER = "ppr"
+"""The retriever ``gear search``, :meth:`gear_agent.Gear.retrieve`, ``Gear.as_retriever``
+and the server use by default: the best LLM-free row measured on both dev sets
+(docs/quality.md), at interactive cost."""
+
+DEFAULT_WHY = (
+    "the best LLM-free row on both dev sets (R@5 / R@15: MuSiQue 74.7 / 91.2 against "
+    "hybrid+naive_ge's 63.6 / 79.6, HotpotQA 90 / 99 against 79 / 96; "
+    "p50 20-27 ms at 150k passages); docs/quality.md"
+)
+"""Why :data:`DEFAULT_RETRIEVER` is the default, with its figures (``gear retrievers``)."""
+
+
+def _client(index: OpenIndex, llm: LLMClient | None) -> LLMClient:
+    from gear_agent.llm.client import LLMClient
+
+    return llm if llm is not None else LLMClient.from_settings(index.settings)
+
+
+def _hipporag_ner(index: OpenIndex, llm: LLMClient | None) -> Retriever:
+    from gear_agent.expansion.hipporag_ner import HippoRAGNERRetriever, make_query_ner
+
+    settings = index.settings
+    ner = make_query_ner(_client(index, llm), prompts_dir=settings.prompts_dir,
+                         deadline_s=settings.deadline_s or None)
+    return HippoRAGNERRetriever(ppr_retriever(index), ner)
+
+
+def _ppr_filter(index: OpenIndex, llm: LLMClient | None) -> Retriever:
+    from gear_agent.expansion.ppr import PPRRetriever
+    from gear_agent.expansion.ppr_filter import make_llm_filter
+
+    settings = index.settings
+    llm_filter = make_llm_filter(_client(index, llm), prompts_dir=settings.prompts_dir)
+    graph = ppr_retriever(index).graph
+    ppr_settings = ppr_retriever(index).settings
+    filtered = PPRRetriever(index.store, index.encode, ppr_settings, llm_filter, graph=graph)
+    filtered.name = "ppr+filter"
+    return filtered
+
+
+def _syncge(expansion: str, name: str) -> Builder:
+    def build(index: OpenIndex, llm: LLMClient | None) -> Retriever:
+        from gear_agent.agent.syncge import SyncGERetriever
+
+        return SyncGERetriever(index_parts(index), _client(index, llm), expansion, name,  # type: ignore[arg-type]
+                               settings=index.settings)
+
+    return build
+
+
+def _gear(expansion: str, name: str) -> Builder:
+    def build(index: OpenIndex, llm: LLMClient | None) -> Retriever:
+        from gear_agent.agent.gear_retriever import GearRetriever
+
+        return GearRetriever(index_parts(index), _client(index, llm), expansion, name,  # type: ignore[arg-type]
+                             settings=index.settings)
+
+    return build
+
+
+def _gear_sirerag(index: OpenIndex, llm: LLMClient | None) -> Retriever:
+    from gear_agent.agent.gear_retriever import GearRetriever
+    from gear_agent.sirerag.retriever import SiReRAGRetriever
+
+    base = SiReRAGRetriever(index.store, index.encode)
+    return GearRetriever(index_parts(index), _client(index, llm), "ppr", "gear-sirerag",
+                         base=base, settings=index.settings)
+
+
+_SPECS: list[RetrieverSpec] = [
+    *LLM_FREE.values(),
+    RetrieverSpec(
+        "hipporag+ner", "HippoRAG 1 as the paper: the query's LLM-named entities linked to "
+        "their nearest phrases are the seeds, then as hipporag", True, True, _hipporag_ner, "ppr",
+    ),
+    RetrieverSpec(
+        "ppr+filter", "ppr with HippoRAG 2's LLM recognition-memory filter on the seed triples",
+        True, True, _ppr_filter, "ppr",
+    ),
+    RetrieverSpec(
+        "syncge", "SyncGE: reader triples linked to the index, beam search (the paper), RRF",
+        True, True, _syncge("beam", "syncge"),
+    ),
+    RetrieverSpec(
+        "syncge-ppr", "SyncGE expanding by PPR from the linked triples instead of beam search",
+        True, True, _syncge("ppr", "syncge-ppr"),
+    ),
+    RetrieverSpec(
+        "syncge-fused", "SyncGE expanding by beam search and PPR, fused by RRF",
+        True, True, _syncge("both", "syncge-fused"),
+    ),
+    RetrieverSpec(
+        "gear", "the GEAR agent: read, link, beam search, reason, rewrite; passageLink, RRF",
+        True, True, _gear("beam", "gear"),
+    ),
+    RetrieverSpec(
+        "gear-ppr", "the GEAR agent expanding by PPR (the agent's default expansion)",
+        True, True, _gear("ppr", "gear-ppr"),
+    ),
+    RetrieverSpec(
+        "gear-fused", "the GEAR agent expanding by beam search and PPR, fused by RRF",
+        True, True, _gear("both", "gear-fused"),
+    ),
+    RetrieverSpec(
+        "gear-sirerag", "the GEAR agent (PPR expansion) with SiReRAG's pool as its base retriever",
+        True, True, _gear_sirerag,
+    ),
+]
+
+RETRIEVERS: dict[str, RetrieverSpec] = {spec.name: spec for spec in _SPECS}
+"""Every retriever, by name, in the order ``gear retrievers`` lists them."""
+
+
+def check_name(name: str) -> RetrieverSpec:
+    """The row of ``name``; :class:`UnknownNameError` listing every name when there is none.
+
+    Example:
+        >>> check_name("hybrid").needs_llm
+        False
+    """
+    spec = RETRIEVERS.get(name)
+    if spec is None:
+        raise UnknownNameError(f"unknown retriever {name!r}; known: {', '.join(RETRIEVERS)}")
+    return spec
+
+
+def make_retriever(name: str, index: OpenIndex, llm: LLMClient | None = None) -> Retriever:
+    """Build the retriever called ``name`` over the open ``index``.
+
+    Args:
+        name: A name of :data:`RETRIEVERS`.
+        index: The opened index.
+        llm: The chat client for LLM retrievers; built from the index's settings when
+            None (which fails at once, in one line, when no model is configured).
+
+    Raises:
+        UnknownNameError: The name is unknown; the message lists the known ones.
+    """
+    return check_name(name).build(index, llm)
