@@ -123,8 +123,9 @@ class Postings:
         self.db, self.collection, self.tokenizer, self.tokenize = db, collection, tokenizer, tokenize
         self._segments: dict[int, Segment] = {}
         self._lock = threading.Lock()
-        self._norms: dict[tuple[int, int], np.ndarray] = {}
-        self._norms_avg = -1.0
+        self._norms: tuple[float, dict[tuple[int, int], np.ndarray]] = (-1.0, {})
+        """(average length, its norms by (segment, term position)): swapped whole, so that
+        threads reading commits of different average lengths never take each other's."""
         self._docs_key = f"bm25:{collection}:{tokenizer}:docs"
         self._length_key = f"bm25:{collection}:{tokenizer}:length"
 
@@ -265,16 +266,17 @@ class Postings:
         changes it), so a query multiplies it by the idf instead of recomputing it for every
         posting of common terms: the same float64 operations, the same scores. Segment ids
         are never reused, so an entry of a merged-away segment is only unused."""
-        if avg_len != self._norms_avg or len(self._norms) > 200_000:
-            self._norms.clear()
-            self._norms_avg = avg_len
+        cached_avg, norms = self._norms
+        if avg_len != cached_avg or len(norms) > 200_000:
+            norms = {}
+            self._norms = (avg_len, norms)
         key = (sid, position)
-        norm = self._norms.get(key)
+        norm = norms.get(key)
         if norm is None:
             lo, hi = segment.offsets[position], segment.offsets[position + 1]
             tf = segment.tfs[lo:hi].astype(np.float64)
             dl = segment.lens[lo:hi].astype(np.float64)
-            norm = self._norms[key] = tf / (tf + K1 * (1.0 - B + B * dl / max(avg_len, 1e-9)))
+            norm = norms[key] = tf / (tf + K1 * (1.0 - B + B * dl / max(avg_len, 1e-9)))
         return norm
 
     def stats(self) -> tuple[int, float]:

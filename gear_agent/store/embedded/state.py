@@ -80,23 +80,31 @@ class States:
         return State(generation, views, tuple(json.loads(meta.get("tokenizers") or "[]")), stamp)
 
     def sync(self, force: bool = False) -> State:
-        """The latest state, reloaded when another connection committed since."""
+        """The latest state, reloaded when another connection committed since (from one
+        read transaction: :meth:`at_read_commit`)."""
         state = self._latest
         now = time.monotonic()
         if state is not None and not force and now - self._checked_at < SYNC_INTERVAL_S:
             return state
         self._checked_at = now
-        generation = self.db.generation()
-        if state is not None and generation == state.generation:
+        if state is not None and self.db.generation() == state.generation:
             return state
+        with self.db.reading():
+            return self.at_read_commit()
+
+    def at_read_commit(self) -> State:
+        """(Inside :meth:`Database.reading`.) The state of the commit this thread's read
+        transaction sees: the latest when it is that commit, else loaded in this transaction
+        (its generation, row counts and dead rows of that one commit, never the counts of one
+        and the deletions of a later one) and kept as the latest when newer."""
         with self._lock:
-            state = self._latest
-            if state is None or generation != state.generation:
-                loaded = self.load(generation, state)
-                if state is None or loaded.generation > state.generation:
-                    self._latest = loaded
-                state = loaded
-        return state
+            generation, latest = self.db.generation(), self._latest
+            if latest is not None and latest.generation == generation:
+                return latest
+            loaded = self.load(generation, latest)
+            if not self.db.writing_here() and (latest is None or loaded.generation > latest.generation):
+                self._latest = loaded  # never a writer's uncommitted state
+            return loaded
 
     def current(self, fresh: bool = False) -> State:
         """The state this thread reads: its pinned commit, the writer's, or the latest
@@ -120,18 +128,13 @@ class States:
 
     @contextmanager
     def pinned(self) -> Iterator[None]:
-        """This thread's reads see one commit inside the block (re-entrant)."""
+        """This thread's reads see one commit inside the block (re-entrant): one SQLite read
+        transaction, and the state of its commit."""
         if getattr(self._local, "state", None) is not None or self.db.writing_here():
             yield
             return
-        with self.db.reading() as generation:
-            latest = self._latest
-            if latest is not None and latest.generation == generation:
-                state = latest
-            else:
-                with self._lock:
-                    state = self.load(generation, latest)
-            self._local.state = state
+        with self.db.reading():
+            self._local.state = self.at_read_commit()
             try:
                 yield
             finally:
@@ -175,7 +178,8 @@ class States:
 
     def where_rows(self, collection: str, where: Where, state: State) -> np.ndarray:
         """Rows of ``collection`` passing ``where`` at ``state`` (for triples: whose passage
-        passes), cached per commit."""
+        passes), cached per commit; read in the read transaction ``state`` was pinned from
+        (:meth:`pinned`), else only the rows of that commit's read transaction are kept."""
         key = (state.generation, collection, repr(where))
         rows = self._where_cache.get(key)
         if rows is None:
@@ -184,7 +188,7 @@ class States:
                 sql = f"SELECT row FROM triples WHERE passage_row IN ({sql.replace(' ORDER BY row', '')}) ORDER BY row"
             rows = np.fromiter((r for (r,) in self.db.rows(sql, params)), dtype=np.int64)
             rows = rows[rows < state.views[collection].rows]
-            if not self.db.writing_here():
+            if getattr(self._local, "state", None) is state:  # read at the commit of ``state``
                 with self._lock:
                     if len(self._where_cache) > 64:
                         self._where_cache.clear()

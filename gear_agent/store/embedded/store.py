@@ -18,7 +18,9 @@ The store composes three collections that each own their parts
 :class:`~gear_agent.store.embedded.collection.TripleCollection`,
 :class:`~gear_agent.store.embedded.nodes.EmbeddedNodeStore`); it keeps what the
 collections look like at each commit (:mod:`gear_agent.store.embedded.state`), pins a commit for a
-query's reads (:meth:`snapshot`), and runs writes as transactions. Nothing is rebuilt at
+query's reads (:meth:`snapshot`; a read that mixes what a state holds with SQLite reads
+pins one for itself outside a snapshot, so that it answers from one commit while another
+connection commits), and runs writes as transactions. Nothing is rebuilt at
 open. Writers take SQLite's write lock (``BEGIN IMMEDIATE``), so two writers never
 interleave.
 """
@@ -36,7 +38,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gear_agent.embedding.base import Embedder
-from gear_agent.filters import parse_where
+from gear_agent.filters import Where, parse_where
 from gear_agent.store import ann as ann_mod
 from gear_agent.store.base import (
     IndexCorruptError,
@@ -302,7 +304,8 @@ class EmbeddedStore(Store):
         return self.states.current(fresh=True).generation
 
     def changes_since(self, generation: int) -> Changes:
-        return self.states.changes_since(generation)
+        with self.snapshot():
+            return self.states.changes_since(generation)
 
     def index_id(self) -> str:
         return self.states.current(fresh=True).stamp.index_id
@@ -312,7 +315,8 @@ class EmbeddedStore(Store):
         return self.states.current(fresh=True).stamp
 
     def knows(self, stamp: Stamp) -> bool:
-        return self.states.knows(stamp)
+        with self.snapshot():
+            return self.states.knows(stamp)
 
     # ---- writes ---------------------------------------------------------------------
     def embed_checked(self, texts: list[str], what: list[str]) -> np.ndarray:
@@ -417,17 +421,19 @@ class EmbeddedStore(Store):
         return q
 
     def _vectors_of(self, coll: RecordCollection, ids: Sequence[str]) -> np.ndarray:
-        view = self.states.current().views[coll.name]
-        rows = coll.rows_of_ids(view, ids)
-        positions = [rows[i] for i in ids]  # KeyError for an unknown id, as documented
-        if any(p >= view.rows for p in positions):  # committed after this reader's view
-            view = self.states.sync(force=True).views[coll.name]
-        return np.asarray(coll.matrix(view)[positions], dtype=np.float32)
+        with self.snapshot():
+            view = self.states.current().views[coll.name]
+            rows = coll.rows_of_ids(view, ids)
+            positions = [rows[i] for i in ids]  # KeyError for an unknown id, as documented
+            if any(p >= view.rows for p in positions):  # inside a write: rows it added since its view
+                view = self.states.sync(force=True).views[coll.name]
+            return np.asarray(coll.matrix(view)[positions], dtype=np.float32)
 
     def passage_rows(self, ids: Sequence[str]) -> dict[str, int]:
         """Rows of the stored passages among ``ids`` (as the calling transaction sees them)."""
-        view = None if self.db.writing_here() else self.view("passage")
-        return self.passage_parts.rows_of_ids(view, ids)
+        with self.snapshot():
+            view = None if self.db.writing_here() else self.view("passage")
+            return self.passage_parts.rows_of_ids(view, ids)
 
     def close(self) -> None:
         self.db.close()
@@ -444,7 +450,9 @@ class EmbeddedStore(Store):
 
 class _Searchable:
     """Count and search of one collection of an :class:`EmbeddedStore` at the commit the
-    calling thread reads (what passages and triples share)."""
+    calling thread reads (what passages and triples share): the caller's snapshot, or one
+    pinned for the call, so that the state (rows, dead rows) and the SQLite reads (filter
+    rows, postings, ids) are of the same commit."""
 
     name: ClassVar[str]
 
@@ -453,27 +461,33 @@ class _Searchable:
 
     def count(self, where: Any = None) -> int:
         parsed = parse_where(where)
-        state = self.store.states.current()
-        return state.views[self.name].count if parsed is None else len(self.store.states.where_rows(self.name, parsed, state))
+        if parsed is None:
+            return self.store.states.current().views[self.name].count
+        with self.store.snapshot():
+            return len(self.store.states.where_rows(self.name, parsed, self.store.states.current()))
 
     def bm25_search(self, query: str, k: int, where: Any = None) -> list[Hit]:
-        coll = self.store._coll(self.name)
         parsed = parse_where(where)
-        state = self.store.states.current()
-        view = state.views[self.name]
+        pinned = self.store.states.is_pinned()
         try:
-            scores = coll.bm25_scores(view, query, self.store.tokenizer, self.store.states.allowed(self.name, parsed, state))
+            with self.store.snapshot():
+                return self._bm25(query, k, parsed)
         except SegmentCorruptError as exc:
             logger.warning("%s; rebuilding the BM25 postings from the stored text", exc)
-            pinned = self.store.states.is_pinned()
             with self.store.transaction():
                 self.store._rebuild_postings(self.store.tokenizer)
-            if pinned:  # this query's commit still holds the damaged segment
+            if pinned:  # the caller's commit still holds the damaged segment
                 raise IndexCorruptError(f"{exc}; the BM25 postings were rebuilt from the stored text: "
                                         "ask again") from exc
-            state = self.store.states.current()
-            view = state.views[self.name]
-            scores = coll.bm25_scores(view, query, self.store.tokenizer, self.store.states.allowed(self.name, parsed, state))
+            with self.store.snapshot():
+                return self._bm25(query, k, parsed)
+
+    def _bm25(self, query: str, k: int, where: Where | None) -> list[Hit]:
+        """(Inside a snapshot.) The top ``k`` rows by BM25 at the pinned commit."""
+        coll = self.store._coll(self.name)
+        state = self.store.states.current()
+        allowed = self.store.states.allowed(self.name, where, state)
+        scores = coll.bm25_scores(state.views[self.name], query, self.store.tokenizer, allowed)
         rows, values = top_k(scores, k, positive_only=True)
         return self.store._hits(coll, rows, values)
 
@@ -481,10 +495,11 @@ class _Searchable:
         coll = self.store._coll(self.name)
         q = self.store.query_vector(vector)
         parsed = parse_where(where)
-        state = self.store.states.current()
-        subset = self.store.states.where_rows(self.name, parsed, state) if parsed is not None else None
-        rows, values = coll.vector_search(state.views[self.name], q, k, subset)
-        return self.store._hits(coll, rows, values)
+        with self.store.snapshot():
+            state = self.store.states.current()
+            subset = self.store.states.where_rows(self.name, parsed, state) if parsed is not None else None
+            rows, values = coll.vector_search(state.views[self.name], q, k, subset)
+            return self.store._hits(coll, rows, values)
 
     def lowest_similarity(self, vector: np.ndarray) -> float | None:
         """The negated query's nearest row, found with the ANN parts' narrow beam (a quarter
@@ -497,9 +512,10 @@ class _Searchable:
     def exact_vector_search(self, vector: np.ndarray, k: int) -> list[Hit]:
         """Exact top ``k`` by cosine over every live row (the reference the ANN is measured by)."""
         coll = self.store._coll(self.name)
-        view = self.store.view(self.name)
-        rows, values = coll.exact(view, view.live_rows(), self.store.query_vector(vector), k)
-        return self.store._hits(coll, rows, values)
+        with self.store.snapshot():
+            view = self.store.view(self.name)
+            rows, values = coll.exact(view, view.live_rows(), self.store.query_vector(vector), k)
+            return self.store._hits(coll, rows, values)
 
 
 class EmbeddedPassages(_Searchable, Passages):
@@ -571,9 +587,10 @@ class EmbeddedPassages(_Searchable, Passages):
         parsed = parse_where(where)
         if parsed is None:
             return list(ids)
-        state = self.store.states.current()
-        allowed = set(self.store.states.where_rows("passage", parsed, state).tolist())
-        rows = self.store.passage_parts.rows_of_ids(state.views["passage"], ids)
+        with self.store.snapshot():
+            state = self.store.states.current()
+            allowed = set(self.store.states.where_rows("passage", parsed, state).tolist())
+            rows = self.store.passage_parts.rows_of_ids(state.views["passage"], ids)
         return [i for i in ids if rows.get(i) in allowed]
 
     def get(self, ids: Sequence[str]) -> list[Passage]:
@@ -630,9 +647,14 @@ class EmbeddedTriples(_Searchable, Triples):
         return self.store._vectors_of(self.store.triple_parts, ids)
 
     def of_passage(self, passage_id: str) -> list[str]:
-        return self.store.triple_parts.of_passage(self.store.view("triple"), passage_id)
+        with self.store.snapshot():
+            return self.store.triple_parts.of_passage(self.store.view("triple"), passage_id)
 
     def neighbours(self, triple_id: str, query_vector: np.ndarray | None = None, limit: int = 100) -> list[str]:
+        with self.store.snapshot():
+            return self._neighbours(triple_id, query_vector, limit)
+
+    def _neighbours(self, triple_id: str, query_vector: np.ndarray | None, limit: int) -> list[str]:
         view = self.store.view("triple")
         found = self.store.triple_parts.ends_of(view, triple_id)
         if found is None or limit <= 0:
