@@ -36,7 +36,7 @@ from gear_agent.types import AddResult, Hit, Node
 class NodeHost(Protocol):
     """What the node collection uses of its store
     (:class:`~gear_agent.store.embedded.store.EmbeddedStore`): its database and folder, its
-    transactions, its checked embeddings and the passages' rows and vectors."""
+    transactions and snapshots, its checked embeddings and the passages' rows and vectors."""
 
     db: Database
     root: Path
@@ -46,6 +46,8 @@ class NodeHost(Protocol):
     def generation(self) -> int: ...
 
     def transaction(self) -> AbstractContextManager[None]: ...
+
+    def snapshot(self) -> AbstractContextManager[None]: ...
 
     def passage_rows(self, ids: Sequence[str]) -> dict[str, int]: ...
 
@@ -246,7 +248,8 @@ class EmbeddedNodeStore(NodeStore):
         return None if value is None else str(value)
 
     def count(self) -> int:
-        return len(self._live_rows()[1])
+        with self.store.snapshot():  # the live rows cached under the commit they were read at
+            return len(self._live_rows()[1])
 
     def levels(self) -> dict[tuple[str, str, int], int]:
         if not self._has_tables():
@@ -256,10 +259,12 @@ class EmbeddedNodeStore(NodeStore):
 
     def search(self, vector: np.ndarray, k: int) -> list[Hit]:
         q = self.store.query_vector(vector)
-        rows, ids = self._live_rows()
-        if len(rows) == 0 or k <= 0:
-            return []
-        scores = matvec(self._matrix(rows)[rows], q)
+        with self.store.snapshot():  # the live rows and the vector rows of one commit
+            rows, ids = self._live_rows()
+            if len(rows) == 0 or k <= 0:
+                return []
+            matrix = self._matrix(rows)
+        scores = matvec(matrix[rows], q)
         finite = np.isfinite(scores)
         chosen, values = top_k(np.where(finite, scores, -np.inf), k)
         return [Hit(ids[int(i)], float(v)) for i, v in zip(chosen, values) if np.isfinite(v)]
@@ -282,10 +287,12 @@ class EmbeddedNodeStore(NodeStore):
         return {i: provenance[row_of[i]] for i in dict.fromkeys(ids) if i in row_of}
 
     def vectors(self, ids: Sequence[str]) -> np.ndarray:
-        rows, live_ids = self._live_rows()
+        with self.store.snapshot():  # the live rows and the vector rows of one commit
+            rows, live_ids = self._live_rows()
+            matrix = self._matrix(rows)
         position = {nid: int(r) for r, nid in zip(rows, live_ids)}
         wanted = [position[i] for i in ids]  # KeyError for an unknown id, as triple_vectors
-        return np.asarray(self._matrix(rows)[wanted], dtype=np.float32)
+        return np.asarray(matrix[wanted], dtype=np.float32)
 
     def passage_vectors(self, ids: Sequence[str]) -> np.ndarray:
         return self.store.passages.vectors(ids)

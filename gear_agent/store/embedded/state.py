@@ -8,6 +8,13 @@ connection committed, checked at most every :data:`SYNC_INTERVAL_S`), the one a 
 pinned for a query (:meth:`States.pinned`: SQLite reads of that thread see the same
 commit), and the writer's own inside its transaction; it answers the change feed from
 the commit log (:meth:`States.changes_since`) and caches filter rows per commit.
+
+A state is loaded inside one SQLite read transaction (:meth:`States.at_read_commit`), so
+its generation, row counts and dead rows are of one commit; and a read that combines a
+state with SQLite reads (filter rows, postings, ids) runs pinned, so both are of the same
+commit (the store pins one per call outside a snapshot). Without either, a reader
+searching while another connection replaced a source's passages could take the old
+version's rows as dead and the new ones as not yet there: no hits at all.
 """
 
 from __future__ import annotations
@@ -29,8 +36,9 @@ from gear_agent.store.embedded.db import INDEX_ID_KEY, Database
 from gear_agent.store.embedded.where_sql import where_sql
 
 SYNC_INTERVAL_S = 0.005
-"""How stale a reader outside a snapshot may be: it looks for other processes' commits at
-most this often (one query makes dozens of store calls)."""
+"""How stale a read of the state alone (an unfiltered count, a view) outside a snapshot may
+be: it looks for other processes' commits at most this often (one query makes dozens of
+store calls). A read that also reads SQLite pins the commit its read transaction sees."""
 
 
 def stamp_at(db: Database, generation: int, index_id: str) -> Stamp:
@@ -178,8 +186,8 @@ class States:
 
     def where_rows(self, collection: str, where: Where, state: State) -> np.ndarray:
         """Rows of ``collection`` passing ``where`` at ``state`` (for triples: whose passage
-        passes), cached per commit; read in the read transaction ``state`` was pinned from
-        (:meth:`pinned`), else only the rows of that commit's read transaction are kept."""
+        passes); cached per commit only when this thread is pinned to ``state`` (:meth:`pinned`:
+        the rows were read in that commit's read transaction, not at a later commit)."""
         key = (state.generation, collection, repr(where))
         rows = self._where_cache.get(key)
         if rows is None:
