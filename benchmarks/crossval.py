@@ -21,8 +21,8 @@ setting, until it earns one), ``passage_weight`` (``GEAR_PPR_PASSAGE_WEIGHT``, H
 restart mass of the passage nodes) and ``mpnet`` (``GEAR_EMBEDDING_MODEL``: the index
 built with all-mpnet-base-v2 instead of all-MiniLM-L6-v2; both indexes are the ones
 ``benchmarks/quality.py --embedding-model NAME`` builds, built here when missing, which
-takes long for mpnet). With ``--dataset`` only one dev set runs, and no candidate can be
-kept (the verdict says so).
+takes long for mpnet). With ``--dataset`` only one dev set runs: a candidate can be
+dropped there (a fold that does not gain) but not kept.
 """
 
 from __future__ import annotations
@@ -186,7 +186,8 @@ def main(argv: list[str] | None = None) -> None:
                 lines.append(f"| {name} ({candidate.knob}) | {benchmark.name} | {fold['tuned on']} "
                              f"| {chosen} | {cells[0]} | {cells[1]} | {fold['gain']:+.1f} |")
         every = len(benchmarks) == len(BENCHMARKS)
-        verdict = ("kept" if every and all(g > 0 for g in gains) else "dropped" if every
+        gained = all(g > 0 for g in gains)  # a fold that does not gain drops it either way
+        verdict = ("kept" if every and gained else "dropped" if not gained
                    else "not decided: one dataset only")
         verdicts.append(f"{name}: {verdict} (folds' gains "
                         + ", ".join(f"{g:+.1f}" for g in gains) + ")")
