@@ -7,7 +7,8 @@ content), triples (their text) and phrases (the triples' subjects and objects, l
 the PPR graph's nodes, about what its build embeds). It prints the CPU seconds of the
 process (all threads; less sensitive to other work on the machine than wall time) per 100
 passages and per 1,000 triples and phrases, and what the dataset's whole index would take
-at that rate, with the vectors' size::
+at that rate, with the vectors' size, and the ms (wall and CPU) to embed one question, the
+questions embedded one at a time as a search does::
 
     python benchmarks/embedding_cost.py                      # both dev sets, both models
     python benchmarks/embedding_cost.py --dataset HotpotQA --models all-mpnet-base-v2
@@ -39,8 +40,9 @@ def _texts(benchmark) -> dict[str, list[str]]:
                            settings.chunk_overlap_words, settings.record_max_words)
     triples = read_openie(benchmark.path(DATA, benchmark.openie), settings.ground_openie).triples
     phrases = dict.fromkeys(p.lower() for t in triples for p in (t.subject, t.object))
+    questions = json.loads(benchmark.path(DATA, "questions.json").read_text(encoding="utf-8"))
     return {"passages": [p.content for p in passages], "triples": [t.text for t in triples],
-            "phrases": list(phrases)}
+            "phrases": list(phrases), "questions": [q["question"] for q in questions]}
 
 
 def _cpu_seconds(embedder, texts: list[str]) -> float:
@@ -69,7 +71,8 @@ def main(argv: list[str] | None = None) -> None:
     sample = {"passages": args.passages, "triples": args.short, "phrases": args.short}
     lines = ["| dataset | model | dims | CPU s / 100 passages | CPU s / 1,000 triples | "
              "CPU s / 1,000 phrases | whole index: passages + triples + phrases | "
-             "projected CPU min | vectors MiB |", "|---|---|---|---|---|---|---|---|---|"]
+             "projected CPU min | vectors MiB | query ms, wall / CPU |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     rows = []
     for benchmark in BENCHMARKS:
         if args.dataset and benchmark.name != args.dataset:
@@ -83,13 +86,20 @@ def main(argv: list[str] | None = None) -> None:
             counts = {kind: len(texts[kind]) for kind in per}
             cpu_min = sum(rate[k] * counts[k] for k in per) / 60
             mib = sum(counts.values()) * embedder.dimension * 4 / 2**20
+            wall, cpu = time.perf_counter(), time.process_time()
+            for question in texts["questions"]:
+                embedder.embed([question])
+            n = max(1, len(texts["questions"]))
+            query = ((time.perf_counter() - wall) * 1000 / n, (time.process_time() - cpu) * 1000 / n)
             rows.append({"dataset": benchmark.name, "model": embedder.name,
                          "dimension": embedder.dimension, "cpu_s_per_text": rate,
-                         "texts": counts, "projected_cpu_min": cpu_min, "vectors_mib": mib})
+                         "texts": counts, "projected_cpu_min": cpu_min, "vectors_mib": mib,
+                         "query_ms_wall_cpu": query})
             lines.append(f"| {benchmark.name} | {embedder.name} | {embedder.dimension} | "
                          + " | ".join(f"{rate[k] * per[k]:.1f}" for k in per)
                          + f" | {counts['passages']:,} + {counts['triples']:,} + "
-                         f"{counts['phrases']:,} | {cpu_min:.1f} | {mib:.1f} |")
+                         f"{counts['phrases']:,} | {cpu_min:.1f} | {mib:.1f} | "
+                         f"{query[0]:.1f} / {query[1]:.1f} |")
     print("\n".join(lines))
     print(f"\n`python benchmarks/embedding_cost.py`; samples: the first {args.passages} "
           f"passages and {args.short} triples and phrases of each set")
