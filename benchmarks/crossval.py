@@ -11,12 +11,18 @@ both datasets::
 
     python benchmarks/crossval.py                        # every candidate, ~10 min on 2 cores
     python benchmarks/crossval.py --candidates names     # one of them
+    python benchmarks/crossval.py --candidates mpnet --dataset HotpotQA   # one dataset
 
 Candidates: ``names`` (``GEAR_PPR_QUERY_ENTITIES``, the restart mass of the phrases the
 query names), ``seeds`` (``GEAR_PPR_SEED_TRIPLES``, the query's nearest triples that seed
-the walk) and ``rerank5`` (PPR's top 5 re-ordered by ``(1 - a) * PPR score / the top
+the walk), ``rerank5`` (PPR's top 5 re-ordered by ``(1 - a) * PPR score / the top
 score + a * the query's cosine with the passage``; measured here as a wrapper, not a
-setting, until it earns one).
+setting, until it earns one), ``passage_weight`` (``GEAR_PPR_PASSAGE_WEIGHT``, HippoRAG 2's
+restart mass of the passage nodes) and ``mpnet`` (``GEAR_EMBEDDING_MODEL``: the index
+built with all-mpnet-base-v2 instead of all-MiniLM-L6-v2; both indexes are the ones
+``benchmarks/quality.py --embedding-model NAME`` builds, built here when missing, which
+takes long for mpnet). With ``--dataset`` only one dev set runs: a candidate can be
+dropped there (a fold that does not gain) but not kept.
 """
 
 from __future__ import annotations
@@ -39,14 +45,18 @@ OBJECTIVE = (2, 5, 15)
 class Candidate:
     name: str
     knob: str
-    values: tuple[float, ...]  # the first is today's default
+    values: tuple[float | str, ...]  # the first is today's default
 
 
 CANDIDATES = {
     "names": Candidate("names", "ppr_query_entities", (0.25, 0.1, 0.5)),
     "seeds": Candidate("seeds", "ppr_seed_triples", (5, 4, 7)),
     "rerank5": Candidate("rerank5", "rerank5", (0.0, 0.25, 0.5)),
+    "passage_weight": Candidate("passage_weight", "ppr_passage_weight", (0.05, 0.03, 0.1)),
+    "mpnet": Candidate("mpnet", "embedding_model", ("all-MiniLM-L6-v2", "all-mpnet-base-v2")),
 }
+MODEL_KNOB = "embedding_model"
+"""A knob that names another index (its vectors), not a setting of the same one."""
 
 
 _PPR: dict[tuple[int, str], list[Any]] = {}
@@ -74,13 +84,17 @@ def _reranked(runtime: Any, retriever: Any, weight: float) -> Callable[[str], li
     return rank
 
 
-def per_question(runtime: Any, candidate: Candidate, value: float, questions: Sequence[Any]
-                 ) -> list[tuple[float, ...]]:
-    """Recall@k of every question under one value of the candidate."""
+def per_question(runtime: Any, candidate: Candidate, value: float | str,
+                 questions: Sequence[Any]) -> list[tuple[float, ...]]:
+    """Recall@k of every question under one value of the candidate (``runtime``: the index
+    of that value's embedding model for :data:`MODEL_KNOB`)."""
     from gear_agent.evaluation.metrics import recall_at_k
     from gear_agent.registry import make_retriever
 
-    if candidate.knob == "rerank5":
+    if candidate.knob == MODEL_KNOB:
+        ppr = make_retriever("ppr", runtime)
+        rank = lambda q: [p.id for p in ppr.retrieve(q, 15)]  # noqa: E731
+    elif candidate.knob == "rerank5":
         rank = _reranked(runtime, make_retriever("ppr", runtime), value)
     else:
         changed = runtime.under(runtime.settings.model_copy(update={candidate.knob: value}))
@@ -103,7 +117,8 @@ def _score(rows: Sequence[tuple[float, ...]]) -> float:
     return sum(means[k] for k in OBJECTIVE) / len(OBJECTIVE)
 
 
-def folds(results: dict[float, list[tuple[float, ...]]], default: float) -> list[dict[str, Any]]:
+def folds(results: dict[Any, list[tuple[float, ...]]], default: float | str
+          ) -> list[dict[str, Any]]:
     """Tune on one half, report on the other, both ways."""
     halves = {"even": lambda i: i % 2 == 0, "odd": lambda i: i % 2 == 1}
     out = []
@@ -123,7 +138,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--candidates", default=",".join(CANDIDATES),
                         help=f"Comma-separated, of: {', '.join(CANDIDATES)}.")
     parser.add_argument("--limit", type=int, help="Only the first N questions of each set.")
+    parser.add_argument("--dataset", choices=["MuSiQue", "HotpotQA"],
+                        help="Only this dataset (default: both; one cannot keep a change).")
     args = parser.parse_args(argv)
+    unknown = sorted(set(args.candidates.split(",")) - set(CANDIDATES))
+    if unknown:
+        raise SystemExit(f"unknown candidate {', '.join(unknown)}: choose from "
+                         f"{', '.join(CANDIDATES)}")
     from gear_agent.cli.common import load_settings
     from gear_agent.cli.progress import quiet_third_party
 
@@ -135,28 +156,44 @@ def main(argv: list[str] | None = None) -> None:
              "| chosen R@2/5/10/15 (other half) | gain (mean R@2,5,15) |",
              "|---|---|---|---|---|---|---|"]
     verdicts = []
-    runtimes = {b.name: open_benchmark(b, DATA, load_settings(None)) for b in BENCHMARKS}
+    benchmarks = [b for b in BENCHMARKS if args.dataset in (None, b.name)]
+    runtimes: dict[tuple[str, str | None], Any] = {}
+
+    def runtime(benchmark: Any, model: str | None = None) -> Any:
+        """The dataset's index (under ``model``; None: the default), opened once."""
+        if (benchmark.name, model) not in runtimes:
+            runtimes[benchmark.name, model] = open_benchmark(
+                benchmark, DATA, load_settings(None, embedding_model=model))
+        return runtimes[benchmark.name, model]
+
     for name in args.candidates.split(","):
         candidate = CANDIDATES[name]
         gains = []
-        for benchmark in BENCHMARKS:
+        for benchmark in benchmarks:
             questions = load_questions(benchmark.path(DATA, "questions.json"))[: args.limit]
             results = {}
             for value in candidate.values:
-                results[value] = per_question(runtimes[benchmark.name], candidate, value, questions)
+                index = (runtime(benchmark, str(value)) if candidate.knob == MODEL_KNOB
+                         else runtime(benchmark))
+                results[value] = per_question(index, candidate, value, questions)
                 print(f"  {name} {benchmark.name} {value}: {_mean(results[value])}",
                       file=sys.stderr, flush=True)
             for fold in folds(results, candidate.values[0]):
                 gains.append(fold["gain"])
                 cells = [" / ".join(f"{x:.1f}" for x in fold[key]) for key in ("default", "candidate")]
+                chosen = fold["chosen"]
+                chosen = f"{chosen:g}" if isinstance(chosen, float | int) else chosen
                 lines.append(f"| {name} ({candidate.knob}) | {benchmark.name} | {fold['tuned on']} "
-                             f"| {fold['chosen']:g} | {cells[0]} | {cells[1]} | {fold['gain']:+.1f} |")
-        kept = all(g > 0 for g in gains)
-        verdicts.append(f"{name}: {'kept' if kept else 'dropped'} (folds' gains "
+                             f"| {chosen} | {cells[0]} | {cells[1]} | {fold['gain']:+.1f} |")
+        every = len(benchmarks) == len(BENCHMARKS)
+        gained = all(g > 0 for g in gains)  # a fold that does not gain drops it either way
+        verdict = ("kept" if every and gained else "dropped" if not gained
+                   else "not decided: one dataset only")
+        verdicts.append(f"{name}: {verdict} (folds' gains "
                         + ", ".join(f"{g:+.1f}" for g in gains) + ")")
     print("\n".join(lines) + "\n\n" + "\n".join(verdicts))
-    print("\n`python benchmarks/crossval.py`; halves: even and odd positions of each "
-          "questions file")
+    command = "python benchmarks/crossval.py" + (f" --dataset {args.dataset}" if args.dataset else "")
+    print(f"\n`{command}`; halves: even and odd positions of each questions file")
 
 
 if __name__ == "__main__":

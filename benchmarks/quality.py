@@ -20,10 +20,13 @@ the first recording's rows)::
     python benchmarks/quality.py --no-llm                # the LLM-free table only
     python benchmarks/quality.py --markdown docs/quality.md   # and write them into the doc
     python benchmarks/quality.py --no-llm --embedding-model all-mpnet-base-v2   # another encoder
+    python benchmarks/quality.py --no-llm --embedding-model all-MiniLM-L6-v2,all-mpnet-base-v2
 
 ``--embedding-model`` builds (or reuses) the indexes under that model and adds a table of
 their cost: seconds to build (embedding passages, triples and phrases; "reused" when the
-index was there already), size on disk, and ms to embed a question.
+index was there already), size on disk, and ms to embed a question. Several models
+(comma-separated) give each LLM-free row once per model, named ``row · model``, and one
+cost row per dataset and model.
 
 ``--markdown`` replaces what stands between ``<!-- quality:begin -->`` and
 ``<!-- quality:end -->`` in the file. ms per question excludes the query's embedding
@@ -38,6 +41,7 @@ import os
 import re
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +86,11 @@ def _index_cost(benchmark: Any, model: str, questions: list) -> tuple[Any, list[
     build = "reused" if existed else f"{built:,.0f}"
     return runtime, [benchmark.name, runtime.embedder.name, build, f"{size / 2**20:,.1f}",
                      f"{embed_ms:.1f}"]
+
+
+def _short(model: str) -> str:
+    """The model's name without its organisation (``all-mpnet-base-v2``)."""
+    return model.rsplit("/", 1)[-1]
 
 
 def _sirerag_pool(runtime: Any) -> None:
@@ -193,6 +202,11 @@ def main(argv: list[str] | None = None) -> None:
     from gear_agent.parts import LLM_FREE
 
     names = args.retrievers.split(",") if args.retrievers else list(LLM_FREE)
+    models = args.embedding_model.split(",") if args.embedding_model else [None]
+    if len(models) > 1 and not args.no_llm:
+        raise SystemExit("several --embedding-model values compare LLM-free rows: add --no-llm")
+    row_names = (names if len(models) == 1
+                 else [f"{n} · {_short(m)}" for n in names for m in models])
     results: dict[str, dict[str, Any]] = {}
     costs: list[str] = []
     payload: dict[str, Any] = {}
@@ -206,14 +220,20 @@ def main(argv: list[str] | None = None) -> None:
         if not questions_file.is_file():
             raise SystemExit(f"benchmark data not found at {questions_file}")
         questions = load_questions(questions_file)[: args.limit]
-        if args.embedding_model:
-            runtime, cost = _index_cost(benchmark, args.embedding_model, questions)
-            index_rows.append(cost)
-        else:
-            runtime = _runtime(benchmark)
-        if "sirerag" in names:
-            _sirerag_pool(runtime)
-        rows = _rows(benchmark.name, runtime, names, questions)
+        rows = []
+        for model in models:
+            if model:
+                runtime, cost = _index_cost(benchmark, model, questions)
+                index_rows.append(cost)
+            else:
+                runtime = _runtime(benchmark)
+            if "sirerag" in names:
+                _sirerag_pool(runtime)
+            model_rows = _rows(benchmark.name, runtime, names, questions)
+            if len(models) > 1:
+                model_rows = [replace(row, retriever=f"{row.retriever} · {_short(model)}")
+                              for row in model_rows]
+            rows += model_rows
         if not args.no_llm:
             replay = _replay_runtime(runtime, benchmark, args.base)
             base = replay.settings.base_retriever
@@ -228,7 +248,7 @@ def main(argv: list[str] | None = None) -> None:
         header = ["dataset", "model", "build s", "index MiB", "query embedding ms/q"]
         costs.insert(0, "\n".join("| " + " | ".join(r) + " |" for r in
                                    [header, ["---"] * len(header), *index_rows]))
-    text = "\n\n".join([recall_table(results, names + llm_names), *costs])
+    text = "\n\n".join([recall_table(results, row_names + llm_names), *costs])
     command = "python benchmarks/quality.py" + (" --no-llm" if args.no_llm else "")
     if args.dataset:
         command += f" --dataset {args.dataset}"

@@ -18,19 +18,20 @@ def eval_index_dir(
     corpus: Path, openie: Path | None, model: str, cache: Path = EVAL_CACHE,
     ground_openie: bool | None = None,
 ) -> Path:
-    """A cache folder named by the corpus, the OpenIE file and the model (and whether
-    ungrounded OpenIE triples are left out: ``ground_openie``, the setting's default when
-    None), so reruns reuse it."""
+    """A cache folder named by the contents of the corpus and the OpenIE file and by the
+    model (and whether ungrounded OpenIE triples are left out: ``ground_openie``, the
+    setting's default when None), so reruns reuse it. The files' bytes name it, not their
+    path or modification time: the same data copied again (a fresh checkout of
+    ``../shared``, a CI cache restored) finds the index built before instead of embedding
+    everything again."""
     if ground_openie is None:
         ground_openie = GroundingSettings.default_of("ground_openie")
     digest = hashlib.sha256()
-    if ground_openie:  # a different set of triples; the default keeps earlier folders' names
+    if ground_openie:  # a different set of triples
         digest.update(b"ground_openie")
     for part in (corpus, openie):
         if part is not None:
-            digest.update(str(Path(part).resolve()).encode())
-            stat = Path(part).stat()
-            digest.update(f"{stat.st_size}:{stat.st_mtime_ns}".encode())
+            digest.update(hashlib.sha256(Path(part).read_bytes()).digest())
     digest.update(canonical_model_name(model).encode())
     return cache / f"{Path(corpus).stem}-{digest.hexdigest()[:12]}"
 
