@@ -51,6 +51,7 @@ from gear_agent.store.es_client import (
     missing_index,
     translate_errors,
 )
+from gear_agent.store.es_graph_cache import DOCUMENT_FIELDS, ExpansionCache
 from gear_agent.store.es_mappings import (
     TEXT_FIELD,
     VECTOR_FIELD,
@@ -177,6 +178,7 @@ class ElasticsearchStore(Store):
         self._nodes: ElasticsearchNodeStore | None = None
         self._recent_triples: dict[str, dict[str, Any]] = {}
         self._recent_generation: int | None = None  # the generation the kept triples were read at
+        self._expansion_cache: ExpansionCache | None = None  # made by the first graph expansion
         self._loading: set[str] | None = None  # in bulk_load(): indices written, not yet refreshed
         self.changes_index = f"{settings.es_index_prefix}-changes"
         self._feed: ChangeFeed | None = None  # None: an index made before the feed, opened read-only
@@ -846,6 +848,8 @@ class ElasticsearchStore(Store):
         return [passage_from_source(found[i]) for i in ids if i in found]
 
     def get_triples(self, ids: Sequence[str]) -> list[Triple]:
+        if (cache := self._expansion(build=False)) is not None and all(map(cache.has, ids)):
+            return cache.get_triples(ids)
         found = self._triple_sources(ids, None)
         return [triple_from_source(found[i]) for i in ids if i in found]
 
@@ -855,6 +859,8 @@ class ElasticsearchStore(Store):
         Raises:
             KeyError: some ids are not stored triples.
         """
+        if (cache := self._expansion(build=False)) is not None and all(map(cache.has, ids)):
+            return cache.triple_vectors(ids)
         found = self._triple_sources(ids, [VECTOR_FIELD])
         missing = [i for i in ids if i not in found]
         if missing:
@@ -876,6 +882,8 @@ class ElasticsearchStore(Store):
         the beam search that starts from them cost no request."""
         if not passage_ids:
             return []
+        if (cache := self._expansion()) is not None:
+            return cache.triples_of_passages(passage_ids)
         self._check_recent()
         of: dict[str, list[str]] = {pid: [] for pid in passage_ids}
         for chunk in _chunks(_unique(passage_ids), _TERMS_CHUNK):
@@ -901,6 +909,8 @@ class ElasticsearchStore(Store):
         :meth:`_remember`). It is :meth:`neighbours_many` of one triple: a generation check
         and one ``_msearch``.
         """
+        if (cache := self._expansion(build=False)) is not None and cache.has(triple_id):
+            return cache.neighbours(triple_id, None if query_vector is None else self._query_vector(query_vector), limit)
         return self.neighbours_many([triple_id], query_vector, limit)[0]
 
     def neighbours_many(
@@ -912,6 +922,8 @@ class ElasticsearchStore(Store):
             return [[] for _ in triple_ids]
         index = self.indices.triples
         vector = None if query_vector is None else self._query_vector(query_vector)
+        if (cache := self._expansion()) is not None:
+            return [cache.neighbours(t, vector, limit) for t in triple_ids]
         self._check_recent()
         pin = self._pin()
         requests = [q.neighbours_request(index, t, vector, limit, pin) for t in triple_ids]
@@ -927,6 +939,39 @@ class ElasticsearchStore(Store):
             self._remember(hits)
             found.append([hit["_id"] for hit in hits])
         return found
+
+    def _expansion(self, build: bool = True) -> ExpansionCache | None:
+        """The triples graph expansion reads, kept in this process at this store's commit
+        (:mod:`gear_agent.store.es_graph_cache`; made by the first expansion when ``build``);
+        None while this store writes, whose reads must see its own writes."""
+        if self._loading is not None or (self._feed is not None and self._feed.pending is not None):
+            return None
+        cache = self._expansion_cache
+        if cache is None and build:
+            cache = self._expansion_cache = ExpansionCache(self.dimension, self._triple_documents)
+        if cache is None or (cache.stamp is None and not build):
+            return None
+        with cache.lock:
+            return cache.current(self)
+
+    def _triple_documents(self, ids: Sequence[str] | None) -> Iterator[list[dict[str, Any]]]:
+        """Whole triple documents, vectors included, a page at a time: every one in extraction
+        order (one point-in-time walk) for None, else those ids (``_mget``)."""
+        if ids is None:
+            hits = self._walk(self.indices.triples, q.match_all(), q.EXTRACTION_ORDER,
+                              {"includes": list(DOCUMENT_FIELDS)}, snapshot=True)
+            batch: list[dict[str, Any]] = []
+            for hit in hits:
+                batch.append(hit["_source"])
+                if len(batch) >= self.page_size:
+                    yield batch
+                    batch = []
+            if batch:
+                yield batch
+            return
+        for chunk in _chunks(ids, _MGET_CHUNK):
+            found = self._mget(self.indices.triples, chunk, DOCUMENT_FIELDS)
+            yield [found[i] for i in chunk if i in found]
 
     def _check_recent(self) -> None:
         """Bring the kept triple documents to the store's generation when it moved since

@@ -1,6 +1,8 @@
 """What graph expansion asks Elasticsearch per question (the fake records every request):
-NaiveGE's start triples in one search, a beam step in one ``_msearch``, the vectors and
-documents of what those brought back answered without another request."""
+the triples it walks are kept in the process (``gear_agent.store.es_graph_cache``), made by
+the first expansion and brought up to date by the change feed, so a question after the first
+asks the cluster only for its base retrieval; and the answers are those of the requests they
+replace."""
 
 from __future__ import annotations
 
@@ -13,8 +15,11 @@ from gear_agent.open_index import OpenIndex
 from gear_agent.retrieval.registry import make_retriever
 from gear_agent.retrieval.search import QueryEncoder
 
+QUESTIONS = ["Which company is based in City 2?", "Who founded Company 7?", "Person 3 founded what?"]
 
-def test_naive_ge_asks_for_all_base_passages_triples_in_one_search(tmp_path) -> None:
+
+@pytest.fixture
+def fake(tmp_path):
     pytest.importorskip("elasticsearch", reason="the elasticsearch client is not installed")
     from es_fake import FakeElasticsearch
 
@@ -23,19 +28,74 @@ def test_naive_ge_asks_for_all_base_passages_triples_in_one_search(tmp_path) -> 
     server = FakeElasticsearch()
     settings = GearSettings(backend="elasticsearch", es_index_prefix="b", es_cache_dir=tmp_path)
     embedder = HashingEmbedder(64)
-    store = ElasticsearchStore(settings, embedder, client=server.client())
-    passages = [make_passage(f"Person {i}", f"Person {i} founded Company {i} in City {i % 4}.") for i in range(30)]
+
+    def open_store():
+        return ElasticsearchStore(settings, embedder, client=server.client())
+
+    return server, settings, embedder, open_store
+
+
+def _fill(store, people=range(30)):
+    passages = [make_passage(f"Person {i}", f"Person {i} founded Company {i} in City {i % 4}.") for i in people]
     store.add_passages(passages)
-    store.add_triples([make_triple(p, f"Person {i}", "founded", f"Company {i}") for i, p in enumerate(passages)]
-                      + [make_triple(p, f"Company {i}", "based in", f"City {i % 4}") for i, p in enumerate(passages)])
-    retriever = make_retriever("hybrid+naive_ge", OpenIndex(settings, embedder, store, QueryEncoder(embedder)))
+    store.add_triples([make_triple(p, f"Person {i}", "founded", f"Company {i}") for i, p in zip(people, passages)]
+                      + [make_triple(p, f"Company {i}", "based in", f"City {i % 4}") for i, p in zip(people, passages)])
+    return passages
+
+
+def _naive(store, settings, embedder):
+    return make_retriever("hybrid+naive_ge", OpenIndex(settings, embedder, store, QueryEncoder(embedder)))
+
+
+def test_a_question_after_the_first_asks_only_for_its_base_retrieval(fake) -> None:
+    server, settings, embedder, open_store = fake
+    store = open_store()
+    _fill(store)
+    retriever = _naive(store, settings, embedder)
+    assert retriever.retrieve(QUESTIONS[0], 15)  # the first expansion reads the triples once
     start = len(server.requests)
-    found = retriever.retrieve("Which company is based in City 2?", 15)
+    for question in QUESTIONS:
+        assert retriever.retrieve(question, 15)
     asked = [(r.method, r.path) for r in server.requests[start:]]
-    assert found
-    of_passages = [r for r in server.requests[start:] if "passage_id" in str(r.body)]
-    assert len(of_passages) == 1  # the 15 base passages' triples: one terms search
-    assert ("POST", "/b-triples/_mget") not in asked  # vectors and documents came with the hits
-    assert asked.count(("GET", "/b-changes/_doc/generation")) == 1  # one commit per question
-    beam_steps = asked.count(("POST", "/b-triples/_msearch"))
-    assert 1 <= beam_steps and len(asked) == 4 + beam_steps  # generation, bm25, kNN, start triples
+    assert not [a for a in asked if "/b-triples/" in a[1]]  # no start triples, beam step, vectors
+    assert asked.count(("GET", "/b-changes/_doc/generation")) == len(QUESTIONS)  # one commit each
+    assert len(asked) == 3 * len(QUESTIONS)  # generation, BM25, kNN
+
+
+def test_the_kept_triples_answer_as_the_requests_they_replace(fake, monkeypatch) -> None:
+    server, settings, embedder, open_store = fake
+    store = open_store()
+    _fill(store)
+    vector = embedder.embed_one(QUESTIONS[0])
+    passages = [h.id for h in store.vector_search("passage", vector, 15)]
+    with monkeypatch.context() as patch:  # as a writing store reads: from the cluster
+        patch.setattr(store, "_expansion", lambda build=True: None)
+        remote = store.triples_of_passages(passages)
+        remote_next = store.neighbours_many([t for ts in remote for t in ts], vector, 5)
+        remote_vectors = store.triple_vectors(remote[0])
+    assert store._expansion_cache is None
+    assert store.triples_of_passages(passages) == remote
+    assert store.neighbours_many([t for ts in remote for t in ts], vector, 5) == remote_next
+    assert (store.triple_vectors(remote[0]) == remote_vectors).all()
+    assert store._expansion_cache is not None and len(store._expansion_cache) == store.count("triple")
+
+
+def test_another_process_writing_is_followed_through_the_change_feed(fake) -> None:
+    server, settings, embedder, open_store = fake
+    reader, writer = open_store(), open_store()
+    _fill(writer, range(20))
+    retriever = _naive(reader, settings, embedder)
+    retriever.retrieve(QUESTIONS[1], 15)
+    cache = reader._expansion_cache
+    assert cache is not None and len(cache) == 40
+    added = _fill(writer, range(20, 25))
+    gone = writer.passage_ids_of_source(added[0].source)[:1] or [added[0].id]
+    writer.delete_passages(gone)
+    start = len(server.requests)
+    found = retriever.retrieve("Who founded Company 22?", 15)
+    walked = [r for r in server.requests[start:] if r.path.endswith("/_pit") or "pit" in str(r.body)]
+    assert not walked  # brought up to date by the feed, not read again
+    assert reader._expansion_cache is cache and len(cache) == 48
+    assert reader.triples_of_passages([gone[0]]) == [[]]
+    fresh = _naive(open_store(), settings, embedder)
+    assert [p.id for p in found] == [p.id for p in fresh.retrieve("Who founded Company 22?", 15)]
