@@ -68,6 +68,7 @@ from gear_agent.store.es_mappings import (
     triple_from_source,
     upgrade_mapping,
 )
+from gear_agent.store.multi_search import Search, answer_one
 from gear_agent.types import AddResult, Collection, Hit, Passage, Triple
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -842,6 +843,45 @@ class ElasticsearchStore(Store):
             request = q.knn_request(vector, k, filter=q.both(flt, pin))
             hits = self._search(f"kNN search on {index!r}", index, request)["hits"]["hits"]
         return [Hit(h["_id"], q.score_to_cosine(float(h["_score"]))) for h in hits]
+
+    def search_many(self, searches: Sequence[Search]) -> list[list[Hit]]:
+        """Several searches in one ``_msearch`` (:mod:`gear_agent.store.multi_search`): each the
+        request :meth:`bm25_search`, :meth:`vector_search` or :meth:`lowest_similarity` sends
+        (an exact-BM25 search, rescored, and a kNN search that met a later commit inside a
+        snapshot are asked again alone, as those methods do)."""
+        pin, lines, sent = self._pin(), [], []
+        for n, search in enumerate(searches):
+            if search.k <= 0 or (search.kind == "bm25" and self.settings.es_exact_bm25):
+                continue
+            flt = self._filter(search.collection, parse_where(search.where))
+            if search.kind == "bm25":
+                request = q.bm25_request(TEXT_FIELD[search.collection], search.query, search.k, filter=q.both(flt, pin))
+            else:
+                vector = self._query_vector(search.vector) * (-1 if search.kind == "lowest" else 1)
+                request = q.knn_request(vector, search.k, filter=flt)
+                if pin is not None:
+                    request["docvalue_fields"] = ["generation"]
+            lines += q.msearch_lines(self.indices.of(search.collection), [request])
+            sent.append(n)
+        found: list[list[Hit] | None] = [None] * len(searches)
+        if lines:
+            what = f"{len(sent)} searches in one request"
+            self._settle()
+            with translate_errors(what):
+                answer = _body(self._client.msearch(searches=lines))
+            pinned = getattr(self._pinned, "generation", None)
+            for n, response in zip(sent, answer["responses"], strict=True):
+                if "error" in response:
+                    raise _search_error(what, response)
+                hits, kind = response["hits"]["hits"], searches[n].kind
+                later = pin is not None and kind != "bm25" and any(
+                    max((h.get("fields") or {}).get("generation", [-1])) > pinned for h in hits)
+                if kind == "bm25":
+                    found[n] = [Hit(h["_id"], float(h["_score"])) for h in hits]
+                elif not later:
+                    cosines = [Hit(h["_id"], q.score_to_cosine(float(h["_score"]))) for h in hits]
+                    found[n] = cosines if kind == "vector" else [Hit("", -c.score) for c in cosines[:1]]
+        return [hits if hits is not None else answer_one(self, search) for hits, search in zip(found, searches)]
 
     def get_passages(self, ids: Sequence[str]) -> list[Passage]:
         found = self._mget(self.indices.passages, ids)

@@ -59,7 +59,20 @@ def test_a_question_after_the_first_asks_only_for_its_base_retrieval(fake) -> No
     asked = [(r.method, r.path) for r in server.requests[start:]]
     assert not [a for a in asked if "/b-triples/" in a[1]]  # no start triples, beam step, vectors
     assert asked.count(("GET", "/b-changes/_doc/generation")) == len(QUESTIONS)  # one commit each
-    assert len(asked) == 3 * len(QUESTIONS)  # generation, BM25, kNN
+    assert asked == [("GET", "/b-changes/_doc/generation"), ("POST", "/_msearch")] * len(QUESTIONS)  # BM25 + kNN
+
+
+def test_ppr_asks_its_four_searches_in_one_request(fake) -> None:
+    server, settings, embedder, open_store = fake
+    store = open_store()
+    _fill(store)
+    retriever = make_retriever("ppr", OpenIndex(settings, embedder, store, QueryEncoder(embedder)))
+    retriever.retrieve(QUESTIONS[0], 5)  # builds the graph
+    start = len(server.requests)
+    found = retriever.retrieve(QUESTIONS[1], 5)
+    asked = [(r.method, r.path) for r in server.requests[start:]]
+    assert found and asked.count(("POST", "/_msearch")) == 1
+    assert ("POST", "/b-triples/_search") not in asked and ("POST", "/b-passages/_search") not in asked
 
 
 def test_the_kept_triples_answer_as_the_requests_they_replace(fake, monkeypatch) -> None:
@@ -99,3 +112,19 @@ def test_another_process_writing_is_followed_through_the_change_feed(fake) -> No
     assert reader.triples_of_passages([gone[0]]) == [[]]
     fresh = _naive(open_store(), settings, embedder)
     assert [p.id for p in found] == [p.id for p in fresh.retrieve("Who founded Company 22?", 15)]
+
+
+def test_searches_asked_together_answer_as_each_alone(fake) -> None:
+    from gear_agent.store.multi_search import Search, answer_one
+
+    server, settings, embedder, open_store = fake
+    store = open_store()
+    _fill(store)
+    vector = embedder.embed_one(QUESTIONS[0])
+    searches = [Search.bm25("passage", "Company City", 5), Search.dense("triple", vector, 7),
+                Search.lowest("passage", vector), Search.dense("passage", vector, 3, {"title": "Person 4"}),
+                Search.bm25("triple", "founded", 4, ["title=Person 2"]), Search.dense("passage", vector, 0)]
+    with store.snapshot():
+        together = store.search_many(searches)
+    assert together == [answer_one(store, s) for s in searches]
+    assert together[2] and together[2][0].score == store.lowest_similarity("passage", vector)
