@@ -988,7 +988,7 @@ class ElasticsearchStore(Store):
             return None
         cache = self._expansion_cache
         if cache is None and build:
-            cache = self._expansion_cache = ExpansionCache(self.dimension, self._triple_documents)
+            cache = self._expansion_cache = ExpansionCache(self.dimension, self._triple_documents, self.derived_dir)
         if cache is None or (cache.stamp is None and not build):
             return None
         with cache.lock:

@@ -25,19 +25,29 @@ Example:
 
 from __future__ import annotations
 
+import json
+import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from gear_agent.store.bm25 import top_k
 from gear_agent.store.changes import Changes, Stamp, bring_up_to_date
+from gear_agent.store.derived_files import verify, write_atomically
 from gear_agent.store.es_mappings import VECTOR_FIELD, triple_from_source
 from gear_agent.store.threads import matvec
 from gear_agent.types import Triple
 
-__all__ = ["DOCUMENT_FIELDS", "ExpansionCache", "RecordReader"]
+__all__ = ["CACHE_FILE", "DOCUMENT_FIELDS", "ExpansionCache", "RecordReader"]
+
+logger = logging.getLogger(__name__)
+
+CACHE_FILE = "expansion-triples.json"
+"""The saved cache's manifest in the store's derived folder (its vectors: the same name, ``.npy``)."""
+_FORMAT = 1
 
 DOCUMENT_FIELDS = ("id", "subject", "predicate", "object", "passage_id", "head", "tail", "added_ns",
                    "position", VECTOR_FIELD)
@@ -64,13 +74,18 @@ class ExpansionCache:
     Args:
         dimension: The vectors' dimension.
         read: Where the triple documents come from (:data:`RecordReader`).
+        folder: Where it is saved after a full read (:data:`CACHE_FILE`) and loaded from by the
+            next process, which then takes in the changes since (None: kept in memory only).
     """
 
-    def __init__(self, dimension: int, read: RecordReader) -> None:
+    def __init__(self, dimension: int, read: RecordReader, folder: Path | None = None) -> None:
         self.dimension, self._read = dimension, read
+        self.folder = None if folder is None else Path(folder)
         self.stamp: Stamp | None = None
         self.lock = threading.RLock()
         self._clear()
+        if self.folder is not None:
+            self._load()
 
     def _clear(self) -> None:
         self._ids: list[str] = []
@@ -99,6 +114,8 @@ class ExpansionCache:
         if held is not None and held.index_id == now.index_id and held.generation >= now.generation:
             return self
         bring_up_to_date(self, store)
+        if self.__dict__.pop("_rebuilt", False) and self.folder is not None:
+            self._save()  # the next process loads it and takes in the changes since
         return self
 
     def can_apply(self, changes: Changes) -> bool:
@@ -109,6 +126,58 @@ class ExpansionCache:
         self._clear()
         for batch in self._read(None):
             self._append(batch)
+        self._rebuilt = True
+
+    # ---- the saved copy -----------------------------------------------------------------
+    def _paths(self) -> tuple[Path, Path]:
+        assert self.folder is not None
+        manifest = self.folder / CACHE_FILE
+        return manifest, manifest.with_suffix(".npy")
+
+    def _save(self) -> None:
+        """Write the vectors, then the manifest naming their checksum (a reader trusts the
+        pair only when they agree); a failure is logged, the cache stays in memory."""
+        manifest, vectors = self._paths()
+        live = [r for r in range(self._n) if self._alive[r]]
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
+            matrix = self._vectors[live]
+
+            def write_vectors(path: Path) -> None:
+                with path.open("wb") as handle:
+                    np.save(handle, matrix)
+
+            digest = write_atomically(vectors, write_vectors)
+            triples = [self._triples[r] for r in live]
+            body = {
+                "format": _FORMAT, "stamp": self.stamp.as_dict() if self.stamp else None,
+                "dimension": self.dimension, "vectors": digest, "rows": len(live),
+                "triples": [[t.id, t.subject, t.predicate, t.object, t.passage_id] for t in triples if t],
+                "ends": [self._ends[r] for r in live], "order": [self._order[r][:2] for r in live],
+            }
+            write_atomically(manifest, lambda p: p.write_text(json.dumps(body), encoding="utf-8"))
+        except OSError as err:
+            logger.warning("could not save the expansion cache in %s: %s", self.folder, err)
+
+    def _load(self) -> None:
+        """Take the saved copy when it is whole (its stamp is then compared as any other)."""
+        manifest, vectors = self._paths()
+        try:
+            body = json.loads(manifest.read_text(encoding="utf-8"))
+            if body.get("format") != _FORMAT or body.get("dimension") != self.dimension:
+                return
+            if not verify(vectors, body["vectors"]):
+                return
+            matrix = np.load(vectors)
+        except (OSError, ValueError, KeyError):
+            return
+        if matrix.shape != (body["rows"], self.dimension) or len(body["triples"]) != body["rows"]:
+            return
+        docs = ({"id": t[0], "subject": t[1], "predicate": t[2], "object": t[3], "passage_id": t[4],
+                 "head": e[0], "tail": e[1], "added_ns": o[0], "position": o[1], VECTOR_FIELD: None}
+                for t, e, o in zip(body["triples"], body["ends"], body["order"], strict=True))
+        self._append(list(docs), vectors=matrix)
+        self.stamp = Stamp.from_dict(body.get("stamp"))
 
     def apply(self, store: Any, changes: Changes) -> None:
         """Removals first (an id deleted and added again is in both lists), then the added
@@ -134,8 +203,12 @@ class ExpansionCache:
                 self._append(batch, resort=True)
 
     # ---- filling ------------------------------------------------------------------------
-    def _append(self, docs: Iterable[dict[str, Any]], resort: bool = False) -> None:
-        docs = [d for d in docs if d["id"] not in self._row]
+    def _append(self, docs: Iterable[dict[str, Any]], resort: bool = False, vectors: np.ndarray | None = None) -> None:
+        docs = list(docs)
+        keep = [n for n, d in enumerate(docs) if d["id"] not in self._row]
+        if len(keep) < len(docs):
+            docs = [docs[n] for n in keep]
+            vectors = None if vectors is None else vectors[keep]
         if not docs:
             return
         start = self._n
@@ -147,7 +220,8 @@ class ExpansionCache:
             alive = np.zeros(len(grown), dtype=bool)
             alive[:start] = self._alive[:start]
             self._alive = alive
-        self._vectors[start:need] = np.asarray([d[VECTOR_FIELD] for d in docs], dtype=np.float32)
+        self._vectors[start:need] = vectors if vectors is not None else np.asarray(
+            [d[VECTOR_FIELD] for d in docs], dtype=np.float32)
         self._alive[start:need] = True
         touched: set[str] = set()
         for row, doc in enumerate(docs, start):

@@ -128,3 +128,25 @@ def test_searches_asked_together_answer_as_each_alone(fake) -> None:
         together = store.search_many(searches)
     assert together == [answer_one(store, s) for s in searches]
     assert together[2] and together[2][0].score == store.lowest_similarity("passage", vector)
+
+
+def test_a_later_process_loads_the_saved_triples_and_takes_in_the_changes_since(fake) -> None:
+    server, settings, embedder, open_store = fake
+    first = open_store()
+    _fill(first, range(20))
+    first.triples_of_passages(["any"])  # the first expansion reads every triple and saves them
+    assert (first.derived_dir / "expansion-triples.json").exists()
+    _fill(first, range(20, 23))  # a commit the saved copy does not have
+    later = open_store()
+    passages = later.passage_ids()
+    start = len(server.requests)
+    vector = embedder.embed_one("Company 21")
+    ids = later.triples_of_passages(passages)
+    assert not [r for r in server.requests[start:] if r.path.endswith("triples/_pit")]  # no walk
+    assert len(later._expansion_cache) == 46
+    rebuilt = open_store()
+    (rebuilt.derived_dir / "expansion-triples.json").unlink()
+    assert rebuilt.triples_of_passages(passages) == ids
+    tid = ids[-1][0]
+    assert later.neighbours_many([tid], vector, 5) == rebuilt.neighbours_many([tid], vector, 5)
+    assert (later.triple_vectors([tid]) == rebuilt.triple_vectors([tid])).all()
