@@ -246,6 +246,14 @@ def _open(cluster: Cluster, embedder: Embedder | None = None, **kwargs: Any) -> 
     )
 
 
+def _open_remote(cluster: Cluster, **kwargs: Any) -> ElasticsearchStore:
+    """A store whose graph reads go to the cluster, as a store's do while it writes (else
+    they are answered from the triples kept in the process: ``es_graph_cache``)."""
+    store = _open(cluster, **kwargs)
+    store._expansion = lambda build=True: None  # type: ignore[method-assign]
+    return store
+
+
 # ---- start-up: version, mappings, model ----------------------------------------
 
 
@@ -821,7 +829,7 @@ def _lookup(field: str, path: str) -> dict:
 
 def test_neighbours_with_a_query_vector_is_one_knn_search_filtered_by_looked_up_entities() -> None:
     cluster = Cluster()
-    store = _open(cluster)
+    store = _open_remote(cluster)
     source = {"id": "t-2", "subject": "Paris", "predicate": "in", "object": "France",
               "passage_id": "p-1", "vector": np.eye(DIM)[1].tolist()}
     cluster.queue("_search", (200, {"hits": {"hits": [{"_id": "t-2", "_score": 0.7, "_source": source}]}}))
@@ -856,7 +864,7 @@ def test_neighbours_with_a_query_vector_is_one_knn_search_filtered_by_looked_up_
 
 def test_a_write_forgets_the_documents_neighbours_brought() -> None:
     cluster = Cluster()
-    store = _open(cluster)
+    store = _open_remote(cluster)
     source = {"id": "t-2", "subject": "a", "predicate": "r", "object": "b", "passage_id": "p-1",
               "vector": np.eye(DIM)[1].tolist()}
     cluster.queue("_search", (200, {"hits": {"hits": [{"_id": "t-2", "_score": 0.7, "_source": source}]}}))
@@ -869,7 +877,7 @@ def test_a_write_forgets_the_documents_neighbours_brought() -> None:
 
 def test_neighbours_without_a_vector_are_the_first_by_id() -> None:
     cluster = Cluster()
-    store = _open(cluster)
+    store = _open_remote(cluster)
     store.neighbours("t-1", limit=5)
     ((_, body),) = [m.body for m in cluster.of("_msearch")]
     search = Sent("POST", "/gear-triples/_search", {}, body)
@@ -898,7 +906,7 @@ def _triple_hit(triple: str, passage: str = "p-1") -> dict[str, Any]:
 
 def test_neighbours_of_a_beam_step_are_one_msearch_after_one_generation_check() -> None:
     cluster = Cluster()
-    store = _open(cluster)
+    store = _open_remote(cluster)
     cluster.queue("_search", (200, {"hits": {"hits": [_triple_hit("t-2")]}}),
                   (200, {"hits": {"hits": [_triple_hit("t-3"), _triple_hit("t-4")]}}))
     vector = np.eye(DIM, dtype=np.float32)[0]
@@ -914,7 +922,7 @@ def test_neighbours_of_a_beam_step_are_one_msearch_after_one_generation_check() 
 
 def test_a_write_by_another_process_makes_the_next_neighbours_forget_the_kept_documents() -> None:
     cluster = Cluster()
-    store = _open(cluster)
+    store = _open_remote(cluster)
     vector = np.eye(DIM, dtype=np.float32)[0]
     cluster.queue("_search", (200, {"hits": {"hits": [_triple_hit("t-2")]}}))
     store.neighbours("t-1", vector, 5)
@@ -930,7 +938,7 @@ def test_a_write_by_another_process_makes_the_next_neighbours_forget_the_kept_do
 
 def test_a_failed_search_of_a_beam_step_is_one_line_naming_the_cause() -> None:
     cluster = Cluster()
-    store = _open(cluster)
+    store = _open_remote(cluster)
     error = {"root_cause": [{"type": "index_not_found_exception", "reason": "no such index [gear-triples]",
                              "index": "gear-triples"}], "type": "index_not_found_exception",
              "reason": "no such index [gear-triples]", "index": "gear-triples"}
