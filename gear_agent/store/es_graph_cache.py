@@ -37,7 +37,7 @@ import numpy as np
 from gear_agent.store.bm25 import top_k
 from gear_agent.store.changes import Changes, Stamp, bring_up_to_date
 from gear_agent.store.derived_files import verify, write_atomically
-from gear_agent.store.es_mappings import VECTOR_FIELD, triple_from_source
+from gear_agent.store.es_mappings import VECTOR_FIELD
 from gear_agent.store.threads import matvec
 from gear_agent.types import Triple
 
@@ -47,7 +47,7 @@ logger = logging.getLogger(__name__)
 
 CACHE_FILE = "expansion-triples.json"
 """The saved cache's manifest in the store's derived folder (its vectors: the same name, ``.npy``)."""
-_FORMAT = 1
+_FORMAT = 2
 
 DOCUMENT_FIELDS = ("id", "subject", "predicate", "object", "passage_id", "head", "tail", "added_ns",
                    "position", VECTOR_FIELD)
@@ -65,11 +65,21 @@ def _doc(tid: str, s: str, p: str, o: str, pid: str, n: int, vector: Sequence[fl
             "tail": o.lower(), "added_ns": n, "position": 0, VECTOR_FIELD: list(vector)}
 
 
+_COLUMNS = ("id", "subject", "predicate", "object", "passage_id", "head", "tail", "added_ns", "position")
+"""The columns kept per triple (row), each one Python list: a few objects for the garbage
+collector to walk, not one per triple (a full collection over per-triple objects took a
+second at 180,000 triples on the loaded test machine)."""
+
+_NO_ROWS = np.zeros(0, np.int64)
+
+
 class ExpansionCache:
     """The triples of an index as graph expansion reads them, at one commit (see the module).
 
     ``stamp`` is the commit it reflects (:func:`bring_up_to_date` sets it); :meth:`current`
-    brings it up to date first. Reads and updates hold :attr:`lock`.
+    brings it up to date first. Reads and updates hold :attr:`lock`. Rows are kept in the
+    order read (extraction order), a removed one marked dead; the adjacency and the passage
+    map are arrays of rows.
 
     Args:
         dimension: The vectors' dimension.
@@ -88,18 +98,12 @@ class ExpansionCache:
             self._load()
 
     def _clear(self) -> None:
-        self._ids: list[str] = []
+        self._columns: dict[str, list[Any]] = {name: [] for name in _COLUMNS}
         self._row: dict[str, int] = {}
-        self._triples: list[Triple | None] = []
-        self._ends: list[tuple[str, str]] = []
-        self._order: list[tuple[int, int, str]] = []
-        self._passage_of_row: list[str] = []
         self._vectors = np.zeros((0, self.dimension), dtype=np.float32)
-        self._n = 0
         self._alive = np.zeros(0, dtype=bool)
-        self._by_entity: dict[str, list[int]] = {}
-        self._by_passage: dict[str, list[int]] = {}
-        self._entity_rows: dict[str, np.ndarray] = {}  # arrays of _by_entity, made on use
+        self._by_entity: dict[str, np.ndarray] = {}
+        self._by_passage: dict[str, np.ndarray] = {}
 
     def __len__(self) -> int:
         return len(self._row)
@@ -128,6 +132,28 @@ class ExpansionCache:
             self._append(batch)
         self._rebuilt = True
 
+    def apply(self, store: Any, changes: Changes) -> None:
+        """Removals first (an id deleted and added again is in both lists), then the added
+        triples read by id, in the feed's order (extraction order)."""
+        passage_of = self._columns["passage_id"]
+        gone = [self._row.pop(tid) for tid in changes.triples_removed if tid in self._row]
+        removed_passages = set(changes.passages_removed)
+        for pid in removed_passages:  # a passage's triples go with it, listed or not
+            for row in self._by_passage.pop(pid, _NO_ROWS).tolist():
+                if self._row.get(self._columns["id"][row]) == row:
+                    del self._row[self._columns["id"][row]]
+                    gone.append(row)
+        if gone:
+            self._alive[gone] = False
+            for pid in {passage_of[row] for row in gone} - removed_passages:
+                rows = self._by_passage.get(pid)
+                if rows is not None:
+                    self._by_passage[pid] = rows[self._alive[rows]]
+        added = [tid for tid in dict.fromkeys(changes.triples_added) if tid not in self._row]
+        if added:
+            for batch in self._read(added):
+                self._append(batch, resort=True)
+
     # ---- the saved copy -----------------------------------------------------------------
     def _paths(self) -> tuple[Path, Path]:
         assert self.folder is not None
@@ -138,7 +164,7 @@ class ExpansionCache:
         """Write the vectors, then the manifest naming their checksum (a reader trusts the
         pair only when they agree); a failure is logged, the cache stays in memory."""
         manifest, vectors = self._paths()
-        live = [r for r in range(self._n) if self._alive[r]]
+        live = np.flatnonzero(self._alive[: len(self._columns["id"])])
         try:
             self.folder.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
             matrix = self._vectors[live]
@@ -148,12 +174,11 @@ class ExpansionCache:
                     np.save(handle, matrix)
 
             digest = write_atomically(vectors, write_vectors)
-            triples = [self._triples[r] for r in live]
+            rows = live.tolist()
             body = {
                 "format": _FORMAT, "stamp": self.stamp.as_dict() if self.stamp else None,
-                "dimension": self.dimension, "vectors": digest, "rows": len(live),
-                "triples": [[t.id, t.subject, t.predicate, t.object, t.passage_id] for t in triples if t],
-                "ends": [self._ends[r] for r in live], "order": [self._order[r][:2] for r in live],
+                "dimension": self.dimension, "vectors": digest, "rows": len(rows),
+                "columns": {name: [column[r] for r in rows] for name, column in self._columns.items()},
             }
             write_atomically(manifest, lambda p: p.write_text(json.dumps(body), encoding="utf-8"))
         except OSError as err:
@@ -169,80 +194,54 @@ class ExpansionCache:
             if not verify(vectors, body["vectors"]):
                 return
             matrix = np.load(vectors)
-        except (OSError, ValueError, KeyError):
+            columns = {name: list(body["columns"][name]) for name in _COLUMNS}
+        except (OSError, ValueError, KeyError, TypeError):
             return
-        if matrix.shape != (body["rows"], self.dimension) or len(body["triples"]) != body["rows"]:
+        if matrix.shape != (body["rows"], self.dimension) or any(len(c) != body["rows"] for c in columns.values()):
             return
-        docs = ({"id": t[0], "subject": t[1], "predicate": t[2], "object": t[3], "passage_id": t[4],
-                 "head": e[0], "tail": e[1], "added_ns": o[0], "position": o[1], VECTOR_FIELD: None}
-                for t, e, o in zip(body["triples"], body["ends"], body["order"], strict=True))
-        self._append(list(docs), vectors=matrix)
+        self._extend(columns, matrix)
         self.stamp = Stamp.from_dict(body.get("stamp"))
 
-    def apply(self, store: Any, changes: Changes) -> None:
-        """Removals first (an id deleted and added again is in both lists), then the added
-        triples read by id, in the feed's order (extraction order)."""
-        gone = [self._row.pop(tid) for tid in changes.triples_removed if tid in self._row]
-        removed_passages = set(changes.passages_removed)
-        for pid in removed_passages:  # a passage's triples go with it, listed or not
-            for row in self._by_passage.pop(pid, []):
-                if self._alive[row]:
-                    self._row.pop(self._ids[row], None)
-                    gone.append(row)
-        if gone:
-            self._alive[gone] = False
-            for row in gone:
-                self._triples[row] = None
-            touched = {self._passage_of_row[row] for row in gone} - removed_passages
-            for pid in touched:
-                self._by_passage[pid] = [r for r in self._by_passage.get(pid, []) if self._alive[r]]
-            self._entity_rows.clear()
-        added = [tid for tid in dict.fromkeys(changes.triples_added) if tid not in self._row]
-        if added:
-            for batch in self._read(added):
-                self._append(batch, resort=True)
-
     # ---- filling ------------------------------------------------------------------------
-    def _append(self, docs: Iterable[dict[str, Any]], resort: bool = False, vectors: np.ndarray | None = None) -> None:
-        docs = list(docs)
-        keep = [n for n, d in enumerate(docs) if d["id"] not in self._row]
-        if len(keep) < len(docs):
-            docs = [docs[n] for n in keep]
-            vectors = None if vectors is None else vectors[keep]
-        if not docs:
-            return
-        start = self._n
-        need = start + len(docs)
+    def _append(self, docs: Iterable[dict[str, Any]], resort: bool = False) -> None:
+        docs = [d for d in dict((d["id"], d) for d in docs).values() if d["id"] not in self._row]
+        if docs:
+            columns = {name: [d.get(name, 0) for d in docs] for name in _COLUMNS}
+            self._extend(columns, np.asarray([d[VECTOR_FIELD] for d in docs], dtype=np.float32), resort)
+
+    def _extend(self, columns: dict[str, list[Any]], vectors: np.ndarray, resort: bool = False) -> None:
+        """Add rows (none of them kept yet) with their vectors."""
+        start = len(self._columns["id"])
+        need = start + len(columns["id"])
         if need > len(self._vectors):
             grown = np.zeros((max(need, int(len(self._vectors) * 1.5) + 1024), self.dimension), dtype=np.float32)
             grown[:start] = self._vectors[:start]
-            self._vectors = grown
             alive = np.zeros(len(grown), dtype=bool)
             alive[:start] = self._alive[:start]
-            self._alive = alive
-        self._vectors[start:need] = vectors if vectors is not None else np.asarray(
-            [d[VECTOR_FIELD] for d in docs], dtype=np.float32)
+            self._vectors, self._alive = grown, alive
+        self._vectors[start:need] = vectors
         self._alive[start:need] = True
-        touched: set[str] = set()
-        for row, doc in enumerate(docs, start):
-            triple = triple_from_source(doc)
-            self._ids.append(triple.id)
-            self._row[triple.id] = row
-            self._triples.append(triple)
-            head, tail = doc["head"], doc["tail"]
-            self._ends.append((head, tail))
-            self._order.append((int(doc.get("added_ns", 0)), int(doc.get("position", 0)), triple.id))
-            self._passage_of_row.append(triple.passage_id)
-            self._by_entity.setdefault(head, []).append(row)
+        for name, values in columns.items():
+            self._columns[name].extend(values)
+        self._row.update(zip(columns["id"], range(start, need), strict=True))
+        by_entity: dict[str, list[int]] = {}
+        by_passage: dict[str, list[int]] = {}
+        for row, head, tail, pid in zip(range(start, need), columns["head"], columns["tail"],
+                                        columns["passage_id"], strict=True):
+            by_entity.setdefault(head, []).append(row)
             if tail != head:
-                self._by_entity.setdefault(tail, []).append(row)
-            self._by_passage.setdefault(triple.passage_id, []).append(row)
-            touched.add(triple.passage_id)
-        self._n = need
-        self._entity_rows.clear()
+                by_entity.setdefault(tail, []).append(row)
+            by_passage.setdefault(pid, []).append(row)
+        for target, fresh in ((self._by_entity, by_entity), (self._by_passage, by_passage)):
+            for key, rows in fresh.items():
+                kept = target.get(key)
+                target[key] = np.asarray(rows, np.int64) if kept is None else np.concatenate([kept, rows])
         if resort:  # triples added later by another process may sort before kept ones
-            for pid in touched:
-                self._by_passage[pid].sort(key=self._order.__getitem__)
+            c = self._columns
+            for pid in by_passage:
+                rows = self._by_passage[pid].tolist()
+                rows.sort(key=lambda r: (c["added_ns"][r], c["position"][r], c["id"][r]))
+                self._by_passage[pid] = np.asarray(rows, np.int64)
 
     # ---- reads --------------------------------------------------------------------------
     def has(self, triple_id: str) -> bool:
@@ -251,14 +250,16 @@ class ExpansionCache:
     def triples_of_passages(self, passage_ids: Sequence[str]) -> list[list[str]]:
         """Each passage's triple ids in extraction order (``[]`` for an unknown passage)."""
         with self.lock:
-            ids = self._ids
-            return [[ids[r] for r in self._by_passage.get(pid, ())] for pid in passage_ids]
+            ids = self._columns["id"]
+            return [[ids[r] for r in self._by_passage.get(pid, _NO_ROWS).tolist()] for pid in passage_ids]
 
     def get_triples(self, ids: Sequence[str]) -> list[Triple]:
         """The triples of ``ids`` in the order asked, unknown ids left out."""
         with self.lock:
-            found = [self._row.get(i) for i in ids]
-            return [t for t in (self._triples[r] for r in found if r is not None) if t is not None]
+            c = self._columns
+            rows = [r for r in (self._row.get(i) for i in ids) if r is not None]
+            return [Triple(c["id"][r], c["subject"][r], c["predicate"][r], c["object"][r], c["passage_id"][r])
+                    for r in rows]
 
     def triple_vectors(self, ids: Sequence[str]) -> np.ndarray:
         """One row per id.
@@ -272,12 +273,6 @@ class ExpansionCache:
                 raise KeyError(f"not stored triples: {', '.join(missing[:5])}")
             return self._vectors[[self._row[i] for i in ids]] if ids else np.zeros((0, self.dimension), np.float32)
 
-    def _rows_of(self, entity: str) -> np.ndarray:
-        rows = self._entity_rows.get(entity)
-        if rows is None:
-            rows = self._entity_rows[entity] = np.asarray(self._by_entity.get(entity, ()), dtype=np.int64)
-        return rows
-
     def neighbours(self, triple_id: str, query_vector: np.ndarray | None, limit: int) -> list[str]:
         """The triples sharing ``triple_id``'s head or tail, itself excluded: the ``limit`` most
         cosine-similar to ``query_vector`` (ties by insertion order), or the first ``limit``
@@ -289,12 +284,15 @@ class ExpansionCache:
         row = self._row.get(triple_id)
         if row is None or limit <= 0:
             return []
-        head, tail = self._ends[row]
-        rows = self._rows_of(head) if head == tail else np.union1d(self._rows_of(head), self._rows_of(tail))
+        head, tail = self._columns["head"][row], self._columns["tail"][row]
+        rows = self._by_entity.get(head, _NO_ROWS)
+        if tail != head:
+            rows = np.union1d(rows, self._by_entity.get(tail, _NO_ROWS))
         rows = rows[self._alive[rows] & (rows != row)]
+        ids = self._columns["id"]
         if query_vector is None:
-            return sorted(self._ids[r] for r in rows)[:limit]
+            return sorted(ids[r] for r in rows.tolist())[:limit]
         if len(rows):
             chosen, _ = top_k(matvec(self._vectors[rows], query_vector), limit)
             rows = rows[chosen]
-        return [self._ids[r] for r in rows]
+        return [ids[r] for r in rows.tolist()]
