@@ -68,6 +68,7 @@ from gear_agent.store.es_mappings import (
     triple_from_source,
     upgrade_mapping,
 )
+from gear_agent.store.es_passage_vectors import LARGE_SEARCH, PassageVectors
 from gear_agent.store.multi_search import Search, answer_one
 from gear_agent.types import AddResult, Collection, Hit, Passage, Triple
 
@@ -180,6 +181,7 @@ class ElasticsearchStore(Store):
         self._recent_triples: dict[str, dict[str, Any]] = {}
         self._recent_generation: int | None = None  # the generation the kept triples were read at
         self._expansion_cache: ExpansionCache | None = None  # made by the first graph expansion
+        self._kept_passages: PassageVectors | None = None  # made by the first large passage search
         self._loading: set[str] | None = None  # in bulk_load(): indices written, not yet refreshed
         self.changes_index = f"{settings.es_index_prefix}-changes"
         self._feed: ChangeFeed | None = None  # None: an index made before the feed, opened read-only
@@ -850,9 +852,20 @@ class ElasticsearchStore(Store):
         (an exact-BM25 search, rescored, and a kNN search that met a later commit inside a
         snapshot are asked again alone, as those methods do). A kNN search's ids come from
         the ``id`` doc values with no stored field read (``stored_fields: _none_``): ``ppr``'s
-        dense list is a thousand hits, whose fetch phase took half the search's time."""
+        dense list is a thousand hits, whose fetch phase took half the search's time. A passage
+        search of :data:`LARGE_SEARCH` hits or more without a filter (``ppr``'s dense list), and
+        with it the lowest passage similarity, is an exact scan of the passage vectors kept in
+        the process (:mod:`gear_agent.store.es_passage_vectors`) instead."""
         pin, lines, sent = self._pin(), [], []
+        found: list[list[Hit] | None] = [None] * len(searches)
+        kept = self._passage_vectors(searches)
         for n, search in enumerate(searches):
+            if kept is not None and search.collection == "passage" and search.where is None and search.kind != "bm25":
+                vector = self._query_vector(search.vector)
+                low = kept.lowest(vector) if search.kind == "lowest" else None
+                found[n] = kept.search(vector, search.k) if search.kind == "vector" else (
+                    [] if low is None else [Hit("", low)])
+                continue
             if search.k <= 0 or (search.kind == "bm25" and self.settings.es_exact_bm25):
                 continue
             flt = self._filter(search.collection, parse_where(search.where))
@@ -865,7 +878,6 @@ class ElasticsearchStore(Store):
                 del request["source"]
             lines += q.msearch_lines(self.indices.of(search.collection), [request])
             sent.append(n)
-        found: list[list[Hit] | None] = [None] * len(searches)
         if lines:
             what = f"{len(sent)} searches in one request"
             self._settle()
@@ -995,6 +1007,39 @@ class ElasticsearchStore(Store):
             return None
         with cache.lock:
             return cache.current(self)
+
+    def _passage_vectors(self, searches: Sequence[Search]) -> PassageVectors | None:
+        """The passage vectors kept in the process at this store's commit, when ``searches`` hold
+        a large passage search without a filter (:data:`LARGE_SEARCH`); None while this store
+        writes."""
+        if not any(s.collection == "passage" and s.kind == "vector" and s.where is None and s.k >= LARGE_SEARCH
+                   for s in searches):
+            return None
+        if self._loading is not None or (self._feed is not None and self._feed.pending is not None):
+            return None
+        if self._kept_passages is None:
+            self._kept_passages = PassageVectors(self.dimension, self._passage_documents)
+        with self._kept_passages.lock:
+            return self._kept_passages.current(self)
+
+    def _passage_documents(self, ids: Sequence[str] | None) -> Iterator[list[dict[str, Any]]]:
+        """Passage ids with their vectors, a page at a time: every passage (one point-in-time
+        walk) for None, else those ids (``_mget``)."""
+        fields = ["id", VECTOR_FIELD]
+        if ids is None:
+            hits = self._walk(self.indices.passages, q.match_all(), q.BY_ID, {"includes": fields}, snapshot=True)
+            batch: list[dict[str, Any]] = []
+            for hit in hits:
+                batch.append(hit["_source"])
+                if len(batch) >= self.page_size:
+                    yield batch
+                    batch = []
+            if batch:
+                yield batch
+            return
+        for chunk in _chunks(ids, _MGET_CHUNK):
+            found = self._mget(self.indices.passages, chunk, fields)
+            yield [found[i] for i in chunk if i in found]
 
     def _triple_documents(self, ids: Sequence[str] | None) -> Iterator[list[dict[str, Any]]]:
         """Whole triple documents, vectors included, a page at a time: every one in extraction

@@ -150,3 +150,26 @@ def test_a_later_process_loads_the_saved_triples_and_takes_in_the_changes_since(
     tid = ids[-1][0]
     assert later.neighbours_many([tid], vector, 5) == rebuilt.neighbours_many([tid], vector, 5)
     assert (later.triple_vectors([tid]) == rebuilt.triple_vectors([tid])).all()
+
+
+def test_a_large_passage_search_is_an_exact_scan_of_kept_vectors_that_follow_the_feed(fake) -> None:
+    from gear_agent.store.multi_search import Search
+
+    server, settings, embedder, open_store = fake
+    reader, writer = open_store(), open_store()
+    _fill(writer, range(20))
+    vector = embedder.embed_one("Company City")
+    searches = [Search.dense("passage", vector, 200), Search.lowest("passage", vector)]
+    with reader.snapshot():
+        kept, lowest = reader.search_many(searches)
+    remote = reader.vector_search("passage", vector, 200)
+    assert sorted((round(h.score, 5), h.id) for h in kept) == sorted((round(h.score, 5), h.id) for h in remote)
+    assert [round(h.score, 5) for h in kept] == sorted((round(h.score, 5) for h in kept), reverse=True)
+    assert abs(lowest[0].score - min(h.score for h in remote)) < 1e-5
+    added = _fill(writer, range(20, 22))
+    writer.delete_passages([added[0].id])
+    start = len(server.requests)
+    with reader.snapshot():
+        kept, _ = reader.search_many(searches)
+    assert {h.id for h in kept} == {h.id for h in reader.vector_search("passage", vector, 200)}
+    assert not [r for r in server.requests[start:] if r.path.endswith("passages/_pit")]  # the feed, no walk
