@@ -51,6 +51,7 @@ from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
 from gear_agent.retrieval.filtering import keep_top_passing
 from gear_agent.store.base import Store
+from gear_agent.store.multi_search import Search, search_all
 from gear_agent.types import Hit, Triple
 
 if TYPE_CHECKING:
@@ -273,13 +274,14 @@ def choose_seeds(
     seed_triple_ids: Sequence[str] | None,
     seed_triples: int,
     filter_fn: FilterFn | None,
+    found: Sequence[list[Hit]] | None = None,
 ) -> tuple[list[Triple], list[float]]:
     """Seed triples and their query cosines, min-max normalised over all triples (HippoRAG 2);
-    ``filter_fn`` (recognition memory, an LLM call) keeps some of the query's top triples."""
-    best = store.triples.vector_search(
-        query_vector, seed_triples if seed_triple_ids is None else 1
-    )
-    low = store.triples.lowest_similarity(query_vector)
+    ``filter_fn`` (recognition memory, an LLM call) keeps some of the query's top triples.
+    ``found``: the hits of :func:`seed_searches`, when asked already (with other searches)."""
+    best, lowest = found if found is not None else search_all(
+        store, seed_searches(query_vector, seed_triple_ids, seed_triples))
+    low = lowest[0].score if lowest else None
     if not best or low is None:
         return [], []
     low = min(low, best[-1].score)  # an approximate search may miss the true lowest
@@ -297,6 +299,13 @@ def choose_seeds(
             return [], []
         cosines = (store.triples.vectors([t.id for t in triples]) @ query_vector).tolist()
     return triples, [_normalise(float(c), low, high) for c in cosines]
+
+
+def seed_searches(query_vector: np.ndarray, seed_triple_ids: Sequence[str] | None, seed_triples: int) -> list[Search]:
+    """The two searches :func:`choose_seeds` reads: the query's top triples (one when the seeds
+    are given) and the lowest cosine over all triples."""
+    k = seed_triples if seed_triple_ids is None else 1
+    return [Search.dense("triple", query_vector, k), Search.lowest("triple", query_vector)]
 
 
 def ppr_expand(
@@ -366,8 +375,13 @@ def ppr_expand(
     if method not in ("local", "global"):
         raise ValueError(f"unknown PPR method {method!r}; known: local, global")
     query_vector = np.asarray(query_vector, dtype=np.float32)
+    searches = [] if seeds is not None else seed_searches(query_vector, seed_triple_ids, seed_triples)
+    if method == "local":  # the seeds' and the passages' searches in one request where a store can
+        dense_k = max(dense_list_size(graph.n_passages, dense_passages), k)
+        searches += [Search.dense("passage", query_vector, dense_k), Search.lowest("passage", query_vector)]
+    found = search_all(store, searches)
     triples, scores = seeds if seeds is not None else choose_seeds(
-        store, query, query_vector, seed_triple_ids, seed_triples, filter_fn)
+        store, query, query_vector, seed_triple_ids, seed_triples, filter_fn, found[:2])
     phrases = seed_phrase_mass(graph, triples, scores)
     if query_entity_weight > 0:
         phrases = add_query_entities(graph, query, phrases, query_entity_weight)
@@ -376,10 +390,8 @@ def ppr_expand(
         passage_hits = store.passages.vector_search(query_vector, store.passages.count())
         low, high = _min_max(passage_hits)
     else:
-        passage_hits = store.passages.vector_search(
-            query_vector, max(dense_list_size(graph.n_passages, dense_passages), k)
-        )
-        lowest = store.passages.lowest_similarity(query_vector)
+        passage_hits, lowest_hit = found[-2:]
+        lowest = lowest_hit[0].score if lowest_hit else None
         low, high = (min(lowest, passage_hits[-1].score), passage_hits[0].score) \
             if passage_hits and lowest is not None else (0.0, 1.0)
     if not phrases:

@@ -8,6 +8,7 @@ from gear_agent.filters import Where
 from gear_agent.retrieval.base import RankedPassage, Retriever, check_request
 from gear_agent.retrieval.fusion import rrf, rrf_constant
 from gear_agent.store.base import Store
+from gear_agent.store.multi_search import Search, search_all
 from gear_agent.types import BASE_MODES, Collection, Hit
 
 
@@ -32,8 +33,8 @@ def search(
     if mode == "dense":
         return store.collection(collection).vector_search(encode(query), k, where=where)
     if mode == "hybrid":
-        lexical = store.collection(collection).bm25_search(query, k, where=where)
-        dense = store.collection(collection).vector_search(encode(query), k, where=where)
+        lexical, dense = search_all(store, [Search.bm25(collection, query, k, where),  # one request
+                                            Search.dense(collection, encode(query), k, where)])
         fused = rrf([[h.id for h in lexical], [h.id for h in dense]], k=rrf_k)
         return [Hit(i, s) for i, s in fused[:k]]
     raise ValueError(f"unknown retrieval mode {mode!r}; choose one of {', '.join(BASE_MODES)}")

@@ -563,7 +563,9 @@ class FakeElasticsearch:
     ) -> dict[str, Any]:
         hit: dict[str, Any] = {"_index": index.name, "_id": doc_id, "_score": score}
         spec = body.get("_source", True)
-        if spec is not False:
+        if body.get("stored_fields") == "_none_":  # no stored field read: neither _id nor _source
+            del hit["_id"]
+        elif spec is not False:
             hit["_source"] = _filter_source(docs[doc_id], {}, spec)
         if sort is not None:
             hit["sort"] = sort

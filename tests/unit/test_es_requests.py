@@ -34,10 +34,16 @@ from gear_agent.embedding.base import Embedder, normalise_rows  # noqa: E402
 from gear_agent.ids import passage_id, triple_id  # noqa: E402
 from gear_agent.store.base import ModelMismatchError, StoreError  # noqa: E402
 from gear_agent.store.elasticsearch import queries as q  # noqa: E402
+from gear_agent.store.elasticsearch.changes import visible_at  # noqa: E402
 from gear_agent.store.elasticsearch.client import import_elasticsearch, make_client  # noqa: E402
 from gear_agent.store.elasticsearch.mappings import index_mappings, index_settings  # noqa: E402
 from gear_agent.store.elasticsearch.store import BulkWriteError, ElasticsearchStore  # noqa: E402
 from gear_agent.types import Passage, Triple  # noqa: E402
+
+SEEN = visible_at(0)
+"""What every search and walk outside a snapshot adds: only documents of the published
+generation (0 on these fresh indices) and not retired by it (the atomic sync by source,
+:mod:`gear_agent.store.elasticsearch.sync`)."""
 
 DIM = 8
 PASSAGE_INDEX = "gear-passages"
@@ -244,6 +250,14 @@ def _open(cluster: Cluster, embedder: Embedder | None = None, **kwargs: Any) -> 
         sleep=sleeps.append,
         **kwargs,
     )
+
+
+def _open_remote(cluster: Cluster, **kwargs: Any) -> ElasticsearchStore:
+    """A store whose graph reads go to the cluster, as a store's do while it writes (else
+    they are answered from the triples kept in the process: ``elasticsearch.graph_cache``)."""
+    store = _open(cluster, **kwargs)
+    store._expansion = lambda build=True: None  # type: ignore[method-assign]
+    return store
 
 
 # ---- start-up: version, mappings, model ----------------------------------------
@@ -774,14 +788,15 @@ def test_bm25_search_is_a_match_query_on_the_analysed_field() -> None:
     (search,) = cluster.of("_search")
     assert search.path == "/gear-passages/_search"
     assert search.body == {
-        "query": {"match": {"content": {"query": "Eiffel tower"}}},
+        "query": {"bool": {"must": [{"match": {"content": {"query": "Eiffel tower"}}}], "filter": [SEEN]}},
         "size": 7,
         "_source": False,
         "track_total_hits": False,
     }
     assert [(h.id, h.score) for h in hits] == [("p-1", 3.5)]
     store.triples.bm25_search("x", k=1)
-    assert cluster.of("_search")[1].body["query"] == {"match": {"text": {"query": "x"}}}
+    assert cluster.of("_search")[1].body["query"] == {"bool": {"must": [{"match": {"text": {"query": "x"}}}],
+                                                                "filter": [SEEN]}}
 
 
 def test_vector_search_is_a_top_level_knn_and_scores_come_back_as_cosines() -> None:
@@ -801,6 +816,7 @@ def test_vector_search_is_a_top_level_knn_and_scores_come_back_as_cosines() -> N
         },
         "size": 60,
         "_source": False,
+        "docvalue_fields": ["generation", "retired"],  # a hit not seen at the generation: asked again
     }
     assert hits[0].score == pytest.approx(0.8)  # (1 + cos) / 2 = 0.9
 
@@ -821,7 +837,7 @@ def _lookup(field: str, path: str) -> dict:
 
 def test_neighbours_with_a_query_vector_is_one_knn_search_filtered_by_looked_up_entities() -> None:
     cluster = Cluster()
-    store = _open(cluster)
+    store = _open_remote(cluster)
     source = {"id": "t-2", "subject": "Paris", "predicate": "in", "object": "France",
               "passage_id": "p-1", "vector": np.eye(DIM)[1].tolist()}
     cluster.queue("_search", (200, {"hits": {"hits": [{"_id": "t-2", "_score": 0.7, "_source": source}]}}))
@@ -837,14 +853,14 @@ def test_neighbours_with_a_query_vector_is_one_knn_search_filtered_by_looked_up_
         "query_vector": vector.tolist(),
         "k": 100,
         "num_candidates": 200,
-        "filter": {
+        "filter": q.both({
             "bool": {
                 "should": [_lookup("head", "head"), _lookup("head", "tail"),
                            _lookup("tail", "head"), _lookup("tail", "tail")],
                 "minimum_should_match": 1,
                 "must_not": [{"ids": {"values": ["t-1"]}}],
             }
-        },
+        }, SEEN),
     }
     assert search.body["size"] == 100
     assert search.body["_source"] is True
@@ -856,7 +872,7 @@ def test_neighbours_with_a_query_vector_is_one_knn_search_filtered_by_looked_up_
 
 def test_a_write_forgets_the_documents_neighbours_brought() -> None:
     cluster = Cluster()
-    store = _open(cluster)
+    store = _open_remote(cluster)
     source = {"id": "t-2", "subject": "a", "predicate": "r", "object": "b", "passage_id": "p-1",
               "vector": np.eye(DIM)[1].tolist()}
     cluster.queue("_search", (200, {"hits": {"hits": [{"_id": "t-2", "_score": 0.7, "_source": source}]}}))
@@ -869,12 +885,12 @@ def test_a_write_forgets_the_documents_neighbours_brought() -> None:
 
 def test_neighbours_without_a_vector_are_the_first_by_id() -> None:
     cluster = Cluster()
-    store = _open(cluster)
+    store = _open_remote(cluster)
     store.triples.neighbours("t-1", limit=5)
     ((_, body),) = [m.body for m in cluster.of("_msearch")]
     search = Sent("POST", "/gear-triples/_search", {}, body)
     assert search.body == {
-        "query": {"bool": {"filter": [q.neighbours_filter("gear-triples", "t-1")]}},
+        "query": {"bool": {"filter": [q.both(q.neighbours_filter("gear-triples", "t-1"), SEEN)]}},
         "sort": [{"id": "asc"}],
         "size": 5,
         "_source": True,
@@ -898,14 +914,14 @@ def _triple_hit(triple: str, passage: str = "p-1") -> dict[str, Any]:
 
 def test_neighbours_of_a_beam_step_are_one_msearch_after_one_generation_check() -> None:
     cluster = Cluster()
-    store = _open(cluster)
+    store = _open_remote(cluster)
     cluster.queue("_search", (200, {"hits": {"hits": [_triple_hit("t-2")]}}),
                   (200, {"hits": {"hits": [_triple_hit("t-3"), _triple_hit("t-4")]}}))
     vector = np.eye(DIM, dtype=np.float32)[0]
     assert store.triples.neighbours_many(["t-1", "t-9"], vector, 5) == [["t-2"], ["t-3", "t-4"]]
     (msearch,) = cluster.of("_msearch")
     assert [line for line in msearch.body[::2]] == [{"index": "gear-triples"}] * 2
-    assert [body["knn"]["filter"]["bool"]["must_not"] for body in msearch.body[1::2]] == [
+    assert [body["knn"]["filter"]["bool"]["filter"][0]["bool"]["must_not"] for body in msearch.body[1::2]] == [
         [{"ids": {"values": ["t-1"]}}], [{"ids": {"values": ["t-9"]}}]]
     assert len(cluster.of("indexing")) == 1  # GET {indices}/_stats/indexing
     store.triples.vectors(["t-2", "t-3", "t-4"])
@@ -914,7 +930,7 @@ def test_neighbours_of_a_beam_step_are_one_msearch_after_one_generation_check() 
 
 def test_a_write_by_another_process_makes_the_next_neighbours_forget_the_kept_documents() -> None:
     cluster = Cluster()
-    store = _open(cluster)
+    store = _open_remote(cluster)
     vector = np.eye(DIM, dtype=np.float32)[0]
     cluster.queue("_search", (200, {"hits": {"hits": [_triple_hit("t-2")]}}))
     store.triples.neighbours("t-1", vector, 5)
@@ -930,7 +946,7 @@ def test_a_write_by_another_process_makes_the_next_neighbours_forget_the_kept_do
 
 def test_a_failed_search_of_a_beam_step_is_one_line_naming_the_cause() -> None:
     cluster = Cluster()
-    store = _open(cluster)
+    store = _open_remote(cluster)
     error = {"root_cause": [{"type": "index_not_found_exception", "reason": "no such index [gear-triples]",
                              "index": "gear-triples"}], "type": "index_not_found_exception",
              "reason": "no such index [gear-triples]", "index": "gear-triples"}
@@ -982,7 +998,7 @@ def test_triples_of_passage_is_a_term_query_sorted_by_extraction_order() -> None
     store.triples.of_passage("p-1")
     (search,) = cluster.of("_search")
     assert search.path == "/gear-triples/_search"
-    assert search.body["query"] == {"term": {"passage_id": "p-1"}}
+    assert search.body["query"] == {"bool": {"filter": [{"term": {"passage_id": "p-1"}}, SEEN]}}
     assert search.body["sort"] == [{"added_ns": "asc"}, {"position": "asc"}, {"id": "asc"}]
 
 
@@ -1008,7 +1024,7 @@ def test_iteration_pages_a_point_in_time_with_search_after() -> None:
     )
     assert first.path == second.path == "/_search"  # a pit search names no index
     assert first.body == {
-        "query": {"match_all": {}},
+        "query": {"bool": {"filter": [{"match_all": {}}, SEEN]}},
         "sort": [{"id": "asc"}],
         "size": 2,
         "_source": {"excludes": ["vector"]},
@@ -1029,7 +1045,7 @@ def test_unextracted_passages_filter_on_the_boolean() -> None:
     store = _open(cluster)
     store.passages.unextracted()
     (search,) = cluster.of("_search")
-    assert search.body["query"] == {"term": {"extracted": False}}
+    assert search.body["query"] == {"bool": {"filter": [{"term": {"extracted": False}}, SEEN]}}
 
 
 def test_delete_source_finds_passages_by_a_term_on_source() -> None:
@@ -1037,7 +1053,7 @@ def test_delete_source_finds_passages_by_a_term_on_source() -> None:
     store = _open(cluster)
     store.passages.remove_source("docs/a.md")
     (search,) = cluster.of("_search")
-    assert search.body["query"] == {"term": {"source": "docs/a.md"}}
+    assert search.body["query"] == {"bool": {"filter": [{"term": {"source": "docs/a.md"}}, SEEN]}}
     assert cluster.of("_bulk") == []  # nothing found, nothing deleted
 
 

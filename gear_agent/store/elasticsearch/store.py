@@ -52,10 +52,11 @@ from gear_agent.store.elasticsearch.client import (
     missing_index,
     translate_errors,
 )
-from gear_agent.store.elasticsearch.connection import Connection
+from gear_agent.store.elasticsearch.connection import MGET_CHUNK, Connection
 from gear_agent.store.elasticsearch.connection import body as _body
 from gear_agent.store.elasticsearch.connection import chunks as _chunks
 from gear_agent.store.elasticsearch.connection import unique as _unique
+from gear_agent.store.elasticsearch.graph_cache import DOCUMENT_FIELDS, ExpansionCache
 from gear_agent.store.elasticsearch.mappings import (
     FEED_FIELDS,
     TEXT_FIELD,
@@ -74,7 +75,9 @@ from gear_agent.store.elasticsearch.mappings import (
     upgrade_mapping,
 )
 from gear_agent.store.elasticsearch.nodes import ElasticsearchNodeStore
+from gear_agent.store.elasticsearch.passage_vectors import LARGE_SEARCH, PassageVectors
 from gear_agent.store.elasticsearch.sync import AtomicSync
+from gear_agent.store.multi_search import Search, answer_one
 from gear_agent.types import AddResult, Collection, Hit, Passage, Triple
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -174,6 +177,8 @@ class ElasticsearchStore(AtomicSync, Store):
         )
         self._recent_triples: dict[str, dict[str, Any]] = {}
         self._recent_generation: int | None = None  # the generation the kept triples were read at
+        self._expansion_cache: ExpansionCache | None = None  # made by the first graph expansion
+        self._kept_passages: PassageVectors | None = None  # made by the first large passage search
         self.changes_index = f"{settings.es_index_prefix}-changes"
         self._feed: ChangeFeed | None = None  # None: an index made before the feed, opened read-only
         self._pinned = threading.local()  # the generation a snapshot() reads
@@ -492,6 +497,117 @@ class ElasticsearchStore(AtomicSync, Store):
             vectors = _body(self._client.mtermvectors(
                 index=index, **es_bm25.termvectors_request(field, [h["_id"] for h in hits])))
         return es_bm25.rescore(terms, vectors, field, k, {h["_id"]: h.get("_seq_no", 0) for h in hits})
+
+    def search_many(self, searches: Sequence[Search]) -> list[list[Hit]]:
+        """Several searches in one ``_msearch`` (:mod:`gear_agent.store.multi_search`): each the
+        search the collection's ``bm25_search``, ``vector_search`` or ``lowest_similarity``
+        asks (an exact-BM25 search, rescored, and a kNN search that met a document not seen at
+        the generation read are asked again alone, as those methods do). A kNN search's ids
+        come from the ``id`` doc values with no stored field read (``stored_fields: _none_``):
+        ``ppr``'s dense list is a thousand hits, whose fetch phase took half the search's time.
+        A passage search of :data:`LARGE_SEARCH` hits or more without a filter (``ppr``'s dense
+        list), and with it the lowest passage similarity, is an exact scan of the passage
+        vectors kept in the process (:mod:`gear_agent.store.elasticsearch.passage_vectors`)."""
+        at = self._seen_generation()
+        pin = None if at is None else visible_at(at)
+        lines: list[Any] = []
+        sent: list[int] = []
+        found: list[list[Hit] | None] = [None] * len(searches)
+        kept = self._passage_vectors(searches)
+        for n, search in enumerate(searches):
+            if kept is not None and search.collection == "passage" and search.where is None and search.kind != "bm25":
+                vector = self.query_vector(search.vector)
+                low = kept.lowest(vector) if search.kind == "lowest" else None
+                found[n] = kept.search(vector, search.k) if search.kind == "vector" else (
+                    [] if low is None else [Hit("", low)])
+                continue
+            if search.k <= 0 or (search.kind == "bm25" and self.settings.es_exact_bm25):
+                continue
+            flt = self._filter(search.collection, parse_where(search.where))
+            if search.kind == "bm25":
+                request = q.bm25_request(TEXT_FIELD[search.collection], search.query, search.k, filter=q.both(flt, pin))
+            else:
+                vector = self.query_vector(search.vector) * (-1 if search.kind == "lowest" else 1)
+                request = {**q.knn_request(vector, search.k, filter=flt), "stored_fields": "_none_",
+                           "docvalue_fields": ["id"] if pin is None else ["id", "generation", "retired"]}
+                del request["source"]
+            lines += q.msearch_lines(self.indices.of(search.collection), [request])
+            sent.append(n)
+        if lines:
+            what = f"{len(sent)} searches in one request"
+            self.connection.settle()
+            with translate_errors(what):
+                answer = _body(self._client.msearch(searches=lines))
+            for n, response in zip(sent, answer["responses"], strict=True):
+                if "error" in response:
+                    raise _search_error(what, response)
+                hits, kind = response["hits"]["hits"], searches[n].kind
+                unseen = at is not None and kind != "bm25" and any(not _visible(h, at) for h in hits)
+                if kind == "bm25":
+                    found[n] = [Hit(h["_id"], float(h["_score"])) for h in hits]
+                elif not unseen:
+                    cosines = [Hit(h["fields"]["id"][0], q.score_to_cosine(float(h["_score"]))) for h in hits]
+                    found[n] = cosines if kind == "vector" else [Hit("", -c.score) for c in cosines[:1]]
+        return [hits if hits is not None else answer_one(self, search) for hits, search in zip(found, searches)]
+
+    def _reads_own_writes(self) -> bool:
+        """Whether this thread is writing through this store (a bulk load, or a commit):
+        its reads must see its own writes, so no copy kept in the process answers them."""
+        return self.connection.loading is not None or (self._feed is not None and self._feed.writing_here)
+
+    def _expansion(self, build: bool = True) -> ExpansionCache | None:
+        """The triples graph expansion reads, kept in this process at this store's commit
+        (:mod:`gear_agent.store.elasticsearch.graph_cache`; made by the first expansion when
+        ``build``); None while this thread writes."""
+        if self._reads_own_writes():
+            return None
+        cache = self._expansion_cache
+        if cache is None and build:
+            cache = self._expansion_cache = ExpansionCache(self.dimension, self._triple_documents, self.derived_dir)
+        if cache is None or (cache.stamp is None and not build):
+            return None
+        with cache.lock:
+            return cache.current(self)
+
+    def _passage_vectors(self, searches: Sequence[Search]) -> PassageVectors | None:
+        """The passage vectors kept in the process at this store's commit, when ``searches`` hold
+        a large passage search without a filter (:data:`LARGE_SEARCH`); None while this thread
+        writes."""
+        if not any(s.collection == "passage" and s.kind == "vector" and s.where is None and s.k >= LARGE_SEARCH
+                   for s in searches):
+            return None
+        if self._reads_own_writes():
+            return None
+        if self._kept_passages is None:
+            self._kept_passages = PassageVectors(self.dimension, self._passage_documents)
+        with self._kept_passages.lock:
+            return self._kept_passages.current(self)
+
+    def _passage_documents(self, ids: Sequence[str] | None) -> Iterator[list[dict[str, Any]]]:
+        """Passage ids with their vectors, a page at a time: every passage (one point-in-time
+        walk) for None, else those ids (``_mget``)."""
+        return self._documents(self.indices.passages, ids, ["id", VECTOR_FIELD], q.BY_ID)
+
+    def _triple_documents(self, ids: Sequence[str] | None) -> Iterator[list[dict[str, Any]]]:
+        """Whole triple documents, vectors included, a page at a time: every one in extraction
+        order (one point-in-time walk) for None, else those ids (``_mget``)."""
+        return self._documents(self.indices.triples, ids, list(DOCUMENT_FIELDS), q.EXTRACTION_ORDER)
+
+    def _documents(self, index: str, ids: Sequence[str] | None, fields: list[str],
+                   order: Sequence[tuple[str, str]]) -> Iterator[list[dict[str, Any]]]:
+        if ids is None:
+            batch: list[dict[str, Any]] = []
+            for hit in self.connection.walk(index, q.match_all(), order, {"includes": fields}, snapshot=True):
+                batch.append(hit["_source"])
+                if len(batch) >= self.page_size:
+                    yield batch
+                    batch = []
+            if batch:
+                yield batch
+            return
+        for chunk in _chunks(ids, MGET_CHUNK):
+            found = self.connection.mget(index, chunk, fields)
+            yield [found[i] for i in chunk if i in found]
 
     def _check_recent(self) -> None:
         """Bring the kept triple documents to the store's generation when it moved since
@@ -819,6 +935,8 @@ class ElasticsearchTriples(_Searchable, Triples):
         return result
 
     def get(self, ids: Sequence[str]) -> list[Triple]:
+        if (cache := self.store._expansion(build=False)) is not None and all(map(cache.has, ids)):
+            return cache.get_triples(ids)
         found = self.store._triple_sources(ids, None)
         return [triple_from_source(found[i]) for i in ids if i in found]
 
@@ -828,6 +946,8 @@ class ElasticsearchTriples(_Searchable, Triples):
         Raises:
             KeyError: some ids are not stored triples.
         """
+        if (cache := self.store._expansion(build=False)) is not None and all(map(cache.has, ids)):
+            return cache.triple_vectors(ids)
         found = self.store._triple_sources(ids, [VECTOR_FIELD])
         missing = [i for i in ids if i not in found]
         if missing:
@@ -849,6 +969,8 @@ class ElasticsearchTriples(_Searchable, Triples):
         the beam search that starts from them cost no request."""
         if not passage_ids:
             return []
+        if (cache := self.store._expansion()) is not None:
+            return cache.triples_of_passages(passage_ids)
         self.store._check_recent()
         of: dict[str, list[str]] = {pid: [] for pid in passage_ids}
         for chunk in _chunks(_unique(passage_ids), _TERMS_CHUNK):
@@ -874,6 +996,9 @@ class ElasticsearchTriples(_Searchable, Triples):
         :meth:`ElasticsearchStore._remember`). It is :meth:`neighbours_many` of one triple: a generation check
         and one ``_msearch``.
         """
+        if (cache := self.store._expansion(build=False)) is not None and cache.has(triple_id):
+            vector = None if query_vector is None else self.store.query_vector(query_vector)
+            return cache.neighbours(triple_id, vector, limit)
         return self.neighbours_many([triple_id], query_vector, limit)[0]
 
     def neighbours_many(
@@ -885,6 +1010,8 @@ class ElasticsearchTriples(_Searchable, Triples):
             return [[] for _ in triple_ids]
         index = self.store.indices.triples
         vector = None if query_vector is None else self.store.query_vector(query_vector)
+        if (cache := self.store._expansion()) is not None:
+            return [cache.neighbours(t, vector, limit) for t in triple_ids]
         self.store._check_recent()
         pin = self.store._pin()
         requests = [q.neighbours_request(index, t, vector, limit, pin) for t in triple_ids]

@@ -1,0 +1,121 @@
+"""Every passage vector of an Elasticsearch index, kept in this process for ``ppr``'s large searches.
+
+``ppr`` asks, per question, for the query's 1,000 nearest passages (its dense list) and the
+lowest cosine of any passage (a min-max normalisation). Asked of the cluster, the first is an
+HNSW search of 2,000 candidates returning a thousand hits and the second one more search: most
+of a ``ppr`` question's time on the test cluster (docs/elasticsearch.md). An exact scan of the
+kept vectors answers both in a few milliseconds at 20,000 passages (a float32 row each: 1.5 kB
+at 384 dimensions, 30 MB at 20,000 passages, 150 MB at 100,000), exactly, as an exact search
+would (ties by the order read). It is state derived from the index
+(:class:`~gear_agent.store.changes.Derived`): read by one walk at first use, brought up to date
+by the change feed when the store's generation moved (removed passages dropped, added ones read
+by id), never saved (a walk of the passage vectors is seconds, not minutes).
+
+Example:
+    >>> kept = PassageVectors(2, lambda ids: iter([[{"id": "p1", "vector": [1.0, 0.0]},
+    ...                                              {"id": "p2", "vector": [0.0, 1.0]}]]))
+    >>> kept.rebuild(None, 1); [h.id for h in kept.search(np.array([1.0, 0.0], np.float32), 1)]
+    ['p1']
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from gear_agent.store.bm25 import top_k
+from gear_agent.store.changes import Changes, Stamp, bring_up_to_date
+from gear_agent.store.elasticsearch.mappings import VECTOR_FIELD
+from gear_agent.store.threads import matvec
+from gear_agent.types import Hit
+
+__all__ = ["LARGE_SEARCH", "PassageVectors"]
+
+LARGE_SEARCH = 200
+"""A passage kNN search of at least this many hits, without a filter, is answered from the kept
+vectors (a question's dense list for ``ppr``); smaller ones still go to the cluster."""
+
+VectorReader = Callable[[Sequence[str] | None], Iterator[list[dict[str, Any]]]]
+"""Reads passage documents (``id`` and the vector) in batches: every one for None, else those ids."""
+
+
+class PassageVectors:
+    """The passage vectors of an index at one commit (see the module); reads hold :attr:`lock`."""
+
+    def __init__(self, dimension: int, read: VectorReader) -> None:
+        self.dimension, self._read = dimension, read
+        self.stamp: Stamp | None = None
+        self.lock = threading.RLock()
+        self._clear()
+
+    def _clear(self) -> None:
+        self._ids: list[str] = []
+        self._row: dict[str, int] = {}
+        self._vectors = np.zeros((0, self.dimension), dtype=np.float32)
+        self._alive = np.zeros(0, dtype=bool)
+
+    def __len__(self) -> int:
+        return len(self._row)
+
+    def current(self, store: Any) -> PassageVectors:
+        """These vectors at ``store``'s commit (a later commit of the same index is kept as it is,
+        as for :class:`~gear_agent.store.elasticsearch.graph_cache.ExpansionCache`)."""
+        now = store.stamp()
+        held = self.stamp
+        if held is None or held.index_id != now.index_id or held.generation < now.generation:
+            bring_up_to_date(self, store)
+        return self
+
+    def can_apply(self, changes: Changes) -> bool:
+        return changes.complete
+
+    def rebuild(self, store: Any, generation: int) -> None:
+        self._clear()
+        for batch in self._read(None):
+            self._append(batch)
+
+    def apply(self, store: Any, changes: Changes) -> None:
+        gone = [self._row.pop(pid) for pid in changes.passages_removed if pid in self._row]
+        self._alive[gone] = False
+        added = [pid for pid in dict.fromkeys(changes.passages_added) if pid not in self._row]
+        if added:
+            for batch in self._read(added):
+                self._append(batch)
+
+    def _append(self, docs: list[dict[str, Any]]) -> None:
+        docs = [d for d in dict((d["id"], d) for d in docs).values() if d["id"] not in self._row]
+        if not docs:
+            return
+        start, need = len(self._ids), len(self._ids) + len(docs)
+        if need > len(self._vectors):
+            grown = np.zeros((max(need, int(len(self._vectors) * 1.5) + 1024), self.dimension), dtype=np.float32)
+            grown[:start] = self._vectors[:start]
+            alive = np.zeros(len(grown), dtype=bool)
+            alive[:start] = self._alive[:start]
+            self._vectors, self._alive = grown, alive
+        self._vectors[start:need] = np.asarray([d[VECTOR_FIELD] for d in docs], dtype=np.float32)
+        self._alive[start:need] = True
+        for row, doc in enumerate(docs, start):
+            self._ids.append(doc["id"])
+            self._row[doc["id"]] = row
+
+    def _scores(self, vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        rows = np.flatnonzero(self._alive[: len(self._ids)])
+        return rows, matvec(self._vectors[rows], vector)
+
+    def search(self, vector: np.ndarray, k: int) -> list[Hit]:
+        """The ``k`` passages most cosine-similar to the normalised ``vector``, best first, by
+        an exact scan (ties by the order read)."""
+        with self.lock:
+            rows, scores = self._scores(vector)
+            chosen, values = top_k(scores, k)
+            return [Hit(self._ids[r], float(v)) for r, v in zip(rows[chosen].tolist(), values.tolist(), strict=True)]
+
+    def lowest(self, vector: np.ndarray) -> float | None:
+        """The lowest cosine of ``vector`` with any passage (None when there are none)."""
+        with self.lock:
+            _, scores = self._scores(vector)
+            return float(scores.min()) if len(scores) else None
