@@ -37,13 +37,16 @@ if TYPE_CHECKING:
 
 
 def snapshot_name(prefix: str, kind: str = "snapshot") -> str:
-    """``{prefix}-{kind}-{UTC time}`` (lower case, as Elasticsearch requires).
+    """``{prefix}-{kind}-{UTC time to the millisecond}`` (lower case, as Elasticsearch
+    requires; two snapshots in one second get two names).
 
     Example:
         >>> snapshot_name("gear").startswith("gear-snapshot-")
         True
     """
-    return f"{prefix}-{kind}-{time.strftime('%Y%m%dt%H%M%Sz', time.gmtime())}".lower()
+    now = time.time()
+    stamp = time.strftime("%Y%m%dt%H%M%S", time.gmtime(now)) + f"{int(now * 1000) % 1000:03d}z"
+    return f"{prefix}-{kind}-{stamp}".lower()
 
 
 def repository_of(settings: GearSettings) -> str:
