@@ -19,7 +19,7 @@ from gear_agent.llm.client import LLMClient
 from gear_agent.prompts import load_prompt
 from gear_agent.sirerag.aggregates import group_by_entity
 from gear_agent.sirerag.extract import extract_propositions
-from gear_agent.sirerag.freshness import built_meta
+from gear_agent.sirerag.pool_meta import built_meta
 from gear_agent.sirerag.propositions import Proposition, from_triples
 from gear_agent.sirerag.report import BuildReport
 from gear_agent.sirerag.tree import Leaf, build_levels

@@ -45,19 +45,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gear_agent.sirerag.pool_meta import PLACED_KEY, REFRESH_KEY, STAMP_KEY
 from gear_agent.sirerag.propositions import entity_keys
 from gear_agent.store.backends import node_store_of
 from gear_agent.store.base import Store
 from gear_agent.store.changes import Changes, Stamp, bring_up_to_date
 from gear_agent.store.nodes import NodeStore
 from gear_agent.types import Node
-
-STAMP_KEY = "stamp"
-"""Node meta key of the stamp the saved pool reflects."""
-PLACED_KEY = "placed"
-"""Node meta key of the placements (JSON: node id → passage ids placed under it)."""
-REFRESH_KEY = "refresh"
-"""Node meta key of the nodes marked for refresh (JSON list of ids)."""
 
 PoolProgress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``: stage ``sirerag pool`` (passages placed)."""
@@ -240,12 +234,6 @@ class SiReRAGPool:
                 unplaced += not nodes
         self._report("sirerag pool", len(passage_ids), len(passage_ids))
         return placed, unplaced
-
-
-def built_meta(stamp: Stamp) -> dict[str, str]:
-    """The node meta a build records: the stamp it reflects, and no placements or refresh
-    marks (the build's trees hold every passage and fresh summaries)."""
-    return {STAMP_KEY: json.dumps(stamp.as_dict()), PLACED_KEY: "{}", REFRESH_KEY: "[]"}
 
 
 def _json(text: str | None, default: object) -> object:

@@ -14,7 +14,8 @@ from support.sirerag_corpus import BRENNER, ILSE, KESTREL, ROME, TRIPLES
 from gear_agent.llm.client import LLMClient
 from gear_agent.sirerag import SiReRAGRetriever, SiReRAGSettings, build_ablation
 from gear_agent.sirerag.build import build_full
-from gear_agent.sirerag.freshness import PLACED_KEY, STAMP_KEY, SiReRAGPool, update_pool
+from gear_agent.sirerag.freshness import SiReRAGPool, update_pool
+from gear_agent.sirerag.pool_meta import PLACED_KEY, STAMP_KEY
 from gear_agent.store.changes import Stamp
 from gear_agent.store.embedded.store import EmbeddedStore
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from gear_agent.store.collections import Passages
 from gear_agent.store.elasticsearch import queries as q
@@ -44,9 +44,6 @@ from gear_agent.store.elasticsearch.bulk import BulkWriteError
 from gear_agent.store.elasticsearch.changes import RETIRED_FIELD
 from gear_agent.store.elasticsearch.queries import BulkAction
 from gear_agent.types import AddResult, Passage
-
-if TYPE_CHECKING:  # pragma: no cover - typing only
-    from gear_agent.store.elasticsearch.store import ElasticsearchStore
 
 SOURCES_PER_QUERY = 1_000
 """Sources per ``terms`` query when listing the passages of many sources."""
@@ -83,7 +80,7 @@ class AtomicSync:
     purge_after_s: float = PURGE_AFTER_S
 
     def replace_atomically(  # type: ignore[misc]
-        self: ElasticsearchStore, remove: Sequence[str], add: Sequence[Passage]
+        self: Any, remove: Sequence[str], add: Sequence[Passage]
     ) -> AddResult:
         """Delete ``remove`` (with their triples) and add ``add`` as one commit for readers
         (see the module docstring). On an index without a change feed (made before it and
@@ -105,7 +102,7 @@ class AtomicSync:
         return result  # published when the commit ends: the new passages appear, the old go
 
     def passage_ids_of_sources(  # type: ignore[misc]
-        self: ElasticsearchStore, sources: Sequence[str]
+        self: Any, sources: Sequence[str]
     ) -> dict[str, list[str]]:
         """:meth:`Passages.ids_of_source` of every source in ``sources``, by ``terms``
         queries of :data:`SOURCES_PER_QUERY` sources (one walk each, not one per source)."""
@@ -120,7 +117,7 @@ class AtomicSync:
 
     # ---- steps ------------------------------------------------------------------------
     def _retire(  # type: ignore[misc]
-        self: ElasticsearchStore, passage_ids: Sequence[str], generation: int
+        self: Any, passage_ids: Sequence[str], generation: int
     ) -> tuple[list[str], list[str]]:
         """Mark the stored passages of ``passage_ids`` and their triples retired by
         ``generation`` (deletion records first, as every delete writes them); returns the
@@ -147,7 +144,7 @@ class AtomicSync:
         return ids, list(triples)
 
     def _purge(  # type: ignore[misc]
-        self: ElasticsearchStore, passage_ids: Sequence[str], triple_ids: Sequence[str]
+        self: Any, passage_ids: Sequence[str], triple_ids: Sequence[str]
     ) -> None:
         """Delete documents retired by a published generation long enough ago: superseded,
         and hidden from every reader, so no generation is needed (triples first, as every
@@ -162,7 +159,7 @@ class AtomicSync:
                 raise BulkWriteError(f"deleting {len(doc_ids)} retired document(s) from {index!r} "
                                      "(hidden already; the next sync deletes them)", outcome)
 
-    def _settle_retired(self: ElasticsearchStore, published: int) -> None:  # type: ignore[misc]
+    def _settle_retired(self: Any, published: int) -> None:  # type: ignore[misc]
         """Settle what a sync killed half-way left (see step 1 of the module docstring)."""
         done: dict[str, list[str]] = {"passage": [], "triple": []}
         undone: dict[str, list[str]] = {"passage": [], "triple": []}
