@@ -175,6 +175,7 @@ def test_a_sync_killed_half_way_leaves_one_whole_version(backend: Any, embedder:
     versions = {p.id: n for n in range(3) for p in version(n)}
     writer.passages.add(version(0))
     writer.triples.add(_triples(version(0)))
+    mark = writer.generation()
     bulk = writer.connection.writer
     bulk.batch_size = 5
     dying = DyingClient(bulk.client, kill_at, dies)
@@ -199,6 +200,9 @@ def test_a_sync_killed_half_way_leaves_one_whole_version(backend: Any, embedder:
     hits = reader.store.passages.bm25_search("river rises report", 100, where={"source": SOURCE})
     assert {versions[h.id] for h in hits} == {expected}
     assert reader.store.triples.count() == (PARTS if expected == 0 else 0)  # old triples back too
+    changes = reader.store.changes_since(mark)  # the feed says the same: no deletion records left
+    assert set(changes.passages_removed) == ({p.id for p in version(0)} if expected else set())
+    assert {i for i in changes.passages_added if i in versions} == ({p.id for p in version(1)} if expected else set())
     if expected == 0:  # the aborted sync's passages are deleted, not only hidden
         assert reader.store.passages.get([p.id for p in version(1)]) == []
     assert reader.store.connection.search("intents", reader.store.changes_index, {

@@ -195,23 +195,26 @@ class AtomicSync:
                 raise BulkWriteError(f"rolling back {len(doc_ids)} unpublished write(s) in {index!r}", outcome)
 
     def _unretire(self: Any, passage_ids: list[str], generation: int) -> None:  # type: ignore[misc]
-        """Undo the retirement by the unpublished ``generation`` of these passages and of
-        their triples, and delete its deletion records."""
-        stored = self.connection.mget(self.indices.passages, passage_ids, [RETIRED_FIELD])
-        undone = {"passage": [i for i, doc in stored.items() if doc.get(RETIRED_FIELD) == generation],
-                  "triple": self._triples_of(passage_ids, q.term(RETIRED_FIELD, generation))}
-        for collection, index in (("passage", self.indices.passages), ("triple", self.indices.triples)):
-            ids = undone[collection]
-            if not ids:
-                continue
+        """Undo the retirement by the unpublished ``generation`` of these passages and their
+        triples, and delete the deletion records it wrote for them (also those of documents
+        the sync died before marking)."""
+        passages = {i: d.get(RETIRED_FIELD) for i, d in
+                    self.connection.mget(self.indices.passages, passage_ids, [RETIRED_FIELD]).items()}
+        triples = {hit["_id"]: (hit.get("_source") or {}).get(RETIRED_FIELD) for chunk in
+                   _chunks(list(passages), SOURCES_PER_QUERY) for hit in self.connection.walk(
+                       self.indices.triples, q.terms("passage_id", list(chunk)), q.BY_ID,
+                       {"includes": [RETIRED_FIELD]})}
+        for collection, index, docs in (("passage", self.indices.passages, passages),
+                                         ("triple", self.indices.triples, triples)):
+            records = self.connection.mget(self.changes_index, [f"{collection}:{i}" for i in docs], ["generation"])
             actions: list[Any] = [q.update_action(index, i, {RETIRED_FIELD: None, RETIRED_AT_FIELD: None})
-                                  for i in ids]
-            records = [q.delete_action(self.changes_index, f"{collection}:{i}") for i in ids]
-            outcome = self._write(actions, [index], [])
-            if outcome.ok:
-                outcome = self._write(records, [self.changes_index], [])
+                                  for i, retired in docs.items() if retired == generation]
+            actions += [q.delete_action(self.changes_index, rid) for rid, record in records.items()
+                        if record.get("generation") == generation]
+            outcome = self._write(actions, [index, self.changes_index], [])
             if not outcome.ok:
-                raise BulkWriteError(f"undoing {len(ids)} unpublished retirement(s) in {index!r}", outcome)
+                raise BulkWriteError(f"undoing the unpublished retirement of {len(actions)} document(s) "
+                                     f"in {index!r}", outcome)
 
     def _triples_of(self: Any, passage_ids: Sequence[str], where: dict[str, Any]) -> list[str]:  # type: ignore[misc]
         """The ids of the triples of ``passage_ids`` that match ``where``."""
