@@ -2,7 +2,8 @@
 Elasticsearch fake, a live cluster with marker ``es``): a reader (another store object)
 searching while a source is synced over and over sees its old version or its new one,
 never both and never neither; on Elasticsearch also after every single bulk write of the
-sync (the writer's ``_write`` checked step by step, not only by a polling thread). The
+sync (the writer's ``_write`` checked step by step, not only by a polling thread), and
+after a sync killed (or failing) at any of its steps and the next writer's takeover. The
 retired passages are deleted by a later sync, and the passages of many sources are listed
 in one request."""
 
