@@ -18,9 +18,10 @@ is searchable, and :meth:`ElasticsearchStore.changes_since` lists the ids with
 ``since < generation <= G`` (added) and the deletion records with ``since < generation <= G``
 and ``born <= since`` (removed: present at ``since``, gone now). A writer killed half-way
 leaves documents stamped ``G + 1`` unpublished; the next writer writes ``G + 1`` too and
-publishes them with its own, after its feed's ``recover`` (the store's roll-back of syncs the
-dead writer left unfinished, :mod:`gear_agent.store.elasticsearch.sync`) ran on taking the lock over. Inside :meth:`ElasticsearchStore.bulk_load` the lock is held
-for the whole block and the one generation is published when it ends.
+publishes them with its own, once its feed's ``recover`` (the store's roll-back of the syncs
+the dead writer left unfinished, :mod:`gear_agent.store.elasticsearch.sync`) has run on
+taking the lock over. Inside :meth:`ElasticsearchStore.bulk_load` the lock is held for the
+whole block and the one generation is published when it ends.
 
 An index made before the feed has documents without the field: they existed when the feed
 began (its ``start``, the indexing statistics' count then, as the generation used to be),
