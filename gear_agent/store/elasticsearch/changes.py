@@ -18,8 +18,10 @@ is searchable, and :meth:`ElasticsearchStore.changes_since` lists the ids with
 ``since < generation <= G`` (added) and the deletion records with ``since < generation <= G``
 and ``born <= since`` (removed: present at ``since``, gone now). A writer killed half-way
 leaves documents stamped ``G + 1`` unpublished; the next writer writes ``G + 1`` too and
-publishes them with its own. Inside :meth:`ElasticsearchStore.bulk_load` the lock is held
-for the whole block and the one generation is published when it ends.
+publishes them with its own, once its feed's ``recover`` (the store's roll-back of the syncs
+the dead writer left unfinished, :mod:`gear_agent.store.elasticsearch.sync`) has run on
+taking the lock over. Inside :meth:`ElasticsearchStore.bulk_load` the lock is held for the
+whole block and the one generation is published when it ends.
 
 An index made before the feed has documents without the field: they existed when the feed
 began (its ``start``, the indexing statistics' count then, as the generation used to be),
@@ -139,6 +141,10 @@ class ChangeFeed:
         self._writing: int | None = None  # the generation being written while the lock is held
         self._thread: int | None = None  # the thread writing it
         self._wrote = False
+        self._took_over = False  # the lock was taken from a writer that died
+        self.recover: Callable[[int], None] | None = None
+        """Called with the published generation when this writer took over a dead writer's
+        lock, before anything is written or published (its unfinished work is settled)."""
 
     # ---- opening ----------------------------------------------------------------------
     def open(self, start: Callable[[], int]) -> None:
@@ -182,6 +188,9 @@ class ChangeFeed:
         self._held, self._wrote, self._thread = 1, False, threading.get_ident()
         try:
             self._writing = self.published() + 1
+            if self._took_over and self.recover is not None:
+                self.recover(self._writing - 1)
+            self._took_over = False
             yield self._writing
         finally:
             try:
@@ -239,6 +248,7 @@ class ChangeFeed:
             if age > self.lock_stale_s:
                 try:  # its writer died: take it over (only if nobody renewed or took it meanwhile)
                     self.client.delete(index=self.index, id=_LOCK_ID, if_seq_no=seq_no, if_primary_term=term)
+                    self._took_over = True
                 except (es.ConflictError, es.NotFoundError):
                     pass
                 continue

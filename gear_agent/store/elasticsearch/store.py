@@ -234,6 +234,7 @@ class ElasticsearchStore(AtomicSync, Store):
             return
         feed = ChangeFeed(self._client, self.changes_index, sleep=sleep)
         feed.open(self._indexing_total)
+        feed.recover = self._roll_back_syncs
         self._feed = feed
 
     @property
