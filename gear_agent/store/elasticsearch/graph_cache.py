@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,8 +34,9 @@ from typing import Any
 import numpy as np
 
 from gear_agent.store.bm25 import top_k
-from gear_agent.store.changes import Changes, Stamp, bring_up_to_date
+from gear_agent.store.changes import Changes, Stamp
 from gear_agent.store.derived_files import verify, write_atomically
+from gear_agent.store.elasticsearch.kept import KeptCopy
 from gear_agent.store.elasticsearch.mappings import VECTOR_FIELD
 from gear_agent.store.threads import matvec
 from gear_agent.types import Triple
@@ -73,7 +73,7 @@ second at 180,000 triples on the loaded test machine)."""
 _NO_ROWS = np.zeros(0, np.int64)
 
 
-class ExpansionCache:
+class ExpansionCache(KeptCopy):
     """The triples of an index as graph expansion reads them, at one commit (see the module).
 
     ``stamp`` is the commit it reflects (:func:`bring_up_to_date` sets it); :meth:`current`
@@ -89,11 +89,8 @@ class ExpansionCache:
     """
 
     def __init__(self, dimension: int, read: RecordReader, folder: Path | None = None) -> None:
-        self.dimension, self._read = dimension, read
         self.folder = None if folder is None else Path(folder)
-        self.stamp: Stamp | None = None
-        self.lock = threading.RLock()
-        self._clear()
+        super().__init__(dimension, read)
         if self.folder is not None:
             self._load()
 
@@ -109,28 +106,18 @@ class ExpansionCache:
         return len(self._row)
 
     # ---- Derived ------------------------------------------------------------------------
-    def current(self, store: Any) -> ExpansionCache:
-        """This cache at ``store``'s commit (:func:`bring_up_to_date`); a cache already at a
-        later commit of the same index is used as it is (Elasticsearch reads by id see the
-        latest documents anyway, and another thread's question may have moved it on)."""
-        now = store.stamp()
-        held = self.stamp
-        if held is not None and held.index_id == now.index_id and held.generation >= now.generation:
-            return self
-        bring_up_to_date(self, store)
-        if self.__dict__.pop("_rebuilt", False) and self.folder is not None:
-            self._save()  # the next process loads it and takes in the changes since
-        return self
-
-    def can_apply(self, changes: Changes) -> bool:
-        return changes.complete
-
     def rebuild(self, store: Any, generation: int) -> None:
-        """Read every triple again (one walk over the index, in extraction order)."""
-        self._clear()
-        for batch in self._read(None):
-            self._append(batch)
+        """Read every triple again (one walk over the index, in extraction order). They are
+        saved by :meth:`current` once the stamp is set, when there is a folder: the next
+        process loads them and takes in the changes since."""
+        super().rebuild(store, generation)
         self._rebuilt = True
+
+    def current(self, store: Any) -> ExpansionCache:
+        super().current(store)
+        if self.__dict__.pop("_rebuilt", False) and self.folder is not None:
+            self._save()
+        return self
 
     def apply(self, store: Any, changes: Changes) -> None:
         """Removals first (an id deleted and added again is in both lists), then the added
@@ -213,14 +200,7 @@ class ExpansionCache:
         """Add rows (none of them kept yet) with their vectors."""
         start = len(self._columns["id"])
         need = start + len(columns["id"])
-        if need > len(self._vectors):
-            grown = np.zeros((max(need, int(len(self._vectors) * 1.5) + 1024), self.dimension), dtype=np.float32)
-            grown[:start] = self._vectors[:start]
-            alive = np.zeros(len(grown), dtype=bool)
-            alive[:start] = self._alive[:start]
-            self._vectors, self._alive = grown, alive
-        self._vectors[start:need] = vectors
-        self._alive[start:need] = True
+        self._put_vectors(start, vectors)
         for name, values in columns.items():
             self._columns[name].extend(values)
         self._row.update(zip(columns["id"], range(start, need), strict=True))

@@ -20,14 +20,13 @@ Example:
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from gear_agent.store.bm25 import top_k
-from gear_agent.store.changes import Changes, Stamp, bring_up_to_date
+from gear_agent.store.changes import Changes
+from gear_agent.store.elasticsearch.kept import KeptCopy
 from gear_agent.store.elasticsearch.mappings import VECTOR_FIELD
 from gear_agent.store.threads import matvec
 from gear_agent.types import Hit
@@ -38,18 +37,10 @@ LARGE_SEARCH = 200
 """A passage kNN search of at least this many hits, without a filter, is answered from the kept
 vectors (a question's dense list for ``ppr``); smaller ones still go to the cluster."""
 
-VectorReader = Callable[[Sequence[str] | None], Iterator[list[dict[str, Any]]]]
-"""Reads passage documents (``id`` and the vector) in batches: every one for None, else those ids."""
 
 
-class PassageVectors:
+class PassageVectors(KeptCopy):
     """The passage vectors of an index at one commit (see the module); reads hold :attr:`lock`."""
-
-    def __init__(self, dimension: int, read: VectorReader) -> None:
-        self.dimension, self._read = dimension, read
-        self.stamp: Stamp | None = None
-        self.lock = threading.RLock()
-        self._clear()
 
     def _clear(self) -> None:
         self._ids: list[str] = []
@@ -59,23 +50,6 @@ class PassageVectors:
 
     def __len__(self) -> int:
         return len(self._row)
-
-    def current(self, store: Any) -> PassageVectors:
-        """These vectors at ``store``'s commit (a later commit of the same index is kept as it is,
-        as for :class:`~gear_agent.store.elasticsearch.graph_cache.ExpansionCache`)."""
-        now = store.stamp()
-        held = self.stamp
-        if held is None or held.index_id != now.index_id or held.generation < now.generation:
-            bring_up_to_date(self, store)
-        return self
-
-    def can_apply(self, changes: Changes) -> bool:
-        return changes.complete
-
-    def rebuild(self, store: Any, generation: int) -> None:
-        self._clear()
-        for batch in self._read(None):
-            self._append(batch)
 
     def apply(self, store: Any, changes: Changes) -> None:
         gone = [self._row.pop(pid) for pid in changes.passages_removed if pid in self._row]
@@ -89,15 +63,8 @@ class PassageVectors:
         docs = [d for d in dict((d["id"], d) for d in docs).values() if d["id"] not in self._row]
         if not docs:
             return
-        start, need = len(self._ids), len(self._ids) + len(docs)
-        if need > len(self._vectors):
-            grown = np.zeros((max(need, int(len(self._vectors) * 1.5) + 1024), self.dimension), dtype=np.float32)
-            grown[:start] = self._vectors[:start]
-            alive = np.zeros(len(grown), dtype=bool)
-            alive[:start] = self._alive[:start]
-            self._vectors, self._alive = grown, alive
-        self._vectors[start:need] = np.asarray([d[VECTOR_FIELD] for d in docs], dtype=np.float32)
-        self._alive[start:need] = True
+        start = len(self._ids)
+        self._put_vectors(start, np.asarray([d[VECTOR_FIELD] for d in docs], dtype=np.float32))
         for row, doc in enumerate(docs, start):
             self._ids.append(doc["id"])
             self._row[doc["id"]] = row
