@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from gear_agent.store.base import StoreError
 from gear_agent.store.elasticsearch import queries as q
 from gear_agent.store.elasticsearch.bulk import BulkFailure, BulkOutcome, BulkWriter
@@ -42,6 +44,21 @@ def chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
     """``items`` ``size`` at a time."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+def stacked_vectors(found: dict[str, dict[str, Any]], ids: Sequence[str], what: str, dimension: int) -> np.ndarray:
+    """The ``vector`` fields of the documents ``found`` (``{id: _source}``), one row per id in
+    ``ids`` (``(0, dimension)`` for none).
+
+    Raises:
+        KeyError: some ids were not found (``not stored {what}: ...``).
+    """
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise KeyError(f"not stored {what}: {', '.join(missing[:5])}")
+    if not ids:
+        return np.zeros((0, dimension), dtype=np.float32)
+    return np.asarray([found[i][VECTOR_FIELD] for i in ids], dtype=np.float32)
 
 
 class Connection:

@@ -25,7 +25,7 @@ from gear_agent.store.base import StoreError
 from gear_agent.store.elasticsearch import queries as q
 from gear_agent.store.elasticsearch.bulk import BulkWriteError
 from gear_agent.store.elasticsearch.client import ElasticsearchSettings, translate_errors
-from gear_agent.store.elasticsearch.connection import Connection
+from gear_agent.store.elasticsearch.connection import Connection, stacked_vectors
 from gear_agent.store.elasticsearch.mappings import (
     VECTOR_FIELD,
     IndexNames,
@@ -271,12 +271,7 @@ class ElasticsearchNodeStore(NodeStore):
 
     def _vectors(self, index: str | None, ids: Sequence[str], what: str) -> np.ndarray:
         found = self.store.connection.mget(index, ids, [VECTOR_FIELD]) if index is not None and ids else {}
-        missing = [i for i in ids if i not in found]
-        if missing:
-            raise KeyError(f"not stored {what}: {', '.join(missing[:5])}")
-        if not ids:
-            return np.zeros((0, self.store.dimension), dtype=np.float32)
-        return np.asarray([found[i][VECTOR_FIELD] for i in ids], dtype=np.float32)
+        return stacked_vectors(found, ids, what, self.store.dimension)
 
     def iterate(self) -> Iterator[Node]:
         for hit in self._walk(q.match_all()):

@@ -52,7 +52,7 @@ from gear_agent.store.elasticsearch.client import (
     missing_index,
     translate_errors,
 )
-from gear_agent.store.elasticsearch.connection import MGET_CHUNK, Connection
+from gear_agent.store.elasticsearch.connection import MGET_CHUNK, Connection, stacked_vectors
 from gear_agent.store.elasticsearch.connection import body as _body
 from gear_agent.store.elasticsearch.connection import chunks as _chunks
 from gear_agent.store.elasticsearch.connection import unique as _unique
@@ -885,12 +885,7 @@ class ElasticsearchPassages(_Searchable, Passages):
             KeyError: some ids are not stored passages.
         """
         found = self.store.connection.mget(self.store.indices.passages, ids, [VECTOR_FIELD]) if ids else {}
-        missing = [i for i in ids if i not in found]
-        if missing:
-            raise KeyError(f"not stored passages: {', '.join(missing[:5])}")
-        if not ids:
-            return np.zeros((0, self.store.dimension), dtype=np.float32)
-        return np.asarray([found[i][VECTOR_FIELD] for i in ids], dtype=np.float32)
+        return stacked_vectors(found, ids, "passages", self.store.dimension)
 
 
 class ElasticsearchTriples(_Searchable, Triples):
@@ -949,13 +944,7 @@ class ElasticsearchTriples(_Searchable, Triples):
         """
         if (cache := self.store._expansion(build=False)) is not None and all(map(cache.has, ids)):
             return cache.triple_vectors(ids)
-        found = self.store._triple_sources(ids, [VECTOR_FIELD])
-        missing = [i for i in ids if i not in found]
-        if missing:
-            raise KeyError(f"not stored triples: {', '.join(missing[:5])}")
-        if not ids:
-            return np.zeros((0, self.store.dimension), dtype=np.float32)
-        return np.asarray([found[i][VECTOR_FIELD] for i in ids], dtype=np.float32)
+        return stacked_vectors(self.store._triple_sources(ids, [VECTOR_FIELD]), ids, "triples", self.store.dimension)
 
     def of_passage(self, passage_id: str) -> list[str]:
         hits = self.store.connection.walk(
