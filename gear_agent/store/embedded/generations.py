@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from gear_agent.store.base import IndexCorruptError
+from gear_agent.store.derived_files import fsync_dir
 
 MANIFEST = "manifest.json"
 """The manifest file of a generation folder of the previous format."""
@@ -47,14 +48,6 @@ def current_generation(root: Path) -> Path | None:
     if not name.startswith(_PREFIX) or "/" in name:
         raise IndexCorruptError(f"{pointer} names {name!r}, not a generation folder")
     return root / name
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def write_json(path: Path, value: Any) -> None:
@@ -124,7 +117,7 @@ def commit_generation(root: Path, write_files: Callable[[Path], None]) -> Path:
     temporary = root / f"{_TEMP_PREFIX}{_PREFIX}{number:06d}-{os.getpid()}"
     temporary.mkdir()
     write_files(temporary)
-    _fsync_dir(temporary)
+    fsync_dir(temporary)
     final = root / f"{_PREFIX}{number:06d}"
     if final.exists():  # left by a crash after the rename but before CURRENT moved
         shutil.rmtree(final)
@@ -134,7 +127,7 @@ def commit_generation(root: Path, write_files: Callable[[Path], None]) -> Path:
     with pointer_tmp.open("rb+") as handle:
         os.fsync(handle.fileno())
     os.replace(pointer_tmp, root / CURRENT)
-    _fsync_dir(root)
+    fsync_dir(root)
     prune_generations(root, keep=KEEP_GENERATIONS)
     return final
 
