@@ -95,15 +95,10 @@ class ExpansionCache(KeptCopy):
             self._load()
 
     def _clear(self) -> None:
+        super()._clear()
         self._columns: dict[str, list[Any]] = {name: [] for name in _COLUMNS}
-        self._row: dict[str, int] = {}
-        self._vectors = np.zeros((0, self.dimension), dtype=np.float32)
-        self._alive = np.zeros(0, dtype=bool)
         self._by_entity: dict[str, np.ndarray] = {}
         self._by_passage: dict[str, np.ndarray] = {}
-
-    def __len__(self) -> int:
-        return len(self._row)
 
     # ---- Derived ------------------------------------------------------------------------
     def rebuild(self, store: Any, generation: int) -> None:

@@ -38,12 +38,16 @@ class KeptCopy:
         self.dimension, self._read = dimension, read
         self.stamp: Stamp | None = None
         self.lock = threading.RLock()
-        self._vectors = np.zeros((0, dimension), dtype=np.float32)
-        self._alive = np.zeros(0, dtype=bool)
         self._clear()
 
     def _clear(self) -> None:
-        raise NotImplementedError
+        """Forget every row (a subclass forgets its own columns too, then calls this)."""
+        self._row: dict[str, int] = {}
+        self._vectors = np.zeros((0, self.dimension), dtype=np.float32)
+        self._alive = np.zeros(0, dtype=bool)
+
+    def __len__(self) -> int:
+        return len(self._row)
 
     def _append(self, docs: list[dict[str, Any]]) -> None:
         raise NotImplementedError

@@ -43,13 +43,8 @@ class PassageVectors(KeptCopy):
     """The passage vectors of an index at one commit (see the module); reads hold :attr:`lock`."""
 
     def _clear(self) -> None:
+        super()._clear()
         self._ids: list[str] = []
-        self._row: dict[str, int] = {}
-        self._vectors = np.zeros((0, self.dimension), dtype=np.float32)
-        self._alive = np.zeros(0, dtype=bool)
-
-    def __len__(self) -> int:
-        return len(self._row)
 
     def apply(self, store: Any, changes: Changes) -> None:
         gone = [self._row.pop(pid) for pid in changes.passages_removed if pid in self._row]
