@@ -57,6 +57,7 @@ from gear_agent.store.elasticsearch.connection import body as _body
 from gear_agent.store.elasticsearch.connection import chunks as _chunks
 from gear_agent.store.elasticsearch.connection import unique as _unique
 from gear_agent.store.elasticsearch.graph_cache import DOCUMENT_FIELDS, ExpansionCache
+from gear_agent.store.elasticsearch.recent_triples import RecentTriples
 from gear_agent.store.elasticsearch.mappings import (
     FEED_FIELDS,
     TEXT_FIELD,
@@ -90,8 +91,6 @@ _MAX_FILTER_PASSAGES = 65_536
 
 _TERMS_CHUNK = 1_000
 _NO_VECTOR = {"excludes": [VECTOR_FIELD]}
-_RECENT_TRIPLES = 4_096
-"""Triple documents of recent neighbours searches kept for the reads that follow."""
 
 
 def _search_error(what: str, response: dict[str, Any]) -> StoreError:
@@ -175,8 +174,7 @@ class ElasticsearchStore(AtomicSync, Store):
             page_size,
             self._pin,
         )
-        self._recent_triples: dict[str, dict[str, Any]] = {}
-        self._recent_generation: int | None = None  # the generation the kept triples were read at
+        self._recent = RecentTriples()  # triple documents of recent neighbours searches
         self._expansion_cache: ExpansionCache | None = None  # made by the first graph expansion
         self._kept_passages: PassageVectors | None = None  # made by the first large passage search
         self.changes_index = f"{settings.es_index_prefix}-changes"
@@ -311,7 +309,7 @@ class ElasticsearchStore(AtomicSync, Store):
         self, actions: Iterable[Any], refresh: Sequence[str], failures: list[BulkFailure]
     ) -> BulkOutcome:
         """Run bulk actions (:meth:`Connection.write`), forgetting the kept triple documents."""
-        self._recent_triples.clear()
+        self._recent.forget()
         return self.connection.write(actions, refresh, failures)
 
     @contextmanager
@@ -611,43 +609,18 @@ class ElasticsearchStore(AtomicSync, Store):
             yield [found[i] for i in chunk if i in found]
 
     def _check_recent(self) -> None:
-        """Bring the kept triple documents to the store's generation when it moved since
-        they were kept (a write by another process), before the search that keeps more: the
-        triples the change feed says were removed are forgotten (an added triple changes no
-        kept document: ids are content hashes), all of them when the feed cannot say (one
-        ``GET``; the feed is read only when the generation moved)."""
-        now = self.generation()
-        if now == self._recent_generation:
-            return
-        if self._recent_triples and self._recent_generation is not None:
-            changes = self.changes_since(self._recent_generation)
-            if changes.complete:
-                for tid in changes.triples_removed:
-                    self._recent_triples.pop(tid, None)
-            else:
-                self._recent_triples.clear()
-            now = changes.generation
-        self._recent_generation = now
+        """Bring the kept triple documents to the store's commit (:mod:`.recent_triples`: the
+        one freshness rule) before the search that keeps more."""
+        self._recent.current(self)
 
     def _remember(self, hits: Sequence[dict[str, Any]]) -> None:
-        """Keep the triple documents a neighbours search returned (the latest
-        ``_RECENT_TRIPLES``), so reading them again right after costs no request. An id is
-        the hash of the triple's content and the model is fixed per index, so a kept
-        document cannot differ from the stored one, but it may have been deleted: every
-        write or delete through this store forgets them all, and each neighbours call first
-        compares the store's generation with the one they were kept at, so a deletion by
-        another process is seen by the next neighbours call and the reads after it."""
-        recent = self._recent_triples
-        for hit in hits:
-            recent.pop(hit["_id"], None)
-            recent[hit["_id"]] = hit["_source"]
-        for stale in list(recent)[: max(0, len(recent) - _RECENT_TRIPLES)]:
-            del recent[stale]
+        """Keep the triple documents a neighbours search returned (:mod:`.recent_triples`), so
+        reading them again right after costs no request."""
+        self._recent.remember(hits)
 
     def _triple_sources(self, ids: Sequence[str], fields: Sequence[str] | None) -> dict[str, dict[str, Any]]:
         """Triple documents by id: kept ones from :meth:`ElasticsearchStore._remember`, the rest by ``_mget``."""
-        recent = self._recent_triples
-        found = {i: recent[i] for i in ids if i in recent}
+        found = self._recent.found(ids)
         rest = [i for i in ids if i not in found]
         if rest:
             found.update(self.connection.mget(self.indices.triples, rest, fields))
