@@ -57,7 +57,6 @@ from gear_agent.store.elasticsearch.connection import body as _body
 from gear_agent.store.elasticsearch.connection import chunks as _chunks
 from gear_agent.store.elasticsearch.connection import unique as _unique
 from gear_agent.store.elasticsearch.graph_cache import DOCUMENT_FIELDS, ExpansionCache
-from gear_agent.store.elasticsearch.recent_triples import RecentTriples
 from gear_agent.store.elasticsearch.mappings import (
     FEED_FIELDS,
     TEXT_FIELD,
@@ -77,6 +76,7 @@ from gear_agent.store.elasticsearch.mappings import (
 )
 from gear_agent.store.elasticsearch.nodes import ElasticsearchNodeStore
 from gear_agent.store.elasticsearch.passage_vectors import LARGE_SEARCH, PassageVectors
+from gear_agent.store.elasticsearch.recent_triples import RecentTriples
 from gear_agent.store.elasticsearch.sync import AtomicSync
 from gear_agent.store.multi_search import Search, answer_one
 from gear_agent.types import AddResult, Collection, Hit, Passage, Triple
