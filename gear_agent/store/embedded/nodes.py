@@ -69,6 +69,8 @@ CREATE TABLE IF NOT EXISTS node_passages(node_row INTEGER NOT NULL, position INT
   passage_row INTEGER NOT NULL, PRIMARY KEY(node_row, position)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS node_passages_passage ON node_passages(passage_row);
 """
+META_PREFIX = "sirerag:"
+"""Node meta (what the SiReRAG builder records beside its nodes) lives in the meta table under this prefix."""
 _SEP = "\x1f"
 _COLUMNS = "row, id, kind, tree, level, entity, text, children, crc"
 
@@ -245,11 +247,11 @@ class EmbeddedNodeStore(NodeStore):
     def set_meta(self, values: Mapping[str, str]) -> None:
         with self.store.transaction():
             for key, value in values.items():
-                self.db.set_meta(f"sirerag:{key}", value)
+                self.db.set_meta(f"{META_PREFIX}{key}", value)
 
     def meta_items(self, prefix: str) -> dict[str, str]:
-        pattern = "sirerag:" + prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        return {key[len("sirerag:"):]: str(value) for key, value in self.db.rows(
+        pattern = META_PREFIX + prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        return {key[len(META_PREFIX):]: str(value) for key, value in self.db.rows(
             "SELECT key, value FROM meta WHERE key LIKE ? ESCAPE '\\'", (pattern,))}
 
     def repair_vectors(self, progress: Progress | None = None) -> list[str]:
@@ -281,7 +283,7 @@ class EmbeddedNodeStore(NodeStore):
 
     # ---- reads ----------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
-        value = self.db.meta(f"sirerag:{key}")
+        value = self.db.meta(f"{META_PREFIX}{key}")
         return None if value is None else str(value)
 
     def count(self) -> int:
