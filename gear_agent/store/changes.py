@@ -15,9 +15,12 @@ anything else is rebuilt (compared with the store). It is never judged fresh by 
 rows (a delete followed by an add of as many records leaves every count the same) nor by
 a generation number alone.
 
-Inside the embedded store, the ANN parts and the BM25 segments are written in the commit
-that changes their rows, so they always reflect the store's generation; SiReRAG nodes
-lose deleted passages in the commit that deletes them.
+Its users: the PPR graph and its phrase ANN, the SiReRAG pool, the embedded store's ANN
+parts (:mod:`gear_agent.store.embedded.ann_parts`) and live node rows
+(:class:`~gear_agent.store.embedded.nodes.LiveNodes`), Elasticsearch's expansion cache,
+passage vectors and recent triple documents (docs/storage.md, "The freshness table").
+The embedded BM25 segments need no rule: they are written in the commit that changes their
+rows. SiReRAG nodes lose deleted passages in the commit that deletes them.
 
 Example:
     >>> changes = Changes(since=3, generation=5, passages_added=("p-2",), passages_removed=("p-1",))
