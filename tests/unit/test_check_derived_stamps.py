@@ -94,16 +94,11 @@ def fake_es(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):  # noqa: ANN201
     return server, settings
 
 
-def _es_check(server, settings: GearSettings, folder: Path) -> CheckReport:  # noqa: ANN001
-    """The derived stamps part of ``check_elasticsearch`` (the fake answers no cluster health,
-    index listing nor aggregation, which the rest of the check asks)."""
-    from gear_agent.store.elasticsearch.check import _check_derived_stamps
+def _es_check(settings: GearSettings) -> CheckReport:
+    """``gear check`` of the fake's indices (``make_client`` answers with the fake)."""
+    from gear_agent.store.elasticsearch.check import check_elasticsearch
 
-    report = CheckReport(folder)
-    prefix = settings.es_index_prefix
-    present = [f"{prefix}-{name}" for name in ("passages", "triples", "changes", "nodes", "nodes-meta")]
-    _check_derived_stamps(server.client(), prefix, [n for n in present if n in server.indices], folder, report)
-    return report
+    return check_elasticsearch(settings)
 
 
 def test_a_stale_expansion_cache_and_pool_on_elasticsearch_are_named_and_rebuilt(fake_es) -> None:  # noqa: ANN001
@@ -124,7 +119,8 @@ def test_a_stale_expansion_cache_and_pool_on_elasticsearch_are_named_and_rebuilt
         assert manifest.exists()
     finally:
         store.close()
-    report = _es_check(server, settings, folder)
+    report = _es_check(settings)
+    assert report.ok, [(i.name, i.detail) for i in report.items if not i.ok]
     assert _item(report, "expansion cache").ok and _item(report, "SiReRAG pool").ok
 
     body = json.loads(manifest.read_text(encoding="utf-8"))
@@ -135,15 +131,15 @@ def test_a_stale_expansion_cache_and_pool_on_elasticsearch_are_named_and_rebuilt
         store.nodes.set_meta({"stamp": FOREIGN})
     finally:
         store.close()
-    report = _es_check(server, settings, folder)
+    report = _es_check(settings)
     cache, pool = _item(report, "expansion cache"), _item(report, "SiReRAG pool")
     assert not cache.ok and cache.derived and "reflects another index" in cache.detail
     assert not pool.ok and pool.derived and "reflects another index" in pool.detail
     assert report.repairable
 
     assert repair_elasticsearch(settings, report, embedder) == ["rebuilt the expansion cache from the triple index"]
-    assert _item(_es_check(server, settings, folder), "expansion cache").ok
+    assert _item(_es_check(settings), "expansion cache").ok
 
     manifest.with_suffix(".npy").write_bytes(b"damaged")
-    cache = _item(_es_check(server, settings, folder), "expansion cache")
+    cache = _item(_es_check(settings), "expansion cache")
     assert not cache.ok and "fails its checksum" in cache.detail
