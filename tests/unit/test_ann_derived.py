@@ -11,6 +11,7 @@ from gear_agent.embedding.hashing import HashingEmbedder
 from gear_agent.ids import passage_id
 from gear_agent.store import ann
 from gear_agent.store.changes import Stamp
+from gear_agent.store.embedded.check import check_index
 from gear_agent.store.embedded.store import EmbeddedStore
 from gear_agent.types import Passage
 
@@ -80,6 +81,8 @@ def test_parts_of_another_index_are_dropped_and_built_again(tmp_path: Path) -> N
             store.passage_parts.db.set_meta("ann:passage", ann.dump_parts(foreign))
     finally:
         store.close()
+    item = next(i for i in check_index(tmp_path / "ix").items if i.name == "passage ANN")
+    assert not item.ok and item.derived and "another index" in item.detail
     store = _open(tmp_path / "ix")  # a new process: no stamp yet, so a rebuild
     try:
         assert _spans(store) == [] and "another index" in store.view("passage").ann.problems[0]
@@ -90,3 +93,4 @@ def test_parts_of_another_index_are_dropped_and_built_again(tmp_path: Path) -> N
         assert not store.view("passage").ann.problems
     finally:
         store.close()
+    assert next(i for i in check_index(tmp_path / "ix").items if i.name == "passage ANN").ok

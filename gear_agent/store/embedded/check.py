@@ -150,7 +150,7 @@ def _check_tables(db: Database, root: Path, report: CheckReport) -> None:
     for collection in ("passage", "triple"):
         parts = ann_mod.parse_parts(meta.get(f"ann:{collection}"))
         index = ann_mod.AnnIndex(root, collection)
-        index.load(parts)
+        index.load(parts, index_id=str(meta.get(INDEX_ID_KEY) or ""))  # a part of another index is refused
         report.add(f"{collection} ANN", not index.problems,
                    "; ".join(index.problems) + " (rebuilt by --repair or the next indexing run)" if index.problems
                    else f"{len(parts)} part(s), rows 0..{index.covered:,}" if parts else "none (exact search)",
