@@ -130,3 +130,14 @@ def test_recent_triples_keep_the_latest_and_a_write_forgets_them() -> None:
     assert list(recent.found(["t-1", "t-2", "t-3"])) == ["t-2", "t-3"]
     recent.forget()
     assert len(recent) == 0 and recent.stamp is None
+
+
+def test_a_derived_structure_that_reads_no_feed_is_rebuilt_at_a_new_stamp_without_it() -> None:
+    from gear_agent.store.changes import bring_up_to_date
+
+    live = LiveNodes(lambda: [(3, "n-3")])
+    feed = _Feed(Stamp("ix", 4, "c4"))  # changes_since would fail: no changes given
+    live.stamp = Stamp("ix", 2, "c2")  # a stamp of this index's history
+    assert bring_up_to_date(live, feed) is True
+    assert live.ids == ["n-3"] and live.stamp == Stamp("ix", 4, "c4") and feed.asked == 0
+    assert bring_up_to_date(live, feed) is False  # equal stamps: fresh

@@ -9,13 +9,14 @@ the last part are searched exactly until a part covers them.
 
 :class:`AnnParts` brings that coverage up to date by
 :func:`~gear_agent.store.changes.bring_up_to_date`, as the PPR graph, the SiReRAG pool and the
-caches are: its :attr:`AnnParts.stamp` is the commit this process last brought them to; a stamp
-of this index's history takes the changes since (the pieces the plan asks for over the rows
-added: :func:`~gear_agent.store.ann.plan_parts`), anything else (a first use in this process,
-a rolled-back index, another index in the same folder) is a rebuild, which first drops the
-listed parts that cannot be used (missing, failing their checksum, built for another index)
-and then builds the rest. Each piece is committed as it finishes, with progress, so an
-interrupted build resumes.
+caches are: its :attr:`AnnParts.stamp` is the commit this process last brought them to, and a
+new stamp, of any process's commit, runs its update. That update reads the rows past the
+parts' coverage, not the ids the feed lists (``reads_feed = False``: a write run of a million
+passages would list a million ids to ignore): it drops the listed parts that cannot be used
+(missing, failing their checksum, built for another index: what a rolled-back index or another
+index in the same folder leaves) and builds the pieces the plan asks for over the rows past
+the rest (:func:`~gear_agent.store.ann.plan_parts`). Each piece is committed as it finishes,
+with progress, so an interrupted build resumes.
 
 When: on the write path (:meth:`EmbeddedStore.maintain`, which every write run ends with:
 ``gear index``, a sync, an OpenIE import, an extraction, a migration) and by ``gear check
@@ -27,7 +28,8 @@ any process takes the changes since its own stamp.
 
 Example:
     >>> store.maintain(progress)  # doctest: +SKIP
-    >>> store.ann_parts.stamp == store.stamp()  # doctest: +SKIP
+    >>> store.knows(store.ann_parts.stamp)  # the commit it was last brought to  # doctest: +SKIP
+    True
 """
 
 from __future__ import annotations
@@ -77,24 +79,29 @@ class AnnParts:
             self._progress = None
 
     # ---- Derived ------------------------------------------------------------------------
+    reads_feed = False
+    """Brought up to date from the rows past the parts' coverage, not from the ids the feed
+    lists: any new stamp runs :meth:`rebuild`, which keeps every part that still loads."""
+
     def can_apply(self, changes: Changes) -> bool:
-        """Every complete feed: added rows get pieces, removed rows are dead rows already."""
         return changes.complete
 
     def apply(self, store: object, changes: Changes) -> None:
-        """Build the pieces the plan asks for (none when the rows added since stay in the tail)."""
-        for coll in self.collections:
-            self._build(coll, drop_unusable=False)
+        """As :meth:`rebuild` (the parts cover rows, and rows are append-only)."""
+        self.rebuild(store, changes.generation)
 
     def rebuild(self, store: object, generation: int) -> None:
-        """Drop the listed parts that cannot be used, then build what the plan asks for."""
+        """Drop the listed parts that cannot be used (none, unless one is missing, fails its
+        checksum or was built for another index), then build the pieces the plan asks for over
+        the rows past the rest (none when the rows added since stay in the tail)."""
         for coll in self.collections:
-            self._build(coll, drop_unusable=True)
+            self._build(coll)
 
     # ---- building -----------------------------------------------------------------------
-    def _build(self, coll: RecordCollection, drop_unusable: bool) -> None:
+    def _build(self, coll: RecordCollection) -> None:
         """The pieces of ``coll``, each in its own commit (kept as it finishes)."""
         written: list[str] = []
+        drop_unusable = True
         while True:
             with self.store.transaction():
                 state = self.store.states.writer()

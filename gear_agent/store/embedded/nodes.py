@@ -102,10 +102,13 @@ class LiveNodes:
         self.rows = np.zeros(0, dtype=np.int64)
         self.ids: list[str] = []
 
-    def can_apply(self, changes: Changes) -> bool:
-        return False  # the feed does not list node changes
+    reads_feed = False
+    """The feed lists passages and triples, not nodes: any new stamp is a rebuild."""
 
-    def apply(self, store: object, changes: Changes) -> None:  # pragma: no cover - can_apply is False
+    def can_apply(self, changes: Changes) -> bool:
+        return False
+
+    def apply(self, store: object, changes: Changes) -> None:  # pragma: no cover - reads_feed is False
         self.rebuild(store, changes.generation)
 
     def rebuild(self, store: object, generation: int) -> None:
