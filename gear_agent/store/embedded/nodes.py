@@ -96,14 +96,14 @@ class LiveNodes:
         ([0, 2], ['n-1', 'n-2'])
     """
 
+    reads_feed = False
+    """The feed lists passages and triples, not nodes: any new stamp is a rebuild."""
+
     def __init__(self, read: Callable[[], list[tuple[int, str]]]) -> None:
         self._read = read
         self.stamp: Stamp | None = None
         self.rows = np.zeros(0, dtype=np.int64)
         self.ids: list[str] = []
-
-    reads_feed = False
-    """The feed lists passages and triples, not nodes: any new stamp is a rebuild."""
 
     def can_apply(self, changes: Changes) -> bool:
         return False
