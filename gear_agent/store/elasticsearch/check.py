@@ -134,9 +134,12 @@ def _check_derived_stamps(client: Any, prefix: str, present: list[str], folder: 
     index_id = ".".join(str(found[name]["settings"]["index"]["uuid"]) for name in names)
     start, now = 0, -1  # no feed: no stamp is reached
     if f"{prefix}-changes" in present:
-        with translate_errors(f"reading the generation from {prefix}-changes"):
-            feed = _body(client.get(index=f"{prefix}-changes", id="generation"))["_source"]
-        start, now = int(feed["start"]), int(feed["generation"])
+        try:
+            with translate_errors(f"reading the generation from {prefix}-changes"):
+                feed = _body(client.get(index=f"{prefix}-changes", id="generation"))["_source"]
+            start, now = int(feed["start"]), int(feed["generation"])
+        except StoreError:  # a feed not yet begun (no write since it was made): no stamp is reached
+            pass
 
     def problem(what: str, held: Stamp | None) -> str | None:
         return stamp_problem(what, held, index_id, max(now, 0), lambda s: start <= s.generation <= now)
