@@ -128,7 +128,7 @@ def test_recent_triples_keep_the_latest_and_a_write_forgets_them() -> None:
     recent = RecentTriples(limit=2)
     recent.remember([_hit("t-1", "p"), _hit("t-2", "p"), _hit("t-3", "p")])
     assert list(recent.found(["t-1", "t-2", "t-3"])) == ["t-2", "t-3"]
-    recent.forget()
+    recent.clear()
     assert len(recent) == 0 and recent.stamp is None
 
 

@@ -11,13 +11,13 @@ the one freshness rule: their stamp is the commit they were kept at, and
 :func:`~gear_agent.store.changes.bring_up_to_date`, run before each search that keeps more,
 drops what the change feed says was removed since (a triple removed, or any triple of a
 removed passage), or forgets them all where the feed cannot say. A write through the store
-that keeps them forgets them all at once (:meth:`RecentTriples.forget`).
+that keeps them forgets them all at once (:meth:`RecentTriples.clear`).
 
 Example:
     >>> recent = RecentTriples()
     >>> recent.remember([{"_id": "t1", "_source": {"passage_id": "p1"}}])
-    >>> recent.found(["t1", "t2"])
-    {'t1': {'passage_id': 'p1'}}
+    >>> recent.found(["t1", "t2"]), "t2" in recent
+    ({'t1': {'passage_id': 'p1'}}, False)
 """
 
 from __future__ import annotations
@@ -50,6 +50,13 @@ class RecentTriples:
     def __len__(self) -> int:
         return len(self._docs)
 
+    def __contains__(self, triple_id: object) -> bool:
+        return triple_id in self._docs
+
+    def __getitem__(self, triple_id: str) -> dict[str, Any]:
+        """The kept document of ``triple_id`` (KeyError when none is kept)."""
+        return self._docs[triple_id]
+
     # ---- Derived ------------------------------------------------------------------------
     def current(self, store: Feed) -> None:
         """Bring the kept documents to ``store``'s commit (:func:`bring_up_to_date`); none kept
@@ -77,8 +84,9 @@ class RecentTriples:
         self._docs.clear()
 
     # ---- use ----------------------------------------------------------------------------
-    def forget(self) -> None:
-        """Forget every kept document (a write through the store that keeps them)."""
+    def clear(self) -> None:
+        """Forget every kept document (a write through the store that keeps them): nothing is
+        kept, at no commit, until the next :meth:`current`."""
         with self._lock:
             self._docs.clear()
             self.stamp = None

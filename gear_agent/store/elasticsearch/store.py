@@ -91,6 +91,8 @@ _MAX_FILTER_PASSAGES = 65_536
 
 _TERMS_CHUNK = 1_000
 _NO_VECTOR = {"excludes": [VECTOR_FIELD]}
+_RECENT_TRIPLES = 4_096
+"""Triple documents of recent neighbours searches kept for the reads that follow."""
 
 
 def _search_error(what: str, response: dict[str, Any]) -> StoreError:
@@ -174,7 +176,7 @@ class ElasticsearchStore(AtomicSync, Store):
             page_size,
             self._pin,
         )
-        self._recent = RecentTriples()  # triple documents of recent neighbours searches
+        self._recent_triples = RecentTriples(_RECENT_TRIPLES)  # kept at one commit (.recent_triples)
         self._expansion_cache: ExpansionCache | None = None  # made by the first graph expansion
         self._kept_passages: PassageVectors | None = None  # made by the first large passage search
         self.changes_index = f"{settings.es_index_prefix}-changes"
@@ -309,7 +311,7 @@ class ElasticsearchStore(AtomicSync, Store):
         self, actions: Iterable[Any], refresh: Sequence[str], failures: list[BulkFailure]
     ) -> BulkOutcome:
         """Run bulk actions (:meth:`Connection.write`), forgetting the kept triple documents."""
-        self._recent.forget()
+        self._recent_triples.clear()
         return self.connection.write(actions, refresh, failures)
 
     @contextmanager
@@ -609,18 +611,20 @@ class ElasticsearchStore(AtomicSync, Store):
             yield [found[i] for i in chunk if i in found]
 
     def _check_recent(self) -> None:
-        """Bring the kept triple documents to the store's commit (:mod:`.recent_triples`: the
-        one freshness rule) before the search that keeps more."""
-        self._recent.current(self)
+        """Bring the kept triple documents to the store's commit before the search that keeps
+        more (:mod:`.recent_triples`: the one freshness rule, over the change feed)."""
+        self._recent_triples.current(self)
 
     def _remember(self, hits: Sequence[dict[str, Any]]) -> None:
-        """Keep the triple documents a neighbours search returned (:mod:`.recent_triples`), so
-        reading them again right after costs no request."""
-        self._recent.remember(hits)
+        """Keep the triple documents a neighbours search returned (the latest
+        ``_RECENT_TRIPLES``: :mod:`.recent_triples`), so reading them again right after costs
+        no request."""
+        self._recent_triples.remember(hits)
 
     def _triple_sources(self, ids: Sequence[str], fields: Sequence[str] | None) -> dict[str, dict[str, Any]]:
         """Triple documents by id: kept ones from :meth:`ElasticsearchStore._remember`, the rest by ``_mget``."""
-        found = self._recent.found(ids)
+        recent = self._recent_triples
+        found = {i: recent[i] for i in ids if i in recent}
         rest = [i for i in ids if i not in found]
         if rest:
             found.update(self.connection.mget(self.indices.triples, rest, fields))
