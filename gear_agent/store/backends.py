@@ -149,9 +149,8 @@ def _es_check(settings: GearSettings) -> CheckReport:
 
 
 def _es_repair(settings: GearSettings, report: CheckReport, embedder: Embedder, progress: Any) -> list[str]:
-    """Nothing of its own: the cluster owns its indices; the PPR graph cache (the one
-    derived part, outside the cluster) is rebuilt by ``gear check --repair`` for every backend."""
-    # (and the expansion cache beside it, when `gear check` found it stale: rebuilt here)
+    """The expansion cache, when ``gear check`` found it stale (the cluster owns its indices;
+    the PPR graph cache and the SiReRAG pool are rebuilt by ``gear check --repair`` for every backend)."""
     from gear_agent.store.elasticsearch.check import repair_elasticsearch
 
     return repair_elasticsearch(settings, report, embedder, progress)
