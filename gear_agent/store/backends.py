@@ -149,8 +149,9 @@ def _es_check(settings: GearSettings) -> CheckReport:
 
 
 def _es_repair(settings: GearSettings, report: CheckReport, embedder: Embedder, progress: Any) -> list[str]:
-    """The expansion cache, when ``gear check`` found it stale (the cluster owns its indices;
-    the PPR graph cache and the SiReRAG pool are rebuilt by ``gear check --repair`` for every backend)."""
+    """Nothing of its own: the cluster owns its indices; the PPR graph cache (the one
+    derived part, outside the cluster) is rebuilt by ``gear check --repair`` for every backend."""
+    # (and the expansion cache beside it, when `gear check` found it stale: rebuilt here)
     from gear_agent.store.elasticsearch.check import repair_elasticsearch
 
     return repair_elasticsearch(settings, report, embedder, progress)
