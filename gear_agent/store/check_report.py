@@ -132,10 +132,13 @@ def stamp_problem(what: str, held: Stamp | None, index_id: str, now: int,
     return None
 
 
-def check_stamp(report: CheckReport, name: str, held: Stamp | None, problem: str | None) -> None:
+def check_stamp(report: CheckReport, name: str, held: Stamp | None, problem: str | None, now: int) -> None:
     """One derived structure's identity: ok when it reflects a commit of this index (the next
-    use takes in the changes since), else stale, which ``--repair`` rebuilds."""
+    use takes in the changes since ``now``, the index's last commit), else stale, which
+    ``--repair`` rebuilds."""
     if problem is None:
-        report.add(name, True, f"reflects {held}", derived=True)
+        behind = now - held.generation if held is not None else 0
+        report.add(name, True, f"reflects {held}" + (f" ({behind} commit(s) behind: its next update takes in "
+                                                      "the changes since)" if behind > 0 else ""), derived=True)
     else:
         report.add(name, False, f"stale: {problem}; --repair rebuilds it", derived=True)

@@ -143,3 +143,17 @@ def test_a_stale_expansion_cache_and_pool_on_elasticsearch_are_named_and_rebuilt
     manifest.with_suffix(".npy").write_bytes(b"damaged")
     cache = _item(_es_check(settings), "expansion cache")
     assert not cache.ok and "fails its checksum" in cache.detail
+
+
+def test_a_pool_behind_the_index_is_ok_and_says_so(tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    store = EmbeddedStore.open(index, HashingEmbedder(64))
+    try:
+        store.passages.add([ALPHA, BRAVO])
+        store.triples.add(TRIPLES)
+        build_ablation(store)
+        store.passages.add([make_passage("Charlie", "Charlie Camp lies near Osprey Ridge.")])
+    finally:
+        store.close()
+    item = _item(check_index(index), "SiReRAG pool")
+    assert item.ok and "commit(s) behind" in item.detail

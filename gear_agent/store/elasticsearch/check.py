@@ -158,7 +158,7 @@ def _check_derived_stamps(client: Any, prefix: str, present: list[str], folder: 
                 report.add("expansion cache", False, f"{manifest.with_suffix('.npy').name} is missing or fails "
                            "its checksum; --repair rebuilds it", derived=True)
             else:
-                check_stamp(report, "expansion cache", held, problem(CACHE_FILE, held))
+                check_stamp(report, "expansion cache", held, problem(CACHE_FILE, held), now)
     meta = f"{prefix}-nodes-meta"
     if meta in present:
         with translate_errors(f"reading the SiReRAG pool's stamp from {meta!r}"):
@@ -169,7 +169,7 @@ def _check_derived_stamps(client: Any, prefix: str, present: list[str], folder: 
                 held = Stamp.from_dict(json.loads(values.get("stamp") or "null"))
             except ValueError:
                 held = None
-            check_stamp(report, "SiReRAG pool", held, problem("the SiReRAG pool", held))
+            check_stamp(report, "SiReRAG pool", held, problem("the SiReRAG pool", held), now)
 
 
 def repair_elasticsearch(settings: ElasticsearchSettings, report: CheckReport, embedder: Any,

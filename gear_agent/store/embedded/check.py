@@ -223,7 +223,7 @@ def _check_pool(db: Database, report: CheckReport) -> None:
         held = Stamp.from_dict(json.loads(db.meta(f"{META_PREFIX}stamp") or "null"))
     except ValueError:
         held = None
-    check_stamp(report, "SiReRAG pool", held, _stamp_problem(db, "the SiReRAG pool", held))
+    check_stamp(report, "SiReRAG pool", held, _stamp_problem(db, "the SiReRAG pool", held), db.generation())
 
 
 def integrity_errors(root: Path) -> list[str]:
