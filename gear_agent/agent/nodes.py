@@ -233,6 +233,7 @@ def make_start(store: Store, settings: AgentSettings, models: Models | None = No
             "citations": [],
             "stop_reason": None,
             "iterations": 0,
+            "ranked": [],
             "passages": [],
             "tokens": Overwrite(empty_usage()),
         }
@@ -401,7 +402,8 @@ def make_rewrite(settings: AgentSettings, llm: Models) -> RunnableLambda:
 
 
 def make_finalize(parts: IndexParts, settings: AgentSettings) -> Node:
-    """passageLink of every memory triple, RRF with every iteration's list; the top ``top_k``."""
+    """passageLink of every memory triple, RRF with every iteration's list; the top ``top_k``
+    as ``ranked`` (triple ids) and, read once from the store, as records (``passages``)."""
 
     def finalize(state: GearState) -> Update:
         k = state.get("top_k", settings.top_k)
@@ -412,6 +414,7 @@ def make_finalize(parts: IndexParts, settings: AgentSettings) -> Node:
                 parts, settings, state.get("gist_memory", []), retrieved, k, where)
             records = passage_records(parts.store, ranked)
         update: Update = {
+            "ranked": [p.to_dict() for p in ranked],
             "passages": [r.to_dict() for r in records],
             "stop_reason": stop_reason_of(state, settings.max_iterations),
             "iterations": state.get("iteration", 1),

@@ -161,7 +161,11 @@ class GearState(TypedDict):
         citations: The passages the QA node's answer cites, checked against those shown.
         stop_reason: ``"answerable"``, ``"max_iterations"`` or ``"deadline"`` (the time
             budget ran out; the run returns what it had) once the loop has stopped.
-        passages: The final ranked passages: ``id, title, text, score, chain``.
+        ranked: The final ranking (set by ``finalize``): :meth:`RankedPassage.to_dict
+            <gear_agent.retrieval.base.RankedPassage.to_dict>` dicts, the chain as triple
+            ids; what the agent as a retriever returns (``GearRetriever``).
+        passages: The final ranked passages as records (``ranked`` with each passage's
+            text and chain triples, read once by ``finalize``): the output's ``passages``.
         tokens: LLM usage, in total and per node (summed).
     """
 
@@ -188,5 +192,6 @@ class GearState(TypedDict):
     answer: str | None
     citations: list[Citation]
     stop_reason: str | None
+    ranked: RankedList
     passages: list[dict[str, Any]]
     tokens: Annotated[UsageDict, merge_usage]
