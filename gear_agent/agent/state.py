@@ -139,8 +139,6 @@ class GearState(TypedDict):
         where: A filter on passages (see :mod:`gear_agent.filters`): every search of the run
             ranks only passages that pass it.
         deadline_s: Per-run time budget in seconds (``GEAR_DEADLINE_S``; 0 for none).
-        model: The chat model this run chose (``GearContext``'s ``model``, or
-            ``configurable``'s), resolved once by ``start``; None: the configured one.
         deadline_at: When the run's time budget ends (epoch seconds), or None for no
             budget; set by ``start``. Every LLM call, retry and ``Retry-After`` wait of the
             run shares it.
@@ -176,7 +174,6 @@ class GearState(TypedDict):
     top_k: NotRequired[int]
     where: NotRequired[WhereField]
     deadline_s: NotRequired[float]
-    model: NotRequired[str | None]
     deadline_at: NotRequired[float | None]
     query: str
     queries: Annotated[list[str], operator.add]
