@@ -54,20 +54,20 @@ from gear_agent.store import Store
 from gear_agent.types import Passage
 
 Update = dict[str, Any]
-RunRuntime = Runtime[GearContext]
+GearRuntime = Runtime[GearContext]
 """What LangGraph gives every node besides the state: the run's ``context`` and more."""
-Node = Callable[[GearState, RunRuntime | None], Update]
+Node = Callable[[GearState, GearRuntime | None], Update]
 """A plain node: the state and the run's runtime (None when called by hand) to an update."""
 Models = LLMClient | ChatModels
 """What an LLM node calls: one client, or the models a run may choose from (per-run model)."""
 
 
-def context_of(runtime: RunRuntime | None) -> GearContext | None:
+def context_of(runtime: GearRuntime | None) -> GearContext | None:
     """The run's context (``invoke(..., context=...)``); None without a graph or a context."""
     return None if runtime is None else runtime.context
 
 
-def _client(models: Models, runtime: RunRuntime | None, config: RunnableConfig | None) -> LLMClient:
+def _client(models: Models, runtime: GearRuntime | None, config: RunnableConfig | None) -> LLMClient:
     """The client of the model this run chose (its context's ``model``, else
     ``configurable``'s; ``start`` has checked it), else the default one."""
     if not isinstance(models, ChatModels):
@@ -216,7 +216,7 @@ def make_start(store: Store, settings: AgentSettings, models: Models | None = No
     conversation and is kept.
     """
 
-    def start(state: GearState, runtime: RunRuntime | None = None,
+    def start(state: GearState, runtime: GearRuntime | None = None,
               config: RunnableConfig = None) -> Update:  # type: ignore[assignment]
         """``runtime``: LangGraph's, whose ``context`` holds the run's choices (None when the
         node is called by hand); ``config``: for clients that pass them in ``configurable``."""
@@ -228,8 +228,9 @@ def make_start(store: Store, settings: AgentSettings, models: Models | None = No
             )
         question = steps.check_question(raw, settings.max_question_chars)
         where = checked_where(store, state.get("where"))  # a bad or empty filter fails here
-        if isinstance(models, ChatModels):  # an unknown or unbuildable model fails here, before any work
-            models.get(chosen_model(context, config))
+        model = chosen_model(context, config)  # the LLM nodes choose it again, from their runtime
+        if isinstance(models, ChatModels):
+            models.get(model)  # an unknown or unbuildable model fails here, before any work
         budget = run_deadline_s(state, context, config, settings.deadline_s)
         update: Update = {
             "deadline_at": None if budget is None else time.time() + budget,
@@ -270,7 +271,7 @@ def make_retrieve(parts: IndexParts, settings: AgentSettings, base: Retriever | 
     """Base retrieval of the current query: ``base_k`` passages (by ``base`` when given,
     else by the index's configured base retriever, ``parts.base()``)."""
 
-    def retrieve(state: GearState, runtime: RunRuntime | None = None) -> Update:
+    def retrieve(state: GearState, runtime: GearRuntime | None = None) -> Update:
         k, where = settings.base_k, parse_where(state.get("where"))
         retriever = base if base is not None else parts.base()
         with parts.store.snapshot():  # the node's reads see one commit
@@ -319,7 +320,7 @@ def make_read(store: Store, settings: AgentSettings, llm: Models) -> RunnableLam
 def make_link(parts: IndexParts, settings: AgentSettings) -> Node:
     """tripleLink: proximal triples to their nearest indexed triples; they join the gist memory."""
 
-    def link(state: GearState, runtime: RunRuntime | None = None) -> Update:
+    def link(state: GearState, runtime: GearRuntime | None = None) -> Update:
         proximal = state.get("proximal", [])
         if out_of_time(state):
             return {"linked": [], "gist_memory": proximal}
@@ -334,7 +335,7 @@ def make_expand(parts: IndexParts, settings: AgentSettings, expansion: steps.Exp
     """Expansion (``beam``, ``ppr`` or ``both``) from the linked triples, fused (RRF) with
     the base list into this iteration's list."""
 
-    def expand(state: GearState, runtime: RunRuntime | None = None) -> Update:
+    def expand(state: GearState, runtime: GearRuntime | None = None) -> Update:
         base = [RankedPassage.from_dict(p) for p in state.get("base", [])]
         if out_of_time(state):  # this iteration's list is its base list
             return {"retrieved": [[p.to_dict() for p in base]]}
@@ -422,7 +423,7 @@ def make_finalize(parts: IndexParts, settings: AgentSettings) -> Node:
     """passageLink of every memory triple, RRF with every iteration's list; the top ``top_k``
     as ``ranked`` (triple ids) and, read once from the store, as records (``passages``)."""
 
-    def finalize(state: GearState, runtime: RunRuntime | None = None) -> Update:
+    def finalize(state: GearState, runtime: GearRuntime | None = None) -> Update:
         k = state.get("top_k", settings.top_k)
         retrieved = [[RankedPassage.from_dict(p) for p in r] for r in state.get("retrieved", [])]
         where = parse_where(state.get("where"))
