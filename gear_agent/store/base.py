@@ -165,6 +165,12 @@ class Store(ABC):
         ``progress(stage, done, total)``); called at the end of an indexing run. A no-op
         where there is nothing to do."""
 
+    def serving(self) -> None:  # noqa: B027 - optional hook
+        """Called by a server that keeps this store open and reads it from several threads
+        for weeks (``gear serve``): a backend whose reads trade memory for a faster cold
+        start may choose the smaller footprint (the embedded store: SQLite without a memory
+        map). A no-op where there is nothing to choose."""
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (connections, locks)."""
 
