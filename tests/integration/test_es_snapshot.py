@@ -7,6 +7,9 @@ naming the commits after the snapshot that it could not bring back."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -134,6 +137,30 @@ def test_repair_without_a_snapshot_restores_nothing_and_says_the_index_is_damage
         repaired = gear("check", "--repair", code=1)
         assert "restored" not in repaired and "--repair restores" not in repaired
         assert f"damaged: passage index: {prefix}-passages is missing" in repaired, repaired
+    finally:
+        client.indices.delete(index=",".join(indices_of(prefix)), ignore_unavailable=True)
+        client.close()
+
+
+def test_the_snapshot_cost_benchmark_measures_an_existing_index_and_leaves_it_as_it_was(
+        es_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    prefix = f"snap-{uuid.uuid4().hex[:8]}"
+    settings, store, _ = es_index(es_url, tmp_path, monkeypatch, prefix)
+    store.close()
+    root = Path(__file__).resolve().parents[2]
+    client = make_client(settings)
+    try:
+        done = subprocess.run([sys.executable, str(root / "benchmarks" / "snapshot_cost.py"), "--es-prefix", prefix,
+                               "--es-restore"], capture_output=True, text=True, timeout=300, check=False,
+                              env={**os.environ, "PYTHONPATH": str(root)})
+        assert done.returncode == 0, done.stderr[-2000:]
+        rows = [line.split(" | ") for line in done.stdout.splitlines() if line.startswith(f"| {prefix} ")]
+        assert [r[4] for r in rows] == ["first", "again (2)"], done.stdout
+        assert rows[0][1] == str(len(CORPUS)) and float(rows[0][7]) > 0 and float(rows[0][8].split()[0]) > 0
+        assert rows[1][8].endswith(" (0)") and float(rows[1][9].rstrip(" |")) > 0, done.stdout  # nothing new; restored
+        assert not client.indices.exists(index=f"snapcost-restored-{prefix}-passages")
+        assert not client.snapshot.get_repository(name="*").get(f"{prefix}-snapshot-cost")
+        assert client.count(index=f"{prefix}-passages")["count"] == len(CORPUS)
     finally:
         client.indices.delete(index=",".join(indices_of(prefix)), ignore_unavailable=True)
         client.close()
