@@ -1,12 +1,13 @@
 """What the server's read connections cost the queries: SQLite with its memory map (as a
 command opens the index) against without (as ``gear serve`` reads it: ``Store.serving``).
 
-Opens the same index twice in one process, one of them told :meth:`Store.serving`, and
-runs the page's reads on one fresh thread per opening (so each gets its own connection with
-its settings), alternating the two query by query (each first every other query) over the same random
-offsets and questions: a page of the documents list, an entity search, and the top 10 of several
-retrievers. Prints, per read and setting, the first call (a cold connection) and the p50,
-p99 and mean of the rest, and the mean's change.
+Opens the same index twice in one process, one of them told :meth:`Store.serving`, calls
+every read once on the main thread (lazy parts such as the PPR graph are built off the
+clock), then runs the reads on one fresh thread per opening (so each gets a connection of
+its own with its settings), alternating the two query by query (each first every other
+query) over the same random offsets and questions: a page of the documents list, an entity
+search, and the top 10 of several retrievers. Prints, per read and setting, the first call
+(a cold connection) and the p50, p99 and mean of the rest, and the mean's change.
 
     python benchmarks/serve_read_cost.py --index /tmp/flood40k      # built there when absent
     python benchmarks/serve_read_cost.py --index /tmp/flood40k --queries 300
@@ -34,7 +35,8 @@ RETRIEVERS = ("bm25", "dense", "hybrid", "ppr")
 SETTINGS = ("memory map (a command)", "serving (gear serve)")
 
 
-def reads(index: Any, questions: list[str], offsets: list[int]) -> dict[str, Callable[[int], Any]]:
+def reads(index: Any, questions: list[str], offsets: list[int],
+          retrievers: tuple[str, ...] = RETRIEVERS) -> dict[str, Callable[[int], Any]]:
     """The timed reads over one opened index, each called with the query's number."""
     from gear_agent.registry import make_retriever
     from gear_agent.serve._web_ask import search_result
@@ -48,13 +50,13 @@ def reads(index: Any, questions: list[str], offsets: list[int]) -> dict[str, Cal
         "documents page (200)": lambda i: documents.listing(offsets[i]),
         "entity search": lambda i: entities.find(questions[i].split(" was ")[0]),
     }
-    for name in RETRIEVERS:
+    for name in retrievers:
         retriever = make_retriever(name, index)
         out[f"{name} top 10"] = (lambda r, n: lambda i: search_result(store, r, n, questions[i], 10, None))(retriever, name)
     return out
 
 
-def measure(folder: Path, queries: int, seed: int) -> list[dict[str, str]]:
+def measure(folder: Path, queries: int, seed: int, retrievers: tuple[str, ...] = RETRIEVERS) -> list[dict[str, str]]:
     from gear_agent.config import GearSettings
     from gear_agent.open_index import OpenIndex
 
@@ -67,7 +69,7 @@ def measure(folder: Path, queries: int, seed: int) -> list[dict[str, str]]:
         picks = [rng.randrange(total) for _ in range(queries)]
         questions = [f"Station {i} was founded by whom, near which town?" for i in picks]
         offsets = [(i // 200) * 200 for i in picks]
-        work = [reads(index, questions, offsets) for index in opened]
+        work = [reads(index, questions, offsets, retrievers) for index in opened]
         for calls in work:  # lazy parts (the PPR graph, ANN parts) built here, off the clock
             for call in calls.values():
                 call(0)
@@ -105,12 +107,15 @@ def main() -> None:
     parser.add_argument("--passages", type=int, default=40_000, help="Passages of an index built here.")
     parser.add_argument("--queries", type=int, default=200, help="Calls of each read per setting.")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--retrievers", default=",".join(RETRIEVERS),
+                        help=f"Comma-separated retrievers to time (default {','.join(RETRIEVERS)}; empty: none).")
     args = parser.parse_args()
     if args.queries < 2:
         parser.error(f"--queries must be at least 2 (the first is the cold one), got {args.queries}")
     if not any(args.index.glob("*.sqlite")):
         build_flood_index(args.index, args.passages)
-    rows = measure(args.index, args.queries, args.seed)
+    retrievers = tuple(r.strip() for r in args.retrievers.split(",") if r.strip())
+    rows = measure(args.index, args.queries, args.seed, retrievers)
     print(f"index {args.index}; {args.queries} calls of each read per setting, alternating; load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs at the end")
     keys = ["read", "connection", "first (cold) ms", "p50 ms", "p99 ms", "mean ms", "mean change"]

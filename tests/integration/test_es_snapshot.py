@@ -164,3 +164,22 @@ def test_the_snapshot_cost_benchmark_measures_an_existing_index_and_leaves_it_as
     finally:
         client.indices.delete(index=",".join(indices_of(prefix)), ignore_unavailable=True)
         client.close()
+
+
+def test_repair_restores_over_an_index_that_is_not_gear_agents(
+        es_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    prefix = f"snap-{uuid.uuid4().hex[:8]}"
+    settings, store, _ = es_index(es_url, tmp_path, monkeypatch, prefix)
+    store.close()
+    client = make_client(settings)
+    try:
+        gear("snapshot")
+        client.indices.delete(index=f"{prefix}-passages")
+        client.index(index=f"{prefix}-passages", document={"stray": 1}, refresh=True)  # auto-created by a write
+        assert "--repair restores it from snapshot" in gear("check", code=1)
+        repaired = gear("check", "--repair")
+        assert f"{prefix}-passages: 1 -> {len(CORPUS)}" in repaired and "nothing lost" in repaired, repaired
+        assert repaired.endswith("ok") and client.count(index=f"{prefix}-passages")["count"] == len(CORPUS)
+    finally:
+        client.indices.delete(index=",".join(indices_of(prefix)), ignore_unavailable=True)
+        client.close()
