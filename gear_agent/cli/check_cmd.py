@@ -17,7 +17,8 @@ def check(
     index_dir: IndexOpt = None,
     repair: Annotated[bool, typer.Option(
         "--repair", help="Rebuild what is derived from the texts: re-embed damaged, missing or truncated "
-                         "vector files; rebuild BM25, ANN parts and the PPR graph cache.")] = False,
+                         "vector files; rebuild BM25, ANN parts, the PPR graph cache, a stale SiReRAG pool "
+                         "and Elasticsearch's expansion cache.")] = False,
 ) -> None:
     """Check every part of the index (records, vectors, BM25, ANN, PPR graph cache, the last
     commit); exit 1 when damaged."""
@@ -64,16 +65,21 @@ def _repair(settings, row, report) -> list[str]:  # noqa: ANN001
     embedder = make_embedder(settings)
     with ProgressBoard() as board, board.embedding():
         done = row.repair(settings, report, embedder, board.stage)
-        if report.failing("PPR graph cache"):
+        if report.failing("PPR graph cache", "SiReRAG pool"):
             from gear_agent.expansion.ppr_graph import rebuild_cache
+            from gear_agent.sirerag.freshness import update_pool
             from gear_agent.store import open_store
 
             store = open_store(settings, embedder, create=False)
             try:
-                rebuild_cache(store, embedder, settings.ppr_synonym_threshold, board.graph_stages())
+                if report.failing("PPR graph cache"):
+                    rebuild_cache(store, embedder, settings.ppr_synonym_threshold, board.graph_stages())
+                    done.append("rebuilt the PPR graph cache (its phrase ANN included) from the store")
+                if report.failing("SiReRAG pool"):  # a stamp the index does not know: rebuilt
+                    update_pool(store, settings, board.stage)
+                    done.append("rebuilt the SiReRAG pool's placements from the store")
             finally:
                 store.close()
-            done.append("rebuilt the PPR graph cache (its phrase ANN included) from the store")
     return done
 
 

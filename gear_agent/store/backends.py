@@ -154,7 +154,10 @@ def _es_check(settings: GearSettings) -> CheckReport:
 def _es_repair(settings: GearSettings, report: CheckReport, embedder: Embedder, progress: Any) -> list[str]:
     """Nothing of its own: the cluster owns its indices; the PPR graph cache (the one
     derived part, outside the cluster) is rebuilt by ``gear check --repair`` for every backend."""
-    return []
+    # (and the expansion cache beside it, when `gear check` found it stale: rebuilt here)
+    from gear_agent.store.elasticsearch.check import repair_elasticsearch
+
+    return repair_elasticsearch(settings, report, embedder, progress)
 
 
 def _embedded_snapshot(settings: GearSettings, only_if_changed: bool) -> str | None:
