@@ -211,7 +211,6 @@ def create_app(
         def retriever_of(name: str) -> Retriever:
             return make_retriever(name, index)
 
-        index.store.serving()  # read for weeks from several threads: the smaller footprint
         page = WebPage(agent, index.store, index.settings, chat_client, retriever_of,
                        read_only=read_only, no_agent=None if agent is not None else NO_CHAT_MODEL)
         add_web_routes(app, page)

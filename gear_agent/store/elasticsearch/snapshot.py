@@ -32,6 +32,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from gear_agent.store.base import StoreError
+from gear_agent.store.check_report import CheckReport
 from gear_agent.store.elasticsearch.client import (
     import_elasticsearch,
     make_client,
@@ -41,13 +42,6 @@ from gear_agent.store.elasticsearch.mappings import index_names
 
 if TYPE_CHECKING:
     from gear_agent.config import GearSettings
-    from gear_agent.store.check_report import CheckReport
-
-OFFERED_FOR = ("passage index", "triple index")
-"""``gear check`` items of the primary data (missing, not gear-agent's, unreadable) for which
-a snapshot is offered; also the ``cluster`` item when the prefix's health is red."""
-GENERATIONS_READ = 10_000
-"""The newest generations whose documents are counted before a restore (what it loses)."""
 
 
 def snapshot_name(prefix: str, kind: str = "snapshot") -> str:
@@ -174,6 +168,13 @@ def restore_es_snapshot(settings: GearSettings, client: Any = None) -> str:
     lost = _lost(generation_before, _published(client, feed), written, deleted)
     return (f"restored snapshot {newest['snapshot']} from repository {repository} ({changes}); {lost}; "
             f"the indices as they were are kept in snapshot {keep}")
+
+
+OFFERED_FOR = ("passage index", "triple index")
+"""``gear check`` items of the primary data (missing, not gear-agent's, unreadable) for which
+a snapshot is offered; also the ``cluster`` item when the prefix's health is red."""
+GENERATIONS_READ = 10_000
+"""The newest generations whose documents are counted before a restore (what it loses)."""
 
 
 def offer_es_snapshot(settings: GearSettings, report: CheckReport) -> CheckReport:
