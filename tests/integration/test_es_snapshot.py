@@ -116,7 +116,8 @@ def test_check_offers_the_snapshot_and_repair_restores_it_naming_the_commits_los
         assert f"{prefix}-triples: absent -> " in repaired and f"{prefix}-passages: {len(CORPUS) + 2} -> {len(CORPUS)}" in repaired
         deletions = 1 + len(CORPUS[passages[0].title][1])
         assert (f"lost commit(s) {held + 1}-{held + 2} after the snapshot's commit {held} (3 passage(s) they wrote, "
-                f"the triples they wrote (that index was unreadable), {deletions} deletion(s) they made, undone)") in repaired
+                f"the triples they wrote (that index was unreadable), {deletions} deletion(s) they made (undone where the "
+                "snapshot holds what they deleted))") in repaired
         assert repaired.endswith("ok"), repaired
         assert client.count(index=f"{prefix}-passages")["count"] == len(CORPUS)
         assert client.count(index=f"{prefix}-triples")["count"] == sum(len(t) for _, t in CORPUS.values())

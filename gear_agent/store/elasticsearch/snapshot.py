@@ -18,7 +18,8 @@ superseded, then closes the existing indices (Elasticsearch restores only over a
 index) and restores the snapshot's, and says, in one line, the documents each index had
 before and has after, and which commits it could not bring back: the change log's
 generation before (when it was readable) against the restored one, with what the passage and
-triple indices that were readable held of those commits and the deletions they made (undone).
+triple indices that were readable held of those commits and the deletions they made (undone
+where the snapshot holds what they deleted).
 
 ``gear check`` on Elasticsearch offers the newest good snapshot when the passage or triple
 index is missing or not gear-agent's, or the prefix's health is red
@@ -246,7 +247,8 @@ def _lost(before: int | None, after: int | None, written: dict[str, dict[int, in
             if counts is not None else f"the {kind}s they wrote (that index was unreadable)"
             for kind, counts in written.items()]
     if deleted is not None:
-        held.append(f"{sum(n for g, n in deleted.items() if g > after):,} deletion(s) they made, undone")
+        held.append(f"{sum(n for g, n in deleted.items() if g > after):,} deletion(s) they made (undone "
+                    "where the snapshot holds what they deleted)")
     return (f"lost commit(s) {span} after the snapshot's commit {after} ({', '.join(held)}): "
             "index what they added again")
 

@@ -67,8 +67,8 @@ server's RSS after the first flood of ``/ui/api/documents``: ``benchmarks/load_s
 page cache."""
 SERVING_CACHE_KIB = 8_192
 """The page cache of a server's read connections (:meth:`Database.serving`), KiB: the
-bound on what each keeps of the pages it has read (``benchmarks/load_serve.py
---read-cost`` measures the queries' cost of both settings)."""
+bound on what each keeps of the pages it has read (``benchmarks/serve_read_cost.py``
+measures the queries' cost of both settings)."""
 CHUNK = 900
 """Ids per ``IN (...)`` list (SQLite allows 999 parameters by default)."""
 
