@@ -32,6 +32,7 @@ def check(
     report = row.check(settings)
     _print(report)
     if repair and not report.ok:
+        report = _restore(settings, row, report)
         for line in _repair(settings, row, report):
             results.print(f"repaired: {line}", highlight=False, soft_wrap=True)
         report = row.check(settings)
@@ -44,6 +45,16 @@ def check(
         raise typer.Exit(1)
     read_only = getattr(report, "read_only", None)
     results.print(f"ok (read-only: {read_only})" if read_only else "ok", highlight=False)
+
+
+def _restore(settings, row, report):  # noqa: ANN001, ANN202
+    """A backend that restores as a verb of its own (``gear snapshot --restore``: Elasticsearch)
+    puts back the snapshot its check offered (``report.restorable_from``), before the rest is
+    mended; returns the check of what it restored. The embedded repair restores itself."""
+    if not report.restorable_from or row.restore is None:
+        return report
+    results.print(f"repaired: {row.restore(settings)}", highlight=False, soft_wrap=True)
+    return row.check(settings)
 
 
 def _repair(settings, row, report) -> list[str]:  # noqa: ANN001

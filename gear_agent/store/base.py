@@ -167,6 +167,12 @@ class Store(ABC):
         done, total)``); a no-op where there is nothing to do (Elasticsearch's copies are
         brought up to date where they are read)."""
 
+    def serving(self) -> None:  # noqa: B027 - optional hook
+        """Called by a server that keeps this store open and reads it from several threads
+        for weeks (``gear serve``): a backend whose reads trade memory for a faster cold
+        start may choose the smaller footprint (the embedded store: SQLite without a memory
+        map). A no-op where there is nothing to choose."""
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (connections, locks)."""
 

@@ -424,6 +424,9 @@ class EmbeddedStore(Store):
             view = None if self.db.writing_here() else self.view("passage")
             return self.passage_parts.rows_of_ids(view, ids)
 
+    def serving(self) -> None:
+        self.db.serving()
+
     def close(self) -> None:
         self.db.close()
 
