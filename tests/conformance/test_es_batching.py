@@ -75,6 +75,28 @@ def test_ppr_asks_its_four_searches_in_one_request(fake) -> None:
     assert ("POST", "/b-triples/_search") not in asked and ("POST", "/b-passages/_search") not in asked
 
 
+def test_ppr_alone_reads_its_seed_triples_with_their_search(fake, monkeypatch) -> None:
+    """A process that answers only ``ppr`` (no expansion's triples kept) asks two requests a
+    question: the generation and one ``_msearch`` whose seed search brings the seeds'
+    documents, where an ``_mget`` of them followed; the rankings are those of the ``_mget``."""
+    server, settings, embedder, open_store = fake
+    store = open_store()
+    _fill(store)
+    retriever = make_retriever("ppr", OpenIndex(settings, embedder, store, QueryEncoder(embedder)))
+    retriever.retrieve(QUESTIONS[0], 5)  # builds the graph
+    start = len(server.requests)
+    found = [retriever.retrieve(question, 5) for question in QUESTIONS]
+    asked = [(r.method, r.path) for r in server.requests[start:]]
+    assert asked == [("GET", "/b-changes/_doc/generation"), ("POST", "/_msearch")] * len(QUESTIONS)
+    assert store._expansion_cache is None and all(found)
+    other = open_store()  # another process, whose seed searches bring no documents
+    monkeypatch.setattr(other, "_keeps_seed_documents", lambda at: False)
+    retriever = make_retriever("ppr", OpenIndex(settings, embedder, other, QueryEncoder(embedder)))
+    start = len(server.requests)
+    assert [retriever.retrieve(question, 5) for question in QUESTIONS] == found
+    assert ("POST", "/b-triples/_mget") in [(r.method, r.path) for r in server.requests[start:]]
+
+
 def test_the_kept_triples_answer_as_the_requests_they_replace(fake, monkeypatch) -> None:
     server, settings, embedder, open_store = fake
     store = open_store()

@@ -84,3 +84,9 @@ class KeptCopy:
         self._clear()
         for batch in self._read(None):
             self._append(batch)
+        self._settle()
+
+    def _settle(self) -> None:
+        """After rows were added: a subclass turns the per-row lists it filled into tuples,
+        which the garbage collector stops tracking once it has seen them (a full collection
+        walks every item of a list, every time: tens of milliseconds at 100,000s of rows)."""

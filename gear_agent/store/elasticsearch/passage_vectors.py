@@ -44,7 +44,7 @@ class PassageVectors(KeptCopy):
 
     def _clear(self) -> None:
         super()._clear()
-        self._ids: list[str] = []
+        self._ids: list[str] | tuple[str, ...] = ()  # a list while rows are added, a tuple after (_settle)
 
     def apply(self, store: Any, changes: Changes) -> None:
         gone = [self._row.pop(pid) for pid in changes.passages_removed if pid in self._row]
@@ -53,6 +53,10 @@ class PassageVectors(KeptCopy):
         if added:
             for batch in self._read(added):
                 self._append(batch)
+            self._settle()
+
+    def _settle(self) -> None:
+        self._ids = tuple(self._ids)
 
     def _append(self, docs: list[dict[str, Any]]) -> None:
         docs = [d for d in dict((d["id"], d) for d in docs).values() if d["id"] not in self._row]
@@ -60,9 +64,11 @@ class PassageVectors(KeptCopy):
             return
         start = len(self._ids)
         self._put_vectors(start, np.asarray([d[VECTOR_FIELD] for d in docs], dtype=np.float32))
+        ids = list(self._ids) if isinstance(self._ids, tuple) else self._ids
         for row, doc in enumerate(docs, start):
-            self._ids.append(doc["id"])
+            ids.append(doc["id"])
             self._row[doc["id"]] = row
+        self._ids = ids
 
     def _scores(self, vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         rows = np.flatnonzero(self._alive[: len(self._ids)])

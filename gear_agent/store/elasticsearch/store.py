@@ -92,6 +92,12 @@ _TERMS_CHUNK = 1_000
 _NO_VECTOR = {"excludes": [VECTOR_FIELD]}
 _RECENT_TRIPLES = 4_096
 """Triple documents of recent neighbours searches kept for the reads that follow."""
+_TRIPLE_FIELDS = ["id", "subject", "predicate", "object", "passage_id"]
+"""The fields of a triple document a :class:`Triple` is made of (no vector)."""
+SEED_DOCUMENTS = 64
+"""A triple kNN search of :meth:`ElasticsearchStore.search_many` of at most this many hits
+(``ppr``'s seed triples: 5) brings its documents along, so the :meth:`ElasticsearchTriples.get`
+of the seeds that follows costs no ``_mget``."""
 
 
 def _search_error(what: str, response: dict[str, Any]) -> StoreError:
@@ -508,13 +514,19 @@ class ElasticsearchStore(AtomicSync, Store):
         ``ppr``'s dense list is a thousand hits, whose fetch phase took half the search's time.
         A passage search of :data:`LARGE_SEARCH` hits or more without a filter (``ppr``'s dense
         list), and with it the lowest passage similarity, is an exact scan of the passage
-        vectors kept in the process (:mod:`gear_agent.store.elasticsearch.passage_vectors`)."""
+        vectors kept in the process (:mod:`gear_agent.store.elasticsearch.passage_vectors`).
+        Inside :meth:`snapshot`, a triple kNN search of at most :data:`SEED_DOCUMENTS` hits
+        brings its documents (no vectors) and keeps them for the reads by id that follow
+        (:meth:`_remember`: ``ppr``'s seed triples), unless the expansion's triples are kept in
+        the process already (:meth:`_expansion`; they answer reads by id)."""
         at = self._seen_generation()
         pin = None if at is None else visible_at(at)
         lines: list[Any] = []
         sent: list[int] = []
         found: list[list[Hit] | None] = [None] * len(searches)
         kept = self._passage_vectors(searches)
+        documents = self._keeps_seed_documents(at)
+        with_documents: set[int] = set()
         for n, search in enumerate(searches):
             if kept is not None and search.collection == "passage" and search.where is None and search.kind != "bm25":
                 vector = self.query_vector(search.vector)
@@ -532,6 +544,11 @@ class ElasticsearchStore(AtomicSync, Store):
                 request = {**q.knn_request(vector, search.k, filter=flt), "stored_fields": "_none_",
                            "docvalue_fields": ["id"] if pin is None else ["id", "generation", "retired"]}
                 del request["source"]
+                if documents and search.collection == "triple" and search.kind == "vector" \
+                        and search.k <= SEED_DOCUMENTS:
+                    del request["stored_fields"]  # (``_none_`` refuses a ``_source``)
+                    request["source"] = {"includes": _TRIPLE_FIELDS}
+                    with_documents.add(n)
             lines += q.msearch_lines(self.indices.of(search.collection), [request])
             sent.append(n)
         if lines:
@@ -549,7 +566,18 @@ class ElasticsearchStore(AtomicSync, Store):
                 elif not unseen:
                     cosines = [Hit(h["fields"]["id"][0], q.score_to_cosine(float(h["_score"]))) for h in hits]
                     found[n] = cosines if kind == "vector" else [Hit("", -c.score) for c in cosines[:1]]
+                    if n in with_documents:
+                        self._check_recent()
+                        self._remember(hits)
         return [hits if hits is not None else answer_one(self, search) for hits, search in zip(found, searches)]
+
+    def _keeps_seed_documents(self, at: int | None) -> bool:
+        """Whether :meth:`search_many`'s small triple searches bring their documents: inside a
+        snapshot (the kept documents' generation is then known without a request), and when
+        the expansion's triples are not kept in the process."""
+        cache = self._expansion_cache
+        pinned = getattr(self._pinned, "generation", None)
+        return at is not None and pinned is not None and (cache is None or cache.stamp is None)
 
     def _reads_own_writes(self) -> bool:
         """Whether this thread is writing through this store (a bulk load, or a commit):
@@ -645,9 +673,11 @@ class ElasticsearchStore(AtomicSync, Store):
             del recent[stale]
 
     def _triple_sources(self, ids: Sequence[str], fields: Sequence[str] | None) -> dict[str, dict[str, Any]]:
-        """Triple documents by id: kept ones from :meth:`ElasticsearchStore._remember`, the rest by ``_mget``."""
+        """Triple documents by id with ``fields`` (None: all but the vector): kept ones from
+        :meth:`ElasticsearchStore._remember` that have them, the rest by ``_mget``."""
         recent = self._recent_triples
-        found = {i: recent[i] for i in ids if i in recent}
+        wanted = _TRIPLE_FIELDS if fields is None else fields
+        found = {i: recent[i] for i in ids if i in recent and all(f in recent[i] for f in wanted)}
         rest = [i for i in ids if i not in found]
         if rest:
             found.update(self.connection.mget(self.indices.triples, rest, fields))
@@ -933,7 +963,7 @@ class ElasticsearchTriples(_Searchable, Triples):
     def get(self, ids: Sequence[str]) -> list[Triple]:
         if (cache := self.store._expansion(build=False)) is not None and all(map(cache.has, ids)):
             return cache.get_triples(ids)
-        found = self.store._triple_sources(ids, None)
+        found = self.store._triple_sources(ids, _TRIPLE_FIELDS)
         return [triple_from_source(found[i]) for i in ids if i in found]
 
     def vectors(self, ids: Sequence[str]) -> np.ndarray:
