@@ -231,6 +231,9 @@ class ExpansionCache(KeptCopy):
                 self._by_passage[pid] = np.asarray(rows, np.int64)
 
     # ---- reads --------------------------------------------------------------------------
+    def _ids(self) -> Sequence[str]:
+        return self._columns["id"]
+
     def has(self, triple_id: str) -> bool:
         return triple_id in self._row
 

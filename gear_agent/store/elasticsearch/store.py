@@ -94,6 +94,15 @@ _RECENT_TRIPLES = 4_096
 """Triple documents of recent neighbours searches kept for the reads that follow."""
 _TRIPLE_FIELDS = ["id", "subject", "predicate", "object", "passage_id"]
 """The fields of a triple document a :class:`Triple` is made of (no vector)."""
+TRIPLE_SCAN_BYTES = 320 * 2**20
+"""Up to this many bytes of triple vectors (218,000 triples at 384 dimensions), a triple search
+of :meth:`ElasticsearchStore.search_many` without a filter (``ppr``'s seed triples and their
+lowest cosine) is an exact scan of the triples kept in the process for graph expansion
+(:mod:`gear_agent.store.elasticsearch.graph_cache`, made for it when the index is that small)
+rather than two kNN searches in the cluster: at 190,000 triples the scan is about 11 ms of this
+process's CPU, the ``_msearch`` 16 ms on a quiet test cluster and several times that, with a
+long tail, on a loaded one (docs/elasticsearch.md). Above it the cluster answers: the scan
+grows with the index (about 100 ms at 900,000 triples), its HNSW search does not."""
 SEED_DOCUMENTS = 64
 """A triple kNN search of :meth:`ElasticsearchStore.search_many` of at most this many hits
 (``ppr``'s seed triples: 5) brings its documents along, so the :meth:`ElasticsearchTriples.get`
@@ -525,6 +534,7 @@ class ElasticsearchStore(AtomicSync, Store):
         sent: list[int] = []
         found: list[list[Hit] | None] = [None] * len(searches)
         kept = self._passage_vectors(searches)
+        triples = self._kept_triples(searches)
         documents = self._keeps_seed_documents(at)
         with_documents: set[int] = set()
         for n, search in enumerate(searches):
@@ -532,6 +542,12 @@ class ElasticsearchStore(AtomicSync, Store):
                 vector = self.query_vector(search.vector)
                 low = kept.lowest(vector) if search.kind == "lowest" else None
                 found[n] = kept.search(vector, search.k) if search.kind == "vector" else (
+                    [] if low is None else [Hit("", low)])
+                continue
+            if triples is not None and search.collection == "triple" and search.where is None and search.kind != "bm25":
+                vector = self.query_vector(search.vector)
+                low = triples.lowest(vector) if search.kind == "lowest" else None
+                found[n] = triples.search(vector, search.k) if search.kind == "vector" else (
                     [] if low is None else [Hit("", low)])
                 continue
             if search.k <= 0 or (search.kind == "bm25" and self.settings.es_exact_bm25):
@@ -611,6 +627,26 @@ class ElasticsearchStore(AtomicSync, Store):
             self._kept_passages = PassageVectors(self.dimension, self._passage_documents)
         with self._kept_passages.lock:
             return self._kept_passages.current(self)
+
+    def _kept_triples(self, searches: Sequence[Search]) -> ExpansionCache | None:
+        """The triples kept for graph expansion, at this store's commit, when ``searches`` hold
+        a triple kNN search without a filter and their vectors are at most
+        :data:`TRIPLE_SCAN_BYTES` (made here when the index's triples are that few: one count,
+        once per process); None while this thread writes."""
+        if not any(s.collection == "triple" and s.kind != "bm25" and s.where is None for s in searches):
+            return None
+        if self._reads_own_writes():
+            return None
+        cache = self._expansion_cache
+        if cache is None or cache.stamp is None:
+            small = self.__dict__.get("_few_triples")
+            if small is None:
+                small = self.__dict__["_few_triples"] = \
+                    self.triples.count() * self.dimension * 4 <= TRIPLE_SCAN_BYTES
+            if not small:
+                return None
+        cache = self._expansion()
+        return cache if cache is not None and cache.vector_bytes() <= TRIPLE_SCAN_BYTES else None
 
     def _passage_documents(self, ids: Sequence[str] | None) -> Iterator[list[dict[str, Any]]]:
         """Passage ids with their vectors, a page at a time: every passage (one point-in-time
