@@ -223,3 +223,28 @@ def test_a_large_passage_search_is_an_exact_scan_of_kept_vectors_that_follow_the
         kept, _ = reader.search_many(searches)
     assert {h.id for h in kept} == {h.id for h in reader.passages.vector_search(vector, 200)}
     assert not [r for r in server.requests[start:] if r.path.endswith("passages/_pit")]  # the feed, no walk
+
+
+def test_after_another_process_deletes_ppr_reads_the_feed_once_and_walks_nothing(fake) -> None:
+    """The PPR graph, the passage vectors and the kept triples each bring themselves up to date
+    from the same changes, read once; the title edges read no passage (the removed ones are
+    dropped); and the ranking is that of a process that builds everything from scratch."""
+    server, settings, embedder, open_store = fake
+    reader, writer = open_store(), open_store()
+    passages = _fill(writer, range(24))
+    retriever = make_retriever("ppr", OpenIndex(settings, embedder, reader, QueryEncoder(embedder)))
+    retriever.retrieve(QUESTIONS[1], 5)
+    before = reader.generation()
+    writer.passages.remove([p.id for p in passages[::4]])
+    start = len(server.requests)
+    found = retriever.retrieve(QUESTIONS[1], 5)
+    asked = server.requests[start:]
+    probe = open_store()
+    start = len(server.requests)
+    assert probe.changes_since(before).passages_removed
+    one_read = [(r.method, r.path) for r in server.requests[start:] if "/b-changes/_search" in r.path]
+    assert [(r.method, r.path) for r in asked if "/b-changes/_search" in r.path] == one_read
+    assert not [r for r in asked if r.path.endswith("/_pit") and "b-passages" in r.path]  # no walk
+    fresh = make_retriever("ppr", OpenIndex(settings, embedder, open_store(), QueryEncoder(embedder)))
+    assert [(p.id, round(p.score, 9)) for p in found] == [
+        (p.id, round(p.score, 9)) for p in fresh.retrieve(QUESTIONS[1], 5)]
