@@ -16,10 +16,12 @@ runs in its own process, so open time and RSS are those of a fresh process:
   server's next ``ppr`` query (it brings the PPR graph up to date with the store's change
   feed, or rebuilds it where there is none) against its warm p50 before the add;
   ``--update delete`` has the other process delete 1,000 stored passages (every n-th id, with
-  their triples) instead, and ``--scratch-check`` compares the server's rankings after the
+  their triples) instead, and ``--scratch-check 1`` compares the server's rankings after the
   update with those of a graph built from scratch on the same data (``same ranking``: ids and
-  scores to 9 decimals, over 30 questions; with more than 20,000 synonym-eligible phrases the
-  synonym search is approximate and its pairs depend on the order phrases arrived);
+  scores to 9 decimals, over 30 questions, and ids alone), and the two graphs' edges (with
+  more than 20,000 synonym-eligible phrases the synonym search is approximate and its pairs
+  depend on the order phrases arrived, so there the synonym pairs, and with them the scores,
+  may differ, as they do after adds);
 * **open**: opening the index in a new process until the first query of each kind has
   run, and the process's RSS after it: once *cold* (the index's files evicted from the
   page cache first, so they are read from disk) and the median of five *warm* opens
@@ -293,8 +295,11 @@ def phase_update(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def same_as_scratch(store: Any, embedder: Any, runtime: Any, retriever: Any, queries: list[str]) -> dict[str, Any]:
-    """How many of ``queries`` ``retriever`` (its graph brought up to date) ranks as a ``ppr``
-    retriever over a graph built from scratch on the same data (ids and scores to 9 decimals)."""
+    """``retriever`` (its graph brought up to date) against a ``ppr`` retriever over a graph built
+    from scratch on the same data: over ``queries``, how many rank the same (ids and scores to 9
+    decimals) and how many the same ids in the same order; whether the relation and contains
+    edges are the same; how many synonym pairs differ (above 20,000 eligible phrases the
+    synonym search is approximate and its pairs depend on the order phrases arrived)."""
     from gear_agent.expansion.ppr import PPRRetriever
     from gear_agent.expansion.ppr_graph import PPRGraph
 
@@ -302,13 +307,21 @@ def same_as_scratch(store: Any, embedder: Any, runtime: Any, retriever: Any, que
     graph = PPRGraph.build(store, embedder, retriever.settings.ppr_synonym_threshold)
     built = time.perf_counter() - started
     scratch = PPRRetriever(store, runtime.encode, retriever.settings, graph=graph, graph_path=None)
+    same = same_ids = 0
+    for q in queries:
+        mine, theirs = retriever.retrieve(q, 15), scratch.retrieve(q, 15)
+        same_ids += [p.id for p in mine] == [p.id for p in theirs]
+        same += [(p.id, round(p.score, 9)) for p in mine] == [(p.id, round(p.score, 9)) for p in theirs]
 
-    def ranking(r: Any, q: str) -> list[tuple[str, float]]:
-        return [(p.id, round(p.score, 9)) for p in r.retrieve(q, 15)]
+    def parts(g: Any) -> tuple[set[Any], set[Any]]:
+        edges = g.edge_kinds()  # (a, b, relation count, synonym cosine, contains, weight)
+        return ({(a, b, r, c) for a, b, r, _, c, _ in edges if r or c},
+                {(a, b, round(y, 6)) for a, b, _, y, _, _ in edges if y})
 
-    same = sum(ranking(retriever, q) == ranking(scratch, q) for q in queries)
-    return {"same": same, "of": len(queries), "build_s": built,
-            "same_edges": retriever.graph.edge_kinds() == graph.edge_kinds() if graph.n_edges < 2_000_000 else None}
+    (mine_rc, mine_syn), (their_rc, their_syn) = parts(retriever.graph), parts(graph)
+    return {"same": same, "same_ids": same_ids, "of": len(queries), "build_s": built,
+            "same_relation_contains": mine_rc == their_rc, "synonym_pairs": len(their_syn),
+            "synonym_differ": len(mine_syn ^ their_syn)}
 
 
 def open_to_first_query(s: Any, embedder: Any, query: str) -> tuple[Any, float]:
@@ -563,7 +576,10 @@ def print_table(rows: list[dict[str, Any]], retrievers: list[str]) -> None:
             after = u["after_delete_s" if deleted else "after_add_s"]
             extra = after - u["warm"]["p50"] / 1000
             scratch = u.get("scratch")
-            same = "-" if scratch is None else f"{scratch['same']} / {scratch['of']}"
+            same = "-" if scratch is None else (
+                f"{scratch['same']} / {scratch['of']} (ids: {scratch.get('same_ids', '-')}; relation + contains "
+                f"edges {'same' if scratch.get('same_relation_contains') else 'differ'}; synonym pairs differing "
+                f"{scratch.get('synonym_differ', 0):,} of {scratch.get('synonym_pairs', 0):,})")
             print(f"| {row.get('backend', 'embedded')} | {row['size']:,} | {u['warm']['p50']:.1f} | "
                   f"{after:.2f} | {extra:.2f} | {u['warm_after']['p50']:.1f} | {same} |")
     for row in rows:
