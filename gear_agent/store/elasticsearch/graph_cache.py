@@ -12,7 +12,10 @@ map. It is built by one walk over the triple index at first use and brought up t
 change feed (:meth:`Store.changes_since`) when the store's generation moved: the triples
 removed are dropped, the triples added read by id. So a question's expansion costs no
 request, and answers as the embedded store does: neighbours by an exact cosine over the
-adjacent triples, ties by insertion order (the embedded store's ``top_k`` over its rows).
+adjacent triples, ties by insertion order (the embedded store's ``top_k`` over its rows). On an
+index whose triple vectors are few enough (``TRIPLE_SCAN_BYTES`` of :mod:`.store`), ``ppr``'s seed
+triples and their lowest cosine are an exact scan of these rows too (:meth:`KeptCopy.search`,
+:meth:`KeptCopy.lowest`), and ``ppr`` makes the cache for it.
 
 Memory: a float32 row per triple (1.5 kB at 384 dimensions: about 270 MB at 180,000 triples,
 1.4 GB at 900,000) plus the parts' strings; it is made only when expansion first runs.
