@@ -567,9 +567,10 @@ def print_table(rows: list[dict[str, Any]], retrievers: list[str]) -> None:
         cells.append(f"{q['peak_rss_mib']:,.0f}" if "peak_rss_mib" in q else "-")
         print("| " + " | ".join(cells) + " |")
     change = "deleted" if deleted else "added"
+    checked = any("scratch" in (row.get("update") or {}) for row in rows)
     print(f"\n| backend | passages | ppr warm p50 ms | next ppr query after another process {change} 1k s "
-          "| extra s | ppr warm p50 after ms | same ranking as a graph from scratch |")
-    print("|---|---|---|---|---|---|---|")
+          f"| extra s | ppr warm p50 after ms |{' same ranking as a graph from scratch |' if checked else ''}")
+    print("|---|---|---|---|---|---|" + ("---|" if checked else ""))
     for row in rows:
         u = row.get("update")
         if u:
@@ -581,7 +582,7 @@ def print_table(rows: list[dict[str, Any]], retrievers: list[str]) -> None:
                 f"edges {'same' if scratch.get('same_relation_contains') else 'differ'}; synonym pairs differing "
                 f"{scratch.get('synonym_differ', 0):,} of {scratch.get('synonym_pairs', 0):,})")
             print(f"| {row.get('backend', 'embedded')} | {row['size']:,} | {u['warm']['p50']:.1f} | "
-                  f"{after:.2f} | {extra:.2f} | {u['warm_after']['p50']:.1f} | {same} |")
+                  f"{after:.2f} | {extra:.2f} | {u['warm_after']['p50']:.1f} |" + (f" {same} |" if checked else ""))
     for row in rows:
         if "jvm_rss_mib" in row:
             print(f"\nElasticsearch JVM RSS after {row['size']:,} passages: {row['jvm_rss_mib']:.0f} MiB")
