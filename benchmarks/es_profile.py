@@ -6,7 +6,12 @@ phase does, and for each retriever asks its questions (after one warm-up questio
 what a first question builds) with every request the client sends timed
 (``elastic_transport``'s ``perform_request``). Prints one Markdown table: per retriever, the
 question's p50 wall ms, the requests per question, and per kind of request (method and path,
-the index prefix left out) how many per question and their p50 ms.
+the index prefix left out) how many per question and their p50 ms; the full garbage
+collections that ran during a retriever's questions; and, once all have run, what this process
+holds costs a full collection (CPU ms, median of five: the kept triples and passage vectors are
+tuples and arrays the collector does not walk) and what an exact scan of the kept triple vectors
+would cost per question (the alternative to ``ppr``'s two triple kNN searches in the
+``_msearch``; p50 CPU ms over the questions, when graph expansion has kept the triples).
 
     python benchmarks/scale.py --sizes 20000 --backend both --path openie --work W
     python benchmarks/es_profile.py --work W --size 20000 --queries 50
@@ -15,6 +20,7 @@ the index prefix left out) how many per question and their p50 ms.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -44,8 +50,60 @@ def timed_transport(client: Any, prefix: str, log: list[tuple[str, float]]) -> N
     transport.perform_request = perform_request
 
 
+def full_collections() -> tuple[list[float], Any]:
+    """The CPU ms of each full (generation 2) garbage collection from now on, and the callback
+    to take out of ``gc.callbacks`` after."""
+    spent: list[float] = []
+    started: list[float] = []
+
+    def callback(phase: str, info: dict[str, Any]) -> None:
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            started[:] = [time.thread_time()]
+        elif started:
+            spent.append(1000 * (time.thread_time() - started.pop()))
+
+    gc.callbacks.append(callback)
+    return spent, callback
+
+
+def collection_ms() -> float:
+    """CPU ms of a full garbage collection of this process as it is (median of five)."""
+    gc.collect()
+    times = []
+    for _ in range(5):
+        started = time.thread_time()
+        gc.collect()
+        times.append(1000 * (time.thread_time() - started))
+    return statistics.median(times)
+
+
+def scan_ms(store: Any, vectors: list[Any]) -> tuple[int, float] | None:
+    """Kept triples and the p50 CPU ms of an exact top-5 and lowest cosine over their vectors
+    per query vector (None when no expansion kept them)."""
+    import numpy as np
+
+    from gear_agent.store.bm25 import top_k
+    from gear_agent.store.threads import matvec
+
+    cache = store._expansion_cache  # noqa: SLF001 - the benchmark's probe
+    if cache is None or not len(cache):
+        return None
+    matrix = cache._vectors[np.flatnonzero(cache._alive)]  # noqa: SLF001
+    times = []
+    for vector in vectors:
+        started = time.thread_time()
+        scores = matvec(matrix, np.asarray(vector, np.float32))
+        top_k(scores, 5)
+        scores.min()
+        times.append(1000 * (time.thread_time() - started))
+    return len(matrix), statistics.median(times)
+
+
 def profile(retriever: Any, questions: list[str], log: list[tuple[str, float]]) -> dict[str, Any]:
     retriever.retrieve(questions[0], 15)  # warm-up: what the first question builds
+    collections, callback = full_collections()
     wall: list[float] = []
     kinds: dict[str, list[float]] = defaultdict(list)
     sent: list[int] = []
@@ -57,9 +115,10 @@ def profile(retriever: Any, questions: list[str], log: list[tuple[str, float]]) 
         sent.append(len(log))
         for kind, ms in log:
             kinds[kind].append(ms)
+    gc.callbacks.remove(callback)
     n = len(questions)
     return {
-        "p50": statistics.median(wall), "requests": statistics.fmean(sent),
+        "p50": statistics.median(wall), "requests": statistics.fmean(sent), "collections": collections,
         "kinds": {k: (len(v) / n, statistics.median(v)) for k, v in sorted(kinds.items(), key=lambda kv: -sum(kv[1]))},
     }
 
@@ -99,15 +158,24 @@ def main() -> None:
             index.encode(question)
         for name in args.retrievers.split(","):
             rows[name] = profile(make_retriever(name, index), questions, log)
+        held_ms = collection_ms()
+        scan = scan_ms(store, [index.encode(q) for q in questions])
     finally:
         cluster.close()
     print(f"\n{args.size:,} passages, Elasticsearch {cluster.version}, one node (-Xmx{args.es_heap}, "
           f"{args.es_processors} processors), {len(questions)} questions after one warm-up\n")
-    print("| retriever | question p50 ms | requests per question | request (per question x p50 ms) |")
-    print("|---|---|---|---|")
+    print("| retriever | question p50 ms | requests per question | request (per question x p50 ms) "
+          "| full collections (CPU ms each) |")
+    print("|---|---|---|---|---|")
     for name, row in rows.items():
         kinds = "; ".join(f"`{k}` {n:.1f} x {ms:.1f}" for k, (n, ms) in row["kinds"].items())
-        print(f"| {name} | {row['p50']:.1f} | {row['requests']:.1f} | {kinds or '-'} |")
+        spent = ", ".join(f"{ms:.0f}" for ms in row["collections"])
+        print(f"| {name} | {row['p50']:.1f} | {row['requests']:.1f} | {kinds or '-'} "
+              f"| {len(row['collections'])}{f' ({spent})' if spent else ''} |")
+    print(f"\nA full garbage collection of this process after the questions: {held_ms:.1f} CPU ms (median of 5).")
+    if scan is not None:
+        print(f"An exact top-5 and lowest cosine over the {scan[0]:,} kept triple vectors: "
+              f"{scan[1]:.1f} CPU ms p50 per question.")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,13 @@ runs in its own process, so open time and RSS are those of a fresh process:
   process while a server process holds a warm ``ppr`` retriever; **ppr after add** is that
   server's next ``ppr`` query (it brings the PPR graph up to date with the store's change
   feed, or rebuilds it where there is none) against its warm p50 before the add;
+  ``--update delete`` has the other process delete 1,000 stored passages (every n-th id, with
+  their triples) instead, and ``--scratch-check 1`` compares the server's rankings after the
+  update with those of a graph built from scratch on the same data (``same ranking``: ids and
+  scores to 9 decimals, over 30 questions, and ids alone), and the two graphs' edges (with
+  more than 20,000 synonym-eligible phrases the synonym search is approximate and its pairs
+  depend on the order phrases arrived, so there the synonym pairs, and with them the scores,
+  may differ, as they do after adds);
 * **open**: opening the index in a new process until the first query of each kind has
   run, and the process's RSS after it: once *cold* (the index's files evicted from the
   page cache first, so they are read from disk) and the median of five *warm* opens
@@ -35,6 +42,8 @@ runs in its own process, so open time and RSS are those of a fresh process:
     python benchmarks/scale.py --sizes 150000 --path openie --code /work/main --work W  # another checkout
     python benchmarks/scale.py --musique           # gear index of ../shared's MuSiQue: encoder share
     python benchmarks/scale.py --sizes 20000,100000 --backend both --work /work/scratch-es/scale
+    python benchmarks/scale.py --sizes 100000 --backend elasticsearch --work W --reuse build,query \
+        --update delete --retrievers ppr   # the next ppr query after another process deleted 1,000
 
 ``--backend elasticsearch`` (or ``both``, embedded then Elasticsearch at each size, one table)
 builds the same corpus into the test cluster of ``tests/support/es_cluster.py`` (one node in
@@ -69,6 +78,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CODE = ROOT
 """The checkout whose ``gear_agent`` the phases run (``--code``: compare two in one session)."""
 DEFAULT_RETRIEVERS = "bm25,dense,hybrid,hybrid+naive_ge,ppr"
+UPDATE_COUNT = 1_000
+"""Passages the update phase's other process deletes (``--update delete``)."""
 
 
 def io_written() -> int:
@@ -190,6 +201,25 @@ def phase_add(args: argparse.Namespace) -> dict[str, Any]:
     return {"seconds": seconds, "cpu_s": cpu_seconds() - cpu, "written": io_written() - written, "added": added}
 
 
+def phase_delete(args: argparse.Namespace) -> dict[str, Any]:
+    """Delete 1,000 stored passages (every n-th id in id order) and their triples, in one call."""
+    from gear_agent.embedding import make_embedder
+    from gear_agent.store import open_store
+
+    s = settings(args.index, args.embedder)
+    embedder = make_embedder(s)
+    store = open_store(s, embedder, create=False)
+    ids = sorted(store.passages.ids())
+    chosen = ids[:: max(1, len(ids) // UPDATE_COUNT)][:UPDATE_COUNT]
+    written, cpu = io_written(), cpu_seconds()
+    started = time.perf_counter()
+    removed = store.passages.remove(chosen)
+    seconds = time.perf_counter() - started
+    store.close()
+    return {"seconds": seconds, "cpu_s": cpu_seconds() - cpu, "written": io_written() - written,
+            "deleted": len(removed)}
+
+
 def phase_query(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
 
@@ -227,8 +257,10 @@ def phase_query(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def phase_update(args: argparse.Namespace) -> dict[str, Any]:
-    """A server with a warm ``ppr`` retriever while another process adds 1,000 passages: its
-    warm p50 before, the add (the ``add`` phase, in a child process), and its next query."""
+    """A server with a warm ``ppr`` retriever while another process adds 1,000 passages (or,
+    ``--update delete``, deletes 1,000): its warm p50 before, the add (the ``add`` phase, in a
+    child process; or the ``delete`` phase), and its next query; with ``--scratch-check``, its
+    rankings then against a graph built from scratch."""
     from gear_agent.embedding import make_embedder
     from gear_agent.open_index import OpenIndex
     from gear_agent.registry import make_retriever
@@ -247,13 +279,49 @@ def phase_update(args: argparse.Namespace) -> dict[str, Any]:
     retriever.retrieve(queries[0], 15)  # the graph saved by the query phase, loaded
     first = time.perf_counter() - started
     warm = percentiles(retriever, queries[1:31])
-    added = run_phase("add", index=args.index, corpus=args.corpus, openie=args.openie,
-                      embedder=args.embedder, path=args.path, code=CODE)
+    if args.update == "delete":
+        changed = {"delete": run_phase("delete", index=args.index, embedder=args.embedder, code=CODE)}
+    else:
+        changed = {"add": run_phase("add", index=args.index, corpus=args.corpus, openie=args.openie,
+                                    embedder=args.embedder, path=args.path, code=CODE)}
     started = time.perf_counter()
     retriever.retrieve(queries[31], 15)
     after = time.perf_counter() - started
-    return {"first_s": first, "warm": warm, "after_add_s": after, "add": added,
-            "warm_after": percentiles(retriever, queries[32:62])}
+    result = {"first_s": first, "warm": warm, f"after_{args.update}_s": after, **changed,
+              "warm_after": percentiles(retriever, queries[32:62])}
+    if args.scratch_check:
+        result["scratch"] = same_as_scratch(store, embedder, runtime, retriever, queries[32:62])
+    return result
+
+
+def same_as_scratch(store: Any, embedder: Any, runtime: Any, retriever: Any, queries: list[str]) -> dict[str, Any]:
+    """``retriever`` (its graph brought up to date) against a ``ppr`` retriever over a graph built
+    from scratch on the same data: over ``queries``, how many rank the same (ids and scores to 9
+    decimals) and how many the same ids in the same order; whether the relation and contains
+    edges are the same; how many synonym pairs differ (above 20,000 eligible phrases the
+    synonym search is approximate and its pairs depend on the order phrases arrived)."""
+    from gear_agent.expansion.ppr import PPRRetriever
+    from gear_agent.expansion.ppr_graph import PPRGraph
+
+    started = time.perf_counter()
+    graph = PPRGraph.build(store, embedder, retriever.settings.ppr_synonym_threshold)
+    built = time.perf_counter() - started
+    scratch = PPRRetriever(store, runtime.encode, retriever.settings, graph=graph, graph_path=None)
+    same = same_ids = 0
+    for q in queries:
+        mine, theirs = retriever.retrieve(q, 15), scratch.retrieve(q, 15)
+        same_ids += [p.id for p in mine] == [p.id for p in theirs]
+        same += [(p.id, round(p.score, 9)) for p in mine] == [(p.id, round(p.score, 9)) for p in theirs]
+
+    def parts(g: Any) -> tuple[set[Any], set[Any]]:
+        edges = g.edge_kinds()  # (a, b, relation count, synonym cosine, contains, weight)
+        return ({(a, b, r, c) for a, b, r, _, c, _ in edges if r or c},
+                {(a, b, round(y, 6)) for a, b, _, y, _, _ in edges if y})
+
+    (mine_rc, mine_syn), (their_rc, their_syn) = parts(retriever.graph), parts(graph)
+    return {"same": same, "same_ids": same_ids, "of": len(queries), "build_s": built,
+            "same_relation_contains": mine_rc == their_rc, "synonym_pairs": len(their_syn),
+            "synonym_differ": len(mine_syn ^ their_syn)}
 
 
 def open_to_first_query(s: Any, embedder: Any, query: str) -> tuple[Any, float]:
@@ -350,7 +418,7 @@ def ann_recall(store: Any, embedder: Any, queries: list[str]) -> dict[str, float
     return result
 
 
-PHASES = {"build": phase_build, "add": phase_add, "query": phase_query, "open": phase_open,
+PHASES = {"build": phase_build, "add": phase_add, "delete": phase_delete, "query": phase_query, "open": phase_open,
           "update": phase_update}
 
 
@@ -414,9 +482,9 @@ def measure(size: int, args: argparse.Namespace, work: Path, cluster: Any = None
     index = work / (f"index-{size}" if cluster is None else f"es-{size}")
     row: dict[str, Any] = {"size": size, "backend": "embedded" if cluster is None else "elasticsearch"}
 
-    def phase(name: str, **options: Any) -> dict[str, Any]:
+    def phase(name: str, saved_as: str | None = None, **options: Any) -> dict[str, Any]:
         """Run a phase, or with ``--reuse`` take its saved result from an earlier run."""
-        saved = work / f"{name}-{size}{'' if cluster is None else '-es'}.json"
+        saved = work / f"{saved_as or name}-{size}{'' if cluster is None else '-es'}.json"
         if args.reuse and name in args.reuse.split(",") and saved.exists():
             return json.loads(saved.read_text(encoding="utf-8"))
         result = run_phase(name, **options)
@@ -444,9 +512,16 @@ def measure(size: int, args: argparse.Namespace, work: Path, cluster: Any = None
                    "rss_mib": statistics.median(o["rss_mib"] for o in warm)}
     row["query"] = phase("query", index=index, embedder=args.embedder, queries_file=queries_file,
                          retrievers=args.retrievers, recall_queries=args.recall_queries)
-    row["update"] = phase("update", index=index, corpus=extra_corpus, openie=extra_openie,
-                          embedder=args.embedder, path=args.path, queries_file=queries_file, code=CODE)
-    row["add"] = row["update"]["add"]
+    if args.update == "delete":  # saved apart from the add's, which --reuse keeps as it was
+        row["update"] = phase("update", "update-delete", index=index, embedder=args.embedder,
+                              queries_file=queries_file, update="delete", code=CODE,
+                              **({"scratch_check": 1} if args.scratch_check else {}))
+        row["add"] = row["update"]["delete"]
+    else:
+        row["update"] = phase("update", index=index, corpus=extra_corpus, openie=extra_openie,
+                              embedder=args.embedder, path=args.path, queries_file=queries_file, code=CODE,
+                              **({"scratch_check": 1} if args.scratch_check else {}))
+        row["add"] = row["update"]["add"]
     if cluster is not None:
         row["jvm_rss_mib"] = cluster.rss_bytes() / 2**20
     return row
@@ -466,7 +541,9 @@ def _open(row: dict[str, Any], query: dict[str, Any]) -> str:
 
 
 def print_table(rows: list[dict[str, Any]], retrievers: list[str]) -> None:
-    head = ["backend", "passages / triples", "build s (CPU s)", "written / size", "size MB", "add 1k s (CPU s)",
+    deleted = any("after_delete_s" in (row.get("update") or {}) for row in rows)
+    head = ["backend", "passages / triples", "build s (CPU s)", "written / size", "size MB",
+            f"{'delete' if deleted else 'add'} 1k s (CPU s)",
             "open s cold / warm", "RSS MiB"]
     head += [f"{r} p50/p99 ms (CPU)" for r in retrievers] + ["ANN recall@10 p/t", "peak RSS of the query run MiB"]
     print("| " + " | ".join(head) + " |")
@@ -489,15 +566,23 @@ def print_table(rows: list[dict[str, Any]], retrievers: list[str]) -> None:
             cells.append("exact" if not recall else f"{recall['passage']:.3f} / {recall['triple']:.3f}")
         cells.append(f"{q['peak_rss_mib']:,.0f}" if "peak_rss_mib" in q else "-")
         print("| " + " | ".join(cells) + " |")
-    print("\n| backend | passages | ppr warm p50 ms | next ppr query after another process added 1k s "
-          "| extra s | ppr warm p50 after ms |")
-    print("|---|---|---|---|---|---|")
+    change = "deleted" if deleted else "added"
+    checked = any("scratch" in (row.get("update") or {}) for row in rows)
+    print(f"\n| backend | passages | ppr warm p50 ms | next ppr query after another process {change} 1k s "
+          f"| extra s | ppr warm p50 after ms |{' same ranking as a graph from scratch |' if checked else ''}")
+    print("|---|---|---|---|---|---|" + ("---|" if checked else ""))
     for row in rows:
         u = row.get("update")
         if u:
-            extra = u["after_add_s"] - u["warm"]["p50"] / 1000
+            after = u["after_delete_s" if deleted else "after_add_s"]
+            extra = after - u["warm"]["p50"] / 1000
+            scratch = u.get("scratch")
+            same = "-" if scratch is None else (
+                f"{scratch['same']} / {scratch['of']} (ids: {scratch.get('same_ids', '-')}; relation + contains "
+                f"edges {'same' if scratch.get('same_relation_contains') else 'differ'}; synonym pairs differing "
+                f"{scratch.get('synonym_differ', 0):,} of {scratch.get('synonym_pairs', 0):,})")
             print(f"| {row.get('backend', 'embedded')} | {row['size']:,} | {u['warm']['p50']:.1f} | "
-                  f"{u['after_add_s']:.2f} | {extra:.2f} | {u['warm_after']['p50']:.1f} |")
+                  f"{after:.2f} | {extra:.2f} | {u['warm_after']['p50']:.1f} |" + (f" {same} |" if checked else ""))
     for row in rows:
         if "jvm_rss_mib" in row:
             print(f"\nElasticsearch JVM RSS after {row['size']:,} passages: {row['jvm_rss_mib']:.0f} MiB")
@@ -584,6 +669,12 @@ def main() -> None:
     parser.add_argument("--path", choices=("extract", "openie"), default="extract",
                         help="How triples are indexed: the extraction path (default) or OpenIE import.")
     parser.add_argument("--backend", choices=("embedded", "elasticsearch", "both"), default="embedded")
+    parser.add_argument("--update", choices=("add", "delete"), default="add",
+                        help="What another process does while the update phase's server is warm: add 1,000 "
+                             "passages (default) or delete 1,000 stored ones.")
+    parser.add_argument("--scratch-check", type=int, default=0, metavar="0|1",
+                        help="1: the update phase compares its rankings after the update with a graph built "
+                             "from scratch (a full build: minutes at 100k).")
     parser.add_argument("--es-heap", default="2g", help="Heap of the Elasticsearch test cluster's JVM.")
     parser.add_argument("--es-processors", type=int, default=1,
                         help="node.processors of the test cluster's node (its thread pools' sizes).")

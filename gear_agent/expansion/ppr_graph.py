@@ -245,6 +245,7 @@ class PPRGraph:
         none: built or compared with the store at the next update)."""
         self._report: GraphProgress = _no_progress
         self._stats = UpdateStats()
+        self._kept: dict[str, Any] = {}  # see kept(): survives updates and rebuilds
         self._reset()
 
     # ---- construction -------------------------------------------------------------
@@ -409,6 +410,14 @@ class PPRGraph:
             a, b = (end[keep] for end in self._edges.ends())
             self._cache[key] = _symmetric(a, b, weights, self.n_vertices)
         return self._cache[key]
+
+    def kept(self, key: str, make: Callable[[], Any]) -> Any:
+        """State kept with this graph object across its updates (``make()`` the first time),
+        unlike :meth:`derived`: its owner brings it up to date itself (the passage titles of
+        :func:`~gear_agent.expansion.ppr_walk.title_pairs`, read only for passages new since)."""
+        if key not in self._kept:
+            self._kept[key] = make()
+        return self._kept[key]
 
     def derived(self, key: str, compute: Callable[[], Any]) -> Any:
         """``compute()``, kept until the graph next changes (per-graph query-independent data)."""

@@ -75,6 +75,52 @@ def test_ppr_asks_its_four_searches_in_one_request(fake) -> None:
     assert ("POST", "/b-triples/_search") not in asked and ("POST", "/b-passages/_search") not in asked
 
 
+def _ppr_rankings(server, settings, embedder, store):
+    retriever = make_retriever("ppr", OpenIndex(settings, embedder, store, QueryEncoder(embedder)))
+    retriever.retrieve(QUESTIONS[0], 5)  # builds the graph
+    start = len(server.requests)
+    found = [[(p.id, round(p.score, 6), p.chain) for p in retriever.retrieve(question, 5)] for question in QUESTIONS]
+    return found, server.requests[start:]  # (scores to 6 decimals: the cluster's cosines are float32)
+
+
+def test_ppr_on_a_small_index_scans_the_kept_triples_for_its_seeds(fake, monkeypatch) -> None:
+    """Triple vectors within TRIPLE_SCAN_BYTES: the seed triples and their lowest cosine are an
+    exact scan of the triples kept in the process (made for it), so the question's one search
+    request holds no triple search; the rankings are those of the cluster's kNN searches (the
+    same passages, chains and order; scores to 6 decimals, the cluster's being float32)."""
+    from gear_agent.store.elasticsearch import store as es_store
+
+    server, settings, embedder, open_store = fake
+    store = open_store()
+    _fill(store)
+    found, asked = _ppr_rankings(server, settings, embedder, store)
+    assert [(r.method, r.path) for r in asked] == [("GET", "/b-changes/_doc/generation"), ("POST", "/_msearch")] * 3
+    assert not [r for r in asked if "b-triples" in str(r.body)] and all(found)
+    assert store._expansion_cache is not None  # made by the first question, kept up to date since
+    monkeypatch.setattr(es_store, "TRIPLE_SCAN_BYTES", 0)  # another process: the cluster answers
+    remote, asked = _ppr_rankings(server, settings, embedder, open_store())
+    assert [r for r in asked if "b-triples" in str(r.body)] and remote == found
+
+
+def test_ppr_alone_reads_its_seed_triples_with_their_search(fake, monkeypatch) -> None:
+    """Above TRIPLE_SCAN_BYTES, a process that keeps no expansion triples asks two requests a
+    question: the generation and one ``_msearch`` whose seed search brings the seeds'
+    documents, where an ``_mget`` of them followed; the rankings are those of the ``_mget``."""
+    from gear_agent.store.elasticsearch import store as es_store
+
+    server, settings, embedder, open_store = fake
+    monkeypatch.setattr(es_store, "TRIPLE_SCAN_BYTES", 0)
+    store = open_store()
+    _fill(store)
+    found, asked = _ppr_rankings(server, settings, embedder, store)
+    assert [(r.method, r.path) for r in asked] == [("GET", "/b-changes/_doc/generation"), ("POST", "/_msearch")] * 3
+    assert store._expansion_cache is None and all(found)
+    other = open_store()  # another process, whose seed searches bring no documents
+    monkeypatch.setattr(other, "_keeps_seed_documents", lambda at: False)
+    remote, asked = _ppr_rankings(server, settings, embedder, other)
+    assert remote == found and ("POST", "/b-triples/_mget") in [(r.method, r.path) for r in asked]
+
+
 def test_the_kept_triples_answer_as_the_requests_they_replace(fake, monkeypatch) -> None:
     server, settings, embedder, open_store = fake
     store = open_store()
@@ -126,7 +172,11 @@ def test_searches_asked_together_answer_as_each_alone(fake) -> None:
                 Search.bm25("triple", "founded", 4, ["title=Person 2"]), Search.dense("passage", vector, 0)]
     with store.snapshot():
         together = store.search_many(searches)
-    assert together == [answer_one(store, s) for s in searches]
+
+    def rounded(found):  # the triple search is a scan of the kept triples: float32 cosines
+        return [[(h.id, round(h.score, 6)) for h in hits] for hits in found]
+
+    assert rounded(together) == rounded([answer_one(store, s) for s in searches])
     assert together[2] and together[2][0].score == store.passages.lowest_similarity(vector)
 
 
@@ -173,3 +223,28 @@ def test_a_large_passage_search_is_an_exact_scan_of_kept_vectors_that_follow_the
         kept, _ = reader.search_many(searches)
     assert {h.id for h in kept} == {h.id for h in reader.passages.vector_search(vector, 200)}
     assert not [r for r in server.requests[start:] if r.path.endswith("passages/_pit")]  # the feed, no walk
+
+
+def test_after_another_process_deletes_ppr_reads_the_feed_once_and_walks_nothing(fake) -> None:
+    """The PPR graph, the passage vectors and the kept triples each bring themselves up to date
+    from the same changes, read once; the title edges read no passage (the removed ones are
+    dropped); and the ranking is that of a process that builds everything from scratch."""
+    server, settings, embedder, open_store = fake
+    reader, writer = open_store(), open_store()
+    passages = _fill(writer, range(24))
+    retriever = make_retriever("ppr", OpenIndex(settings, embedder, reader, QueryEncoder(embedder)))
+    retriever.retrieve(QUESTIONS[1], 5)
+    before = reader.generation()
+    writer.passages.remove([p.id for p in passages[::4]])
+    start = len(server.requests)
+    found = retriever.retrieve(QUESTIONS[1], 5)
+    asked = server.requests[start:]
+    probe = open_store()
+    start = len(server.requests)
+    assert probe.changes_since(before).passages_removed
+    one_read = [(r.method, r.path) for r in server.requests[start:] if "/b-changes/_search" in r.path]
+    assert [(r.method, r.path) for r in asked if "/b-changes/_search" in r.path] == one_read
+    assert not [r for r in asked if r.path.endswith("/_pit") and "b-passages" in r.path]  # no walk
+    fresh = make_retriever("ppr", OpenIndex(settings, embedder, open_store(), QueryEncoder(embedder)))
+    assert [(p.id, round(p.score, 9)) for p in found] == [
+        (p.id, round(p.score, 9)) for p in fresh.retrieve(QUESTIONS[1], 5)]

@@ -61,3 +61,36 @@ def test_a_deletion_by_another_store_is_seen_by_the_next_neighbours_and_reads(se
         assert first.triples.get([gone.id]) == []
         with pytest.raises(KeyError):
             first.triples.vectors([gone.id])
+
+
+def test_seed_searches_answer_alike_from_the_cluster_with_documents_and_from_the_kept_triples(
+    settings: GearSettings, monkeypatch
+) -> None:
+    """``ppr``'s two triple searches in one ``search_many``: asked of the cluster with the seeds'
+    documents brought along (kept, so the ``get`` after reads nothing), and answered by an exact
+    scan of the kept triples on a small index: the same ids, cosines within 1e-6 (the cluster's
+    are float32 ``(1 + cos) / 2``)."""
+    from gear_agent.store.elasticsearch import store as es_store
+    from gear_agent.store.multi_search import Search
+
+    embedder = HashingEmbedder(64)
+    with ElasticsearchStore(settings, embedder) as writer:
+        writer.passages.add(PASSAGES)
+        writer.triples.add(TRIPLES)
+    query = embedder.embed(["bridge river county"])[0]
+    searches = [Search.dense("triple", query, 5), Search.lowest("triple", query)]
+
+    with monkeypatch.context() as patch, ElasticsearchStore(settings, embedder) as remote:
+        patch.setattr(es_store, "TRIPLE_SCAN_BYTES", 0)
+        with remote.snapshot():
+            asked = remote.search_many(searches)
+            seeds = [h.id for h in asked[0]]
+            kept = dict(remote._recent_triples)
+            assert set(seeds) <= set(kept) and [t.id for t in remote.triples.get(seeds)] == seeds
+        assert remote._expansion_cache is None
+    with ElasticsearchStore(settings, embedder) as local, local.snapshot():
+        scanned = local.search_many(searches)
+        assert local._expansion_cache is not None and len(local._expansion_cache) == len(TRIPLES)
+    assert [[h.id for h in hits] for hits in scanned] == [[h.id for h in hits] for hits in asked]
+    assert [h.score for hits in scanned for h in hits] == pytest.approx([h.score for hits in asked for h in hits], abs=1e-6)
+    assert len(asked[0]) == 5

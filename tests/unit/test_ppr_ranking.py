@@ -123,6 +123,39 @@ def test_title_edges_join_a_passage_to_the_phrase_its_title_names(tmp_path: Path
     assert np.allclose(columns[~titled.dangling], 1.0)
 
 
+def _named_pairs(graph: PPRGraph, store: EmbeddedStore) -> set[tuple[str, str]]:
+    return {(graph.vertex_name(p), graph.vertex_name(t)) for p, t in zip(*(a.tolist() for a in title_pairs(graph, store)))}
+
+
+def test_title_edges_after_adds_and_deletes_read_only_the_new_passages(tmp_path: Path, monkeypatch) -> None:
+    """The titles are kept with the graph across its updates: after a write, only the added
+    passages' titles are read (by id, no walk over every passage), the removed ones' dropped,
+    and the pairs are those of a graph built from scratch on the same data."""
+    store, graph, passages = _corpus(tmp_path)
+    assert _named_pairs(graph, store)  # the first version reads every title (one walk)
+    walks: list[int] = []
+    iterate = type(store.passages).iterate
+    monkeypatch.setattr(type(store.passages), "iterate", lambda self: walks.append(1) or iterate(self))
+    extra = Passage(passage_id("Kestrel", "Kestrel hunts over fields."), "Kestrel", "Kestrel hunts over fields.")
+    store.passages.add([extra])
+    store.triples.add([Triple(triple_id(extra.id, "Kestrel", "hunts over", "fields"), "Kestrel", "hunts over",
+                              "fields", extra.id)])
+    store.passages.remove([passages["M. Ward"].id])
+    graph.update(store)
+    after = _named_pairs(graph, store)
+    assert not walks  # one title read by id
+    scratch = PPRGraph.build(store, store.embedder)
+    assert after == _named_pairs(scratch, store)
+    assert (extra.id, "kestrel") in after and not [a for a in after if a[0] == passages["M. Ward"].id]
+    assert walk_of(graph, store, 2.0).adjacency.nnz == walk_of(scratch, store, 2.0).adjacency.nnz
+    # the ranking with title edges is that of the graph built from scratch
+    retriever = PPRRetriever(store, QueryEncoder(store.embedder), graph=graph, graph_path=None)
+    fresh = PPRRetriever(store, QueryEncoder(store.embedder), graph=scratch, graph_path=None)
+    assert retriever.settings.ppr_title_weight > 0
+    assert [(p.id, round(p.score, 9)) for p in retriever.retrieve(QUERY, 5)] == [
+        (p.id, round(p.score, 9)) for p in fresh.retrieve(QUERY, 5)]
+
+
 def test_title_edges_reach_the_second_hop(tmp_path: Path) -> None:
     store, graph, passages = _corpus(tmp_path)
     q = HashingEmbedder(64).embed_one(QUERY)

@@ -12,7 +12,10 @@ map. It is built by one walk over the triple index at first use and brought up t
 change feed (:meth:`Store.changes_since`) when the store's generation moved: the triples
 removed are dropped, the triples added read by id. So a question's expansion costs no
 request, and answers as the embedded store does: neighbours by an exact cosine over the
-adjacent triples, ties by insertion order (the embedded store's ``top_k`` over its rows).
+adjacent triples, ties by insertion order (the embedded store's ``top_k`` over its rows). On an
+index whose triple vectors are few enough (``TRIPLE_SCAN_BYTES`` of :mod:`.store`), ``ppr``'s seed
+triples and their lowest cosine are an exact scan of these rows too (:meth:`KeptCopy.search`,
+:meth:`KeptCopy.lowest`), and ``ppr`` makes the cache for it.
 
 Memory: a float32 row per triple (1.5 kB at 384 dimensions: about 270 MB at 180,000 triples,
 1.4 GB at 900,000) plus the parts' strings; it is made only when expansion first runs.
@@ -66,9 +69,12 @@ def _doc(tid: str, s: str, p: str, o: str, pid: str, n: int, vector: Sequence[fl
 
 
 _COLUMNS = ("id", "subject", "predicate", "object", "passage_id", "head", "tail", "added_ns", "position")
-"""The columns kept per triple (row), each one Python list: a few objects for the garbage
-collector to walk, not one per triple (a full collection over per-triple objects took a
-second at 180,000 triples on the loaded test machine)."""
+"""The columns kept per triple (row), each one tuple: a few objects for the garbage collector,
+not one per triple (a full collection over per-triple objects took a second at 180,000 triples
+on the loaded test machine), and tuples rather than lists, since the collector stops tracking a
+tuple of strings and numbers once it has seen it while it walks every item of a list at every
+full collection (nine lists of 190,000 items: 55 ms a collection, the tail of a ``ppr``
+question; tuples: 5 to 10 ms, as a process without the cache)."""
 
 _NO_ROWS = np.zeros(0, np.int64)
 
@@ -96,7 +102,7 @@ class ExpansionCache(KeptCopy):
 
     def _clear(self) -> None:
         super()._clear()
-        self._columns: dict[str, list[Any]] = {name: [] for name in _COLUMNS}
+        self._columns: dict[str, list[Any] | tuple[Any, ...]] = {name: () for name in _COLUMNS}
         self._by_entity: dict[str, np.ndarray] = {}
         self._by_passage: dict[str, np.ndarray] = {}
 
@@ -107,6 +113,10 @@ class ExpansionCache(KeptCopy):
         process loads them and takes in the changes since."""
         super().rebuild(store, generation)
         self._rebuilt = True
+
+    def _settle(self) -> None:
+        """The columns as tuples again after they were filled (see :data:`_COLUMNS`)."""
+        self._columns = {name: tuple(column) for name, column in self._columns.items()}
 
     def current(self, store: Any) -> ExpansionCache:
         super().current(store)
@@ -135,6 +145,7 @@ class ExpansionCache(KeptCopy):
         if added:
             for batch in self._read(added):
                 self._append(batch, resort=True)
+            self._settle()
 
     # ---- the saved copy -----------------------------------------------------------------
     def _paths(self) -> tuple[Path, Path]:
@@ -182,6 +193,7 @@ class ExpansionCache(KeptCopy):
         if matrix.shape != (body["rows"], self.dimension) or any(len(c) != body["rows"] for c in columns.values()):
             return
         self._extend(columns, matrix)
+        self._settle()
         self.stamp = Stamp.from_dict(body.get("stamp"))
 
     # ---- filling ------------------------------------------------------------------------
@@ -196,8 +208,11 @@ class ExpansionCache(KeptCopy):
         start = len(self._columns["id"])
         need = start + len(columns["id"])
         self._put_vectors(start, vectors)
-        for name, values in columns.items():
-            self._columns[name].extend(values)
+        for name, values in columns.items():  # lists while filling, tuples after (_settle)
+            column = self._columns[name]
+            if isinstance(column, tuple):
+                column = self._columns[name] = list(column)
+            column.extend(values)
         self._row.update(zip(columns["id"], range(start, need), strict=True))
         by_entity: dict[str, list[int]] = {}
         by_passage: dict[str, list[int]] = {}
@@ -219,6 +234,9 @@ class ExpansionCache(KeptCopy):
                 self._by_passage[pid] = np.asarray(rows, np.int64)
 
     # ---- reads --------------------------------------------------------------------------
+    def _ids(self) -> Sequence[str]:
+        return self._columns["id"]
+
     def has(self, triple_id: str) -> bool:
         return triple_id in self._row
 

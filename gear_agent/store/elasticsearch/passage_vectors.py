@@ -20,16 +20,14 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from gear_agent.store.bm25 import top_k
 from gear_agent.store.changes import Changes
 from gear_agent.store.elasticsearch.kept import KeptCopy
 from gear_agent.store.elasticsearch.mappings import VECTOR_FIELD
-from gear_agent.store.threads import matvec
-from gear_agent.types import Hit
 
 __all__ = ["LARGE_SEARCH", "PassageVectors"]
 
@@ -44,7 +42,7 @@ class PassageVectors(KeptCopy):
 
     def _clear(self) -> None:
         super()._clear()
-        self._ids: list[str] = []
+        self._row_ids: list[str] | tuple[str, ...] = ()  # a list while rows are added, a tuple after (_settle)
 
     def apply(self, store: Any, changes: Changes) -> None:
         gone = [self._row.pop(pid) for pid in changes.passages_removed if pid in self._row]
@@ -53,31 +51,22 @@ class PassageVectors(KeptCopy):
         if added:
             for batch in self._read(added):
                 self._append(batch)
+            self._settle()
+
+    def _settle(self) -> None:
+        self._row_ids = tuple(self._row_ids)
 
     def _append(self, docs: list[dict[str, Any]]) -> None:
         docs = [d for d in dict((d["id"], d) for d in docs).values() if d["id"] not in self._row]
         if not docs:
             return
-        start = len(self._ids)
+        start = len(self._row_ids)
         self._put_vectors(start, np.asarray([d[VECTOR_FIELD] for d in docs], dtype=np.float32))
+        ids = list(self._row_ids) if isinstance(self._row_ids, tuple) else self._row_ids
         for row, doc in enumerate(docs, start):
-            self._ids.append(doc["id"])
+            ids.append(doc["id"])
             self._row[doc["id"]] = row
+        self._row_ids = ids
 
-    def _scores(self, vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        rows = np.flatnonzero(self._alive[: len(self._ids)])
-        return rows, matvec(self._vectors[rows], vector)
-
-    def search(self, vector: np.ndarray, k: int) -> list[Hit]:
-        """The ``k`` passages most cosine-similar to the normalised ``vector``, best first, by
-        an exact scan (ties by the order read)."""
-        with self.lock:
-            rows, scores = self._scores(vector)
-            chosen, values = top_k(scores, k)
-            return [Hit(self._ids[r], float(v)) for r, v in zip(rows[chosen].tolist(), values.tolist(), strict=True)]
-
-    def lowest(self, vector: np.ndarray) -> float | None:
-        """The lowest cosine of ``vector`` with any passage (None when there are none)."""
-        with self.lock:
-            _, scores = self._scores(vector)
-            return float(scores.min()) if len(scores) else None
+    def _ids(self) -> Sequence[str]:
+        return self._row_ids

@@ -93,6 +93,23 @@ _TERMS_CHUNK = 1_000
 _NO_VECTOR = {"excludes": [VECTOR_FIELD]}
 _RECENT_TRIPLES = 4_096
 """Triple documents of recent neighbours searches kept for the reads that follow."""
+_CHANGES_KEPT = 4
+"""``changes_since`` answers kept (by since and published generation)."""
+_TRIPLE_FIELDS = ["id", "subject", "predicate", "object", "passage_id"]
+"""The fields of a triple document a :class:`Triple` is made of (no vector)."""
+TRIPLE_SCAN_BYTES = 320 * 2**20
+"""Up to this many bytes of triple vectors (218,000 triples at 384 dimensions), a triple search
+of :meth:`ElasticsearchStore.search_many` without a filter (``ppr``'s seed triples and their
+lowest cosine) is an exact scan of the triples kept in the process for graph expansion
+(:mod:`gear_agent.store.elasticsearch.graph_cache`, made for it when the index is that small)
+rather than two kNN searches in the cluster: at 190,000 triples the scan is about 11 ms of this
+process's CPU, the ``_msearch`` 16 ms on a quiet test cluster and several times that, with a
+long tail, on a loaded one (docs/elasticsearch.md). Above it the cluster answers: the scan
+grows with the index (about 100 ms at 900,000 triples), its HNSW search does not."""
+SEED_DOCUMENTS = 64
+"""A triple kNN search of :meth:`ElasticsearchStore.search_many` of at most this many hits
+(``ppr``'s seed triples: 5) brings its documents along, so the :meth:`ElasticsearchTriples.get`
+of the seeds that follows costs no ``_mget``."""
 
 
 def _search_error(what: str, response: dict[str, Any]) -> StoreError:
@@ -177,6 +194,7 @@ class ElasticsearchStore(AtomicSync, Store):
             self._pin,
         )
         self._recent_triples = RecentTriples(_RECENT_TRIPLES)  # kept at one commit (.recent_triples)
+        self._changes_read: dict[tuple[int, int], Changes] = {}  # the last few changes_since answers
         self._expansion_cache: ExpansionCache | None = None  # made by the first graph expansion
         self._kept_passages: PassageVectors | None = None  # made by the first large passage search
         self.changes_index = f"{settings.es_index_prefix}-changes"
@@ -396,7 +414,10 @@ class ElasticsearchStore(AtomicSync, Store):
         (:mod:`gear_agent.store.elasticsearch.changes`): the documents stamped with a later generation,
         and the deletion records of documents present at ``generation``. An id deleted and
         then added again is in both lists (apply removals first). Incomplete for a
-        generation before the feed began, or on an index without a feed.
+        generation before the feed began, or on an index without a feed. The last few answers
+        are kept by ``(generation, now)``: after a write by another process, the PPR graph, the
+        passage vectors and the expansion's triples each ask for the same changes, which were
+        read once (the deletion records of 1,000 passages and their 9,000 triples are ten pages).
 
         Example:
             >>> store.changes_since(store.generation())  # doctest: +SKIP
@@ -408,6 +429,9 @@ class ElasticsearchStore(AtomicSync, Store):
             return Changes(generation, now, complete=False)
         if generation == now:
             return Changes(generation, now)
+        known = self._changes_read.get((generation, now))
+        if known is not None:
+            return known
         added = added_query(generation, now)
         passages = tuple(h["_id"] for h in self.connection.walk(self.indices.passages, added, q.BY_ID))
         triples = tuple(h["_id"] for h in self.connection.walk(self.indices.triples, added, q.EXTRACTION_ORDER))
@@ -416,7 +440,10 @@ class ElasticsearchStore(AtomicSync, Store):
                              {"includes": ["collection", "doc_id"]})
         for hit in records:
             removed[hit["_source"]["collection"]].append(hit["_source"]["doc_id"])
-        return Changes(generation, now, passages, tuple(removed["passage"]), triples, tuple(removed["triple"]))
+        changes = Changes(generation, now, passages, tuple(removed["passage"]), triples, tuple(removed["triple"]))
+        kept = list(self._changes_read.items())[-(_CHANGES_KEPT - 1):]
+        self._changes_read = {**dict(kept), (generation, now): changes}
+        return changes
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -508,18 +535,31 @@ class ElasticsearchStore(AtomicSync, Store):
         ``ppr``'s dense list is a thousand hits, whose fetch phase took half the search's time.
         A passage search of :data:`LARGE_SEARCH` hits or more without a filter (``ppr``'s dense
         list), and with it the lowest passage similarity, is an exact scan of the passage
-        vectors kept in the process (:mod:`gear_agent.store.elasticsearch.passage_vectors`)."""
+        vectors kept in the process (:mod:`gear_agent.store.elasticsearch.passage_vectors`).
+        Inside :meth:`snapshot`, a triple kNN search of at most :data:`SEED_DOCUMENTS` hits
+        brings its documents (no vectors) and keeps them for the reads by id that follow
+        (:meth:`_remember`: ``ppr``'s seed triples), unless the expansion's triples are kept in
+        the process already (:meth:`_expansion`; they answer reads by id)."""
         at = self._seen_generation()
         pin = None if at is None else visible_at(at)
         lines: list[Any] = []
         sent: list[int] = []
         found: list[list[Hit] | None] = [None] * len(searches)
         kept = self._passage_vectors(searches)
+        triples = self._kept_triples(searches)
+        documents = self._keeps_seed_documents(at)
+        with_documents: set[int] = set()
         for n, search in enumerate(searches):
             if kept is not None and search.collection == "passage" and search.where is None and search.kind != "bm25":
                 vector = self.query_vector(search.vector)
                 low = kept.lowest(vector) if search.kind == "lowest" else None
                 found[n] = kept.search(vector, search.k) if search.kind == "vector" else (
+                    [] if low is None else [Hit("", low)])
+                continue
+            if triples is not None and search.collection == "triple" and search.where is None and search.kind != "bm25":
+                vector = self.query_vector(search.vector)
+                low = triples.lowest(vector) if search.kind == "lowest" else None
+                found[n] = triples.search(vector, search.k) if search.kind == "vector" else (
                     [] if low is None else [Hit("", low)])
                 continue
             if search.k <= 0 or (search.kind == "bm25" and self.settings.es_exact_bm25):
@@ -532,6 +572,11 @@ class ElasticsearchStore(AtomicSync, Store):
                 request = {**q.knn_request(vector, search.k, filter=flt), "stored_fields": "_none_",
                            "docvalue_fields": ["id"] if pin is None else ["id", "generation", "retired"]}
                 del request["source"]
+                if documents and search.collection == "triple" and search.kind == "vector" \
+                        and search.k <= SEED_DOCUMENTS:
+                    del request["stored_fields"]  # (``_none_`` refuses a ``_source``)
+                    request["source"] = {"includes": _TRIPLE_FIELDS}
+                    with_documents.add(n)
             lines += q.msearch_lines(self.indices.of(search.collection), [request])
             sent.append(n)
         if lines:
@@ -549,7 +594,18 @@ class ElasticsearchStore(AtomicSync, Store):
                 elif not unseen:
                     cosines = [Hit(h["fields"]["id"][0], q.score_to_cosine(float(h["_score"]))) for h in hits]
                     found[n] = cosines if kind == "vector" else [Hit("", -c.score) for c in cosines[:1]]
+                    if n in with_documents:
+                        self._check_recent()
+                        self._remember(hits)
         return [hits if hits is not None else answer_one(self, search) for hits, search in zip(found, searches)]
+
+    def _keeps_seed_documents(self, at: int | None) -> bool:
+        """Whether :meth:`search_many`'s small triple searches bring their documents: inside a
+        snapshot (the kept documents' generation is then known without a request), and when
+        the expansion's triples are not kept in the process."""
+        cache = self._expansion_cache
+        pinned = getattr(self._pinned, "generation", None)
+        return at is not None and pinned is not None and (cache is None or cache.stamp is None)
 
     def _reads_own_writes(self) -> bool:
         """Whether this thread is writing through this store (a bulk load, or a commit):
@@ -583,6 +639,26 @@ class ElasticsearchStore(AtomicSync, Store):
             self._kept_passages = PassageVectors(self.dimension, self._passage_documents)
         with self._kept_passages.lock:
             return self._kept_passages.current(self)
+
+    def _kept_triples(self, searches: Sequence[Search]) -> ExpansionCache | None:
+        """The triples kept for graph expansion, at this store's commit, when ``searches`` hold
+        a triple kNN search without a filter and their vectors are at most
+        :data:`TRIPLE_SCAN_BYTES` (made here when the index's triples are that few: one count,
+        once per process); None while this thread writes."""
+        if not any(s.collection == "triple" and s.kind != "bm25" and s.where is None for s in searches):
+            return None
+        if self._reads_own_writes():
+            return None
+        cache = self._expansion_cache
+        if cache is None or cache.stamp is None:
+            small = self.__dict__.get("_few_triples")
+            if small is None:
+                small = self.__dict__["_few_triples"] = \
+                    self.triples.count() * self.dimension * 4 <= TRIPLE_SCAN_BYTES
+            if not small:
+                return None
+        cache = self._expansion()
+        return cache if cache is not None and cache.vector_bytes() <= TRIPLE_SCAN_BYTES else None
 
     def _passage_documents(self, ids: Sequence[str] | None) -> Iterator[list[dict[str, Any]]]:
         """Passage ids with their vectors, a page at a time: every passage (one point-in-time
@@ -622,9 +698,11 @@ class ElasticsearchStore(AtomicSync, Store):
         self._recent_triples.remember(hits)
 
     def _triple_sources(self, ids: Sequence[str], fields: Sequence[str] | None) -> dict[str, dict[str, Any]]:
-        """Triple documents by id: kept ones from :meth:`ElasticsearchStore._remember`, the rest by ``_mget``."""
+        """Triple documents by id with ``fields`` (None: all but the vector): kept ones from
+        :meth:`ElasticsearchStore._remember` that have them, the rest by ``_mget``."""
         recent = self._recent_triples
-        found = {i: recent[i] for i in ids if i in recent}
+        wanted = _TRIPLE_FIELDS if fields is None else fields
+        found = {i: recent[i] for i in ids if i in recent and all(f in recent[i] for f in wanted)}
         rest = [i for i in ids if i not in found]
         if rest:
             found.update(self.connection.mget(self.indices.triples, rest, fields))
@@ -910,7 +988,7 @@ class ElasticsearchTriples(_Searchable, Triples):
     def get(self, ids: Sequence[str]) -> list[Triple]:
         if (cache := self.store._expansion(build=False)) is not None and all(map(cache.has, ids)):
             return cache.get_triples(ids)
-        found = self.store._triple_sources(ids, None)
+        found = self.store._triple_sources(ids, _TRIPLE_FIELDS)
         return [triple_from_source(found[i]) for i in ids if i in found]
 
     def vectors(self, ids: Sequence[str]) -> np.ndarray:
