@@ -39,6 +39,7 @@ from gear_agent.config import GearSettings, ServeSettings
 from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMCallError, LLMError
 from gear_agent.open_index import OpenIndex
+from gear_agent.parts import IndexParts, index_parts
 from gear_agent.serve.health import HealthFirst
 from gear_agent.serve.limits import RequestGuard
 from gear_agent.serve.schemas import GearRequest, GearResponse, request_model
@@ -139,7 +140,7 @@ def create_app(
     *,
     callbacks: list[BaseCallbackHandler] | None = None,
     playground: bool = True,
-    index: OpenIndex | None = None,
+    index: IndexParts | OpenIndex | None = None,
     llm: LLMClient | None = None,
     host: str | None = None,
     read_only: bool | None = None,
@@ -158,7 +159,9 @@ def create_app(
             ``settings.trace_dir`` is set and None is given.
         playground: Serve the LangServe playgrounds (``/gear/playground/``, and the
             readable ``/gear/ask/playground/``).
-        index: The open index the agent runs on; the web page is served when given.
+        index: The parts of the index the agent runs on (:func:`~gear_agent.parts.index_parts`:
+            the page's retrievers share them), or the open index; the web page is served
+            when given.
         llm: The chat client the page's document extraction uses; built from the
             settings on first use when None.
         host: The address the server is bound to (allowed as a ``Host`` besides loopback
@@ -208,10 +211,12 @@ def create_app(
         def chat_client() -> LLMClient:
             return llm if llm is not None else LLMClient.from_settings(settings)
 
-        def retriever_of(name: str) -> Retriever:
-            return make_retriever(name, index)
+        parts = index if isinstance(index, IndexParts) else index_parts(index)
 
-        page = WebPage(agent, index.store, index.settings, chat_client, retriever_of,
+        def retriever_of(name: str) -> Retriever:
+            return make_retriever(name, parts)
+
+        page = WebPage(agent, parts.store, parts.settings, chat_client, retriever_of,
                        read_only=read_only, no_agent=None if agent is not None else NO_CHAT_MODEL)
         add_web_routes(app, page)
 
