@@ -77,22 +77,16 @@ def _ppr_filter(parts: IndexParts, llm: LLMClient | None) -> Retriever:
     return filtered
 
 
-def _syncge(expansion: str, name: str) -> Builder:
-    def build(parts: IndexParts, llm: LLMClient | None) -> Retriever:
-        from gear_agent.agent.syncge import SyncGERetriever
+def _loop(kind: str, expansion: str, name: str) -> Builder:
+    """The builder of a SyncGE (``kind="syncge"``) or GEAR agent (``"gear"``) retriever."""
 
-        return SyncGERetriever(parts, _client(parts, llm), expansion, name,  # type: ignore[arg-type]
-                               settings=parts.settings)
-
-    return build
-
-
-def _gear(expansion: str, name: str) -> Builder:
     def build(parts: IndexParts, llm: LLMClient | None) -> Retriever:
         from gear_agent.agent.gear_retriever import GearRetriever
+        from gear_agent.agent.syncge import SyncGERetriever
 
-        return GearRetriever(parts, _client(parts, llm), expansion, name,  # type: ignore[arg-type]
-                             settings=parts.settings)
+        loop = SyncGERetriever if kind == "syncge" else GearRetriever
+        return loop(parts, _client(parts, llm), expansion, name,  # type: ignore[arg-type]
+                    settings=parts.settings)
 
     return build
 
@@ -116,30 +110,15 @@ _SPECS: list[RetrieverSpec] = [
         "ppr+filter", "ppr with HippoRAG 2's LLM recognition-memory filter on the seed triples",
         True, True, _ppr_filter, "ppr",
     ),
-    RetrieverSpec(
-        "syncge", "SyncGE: reader triples linked to the index, beam search (the paper), RRF",
-        True, True, _syncge("beam", "syncge"),
-    ),
-    RetrieverSpec(
-        "syncge-ppr", "SyncGE expanding by PPR from the linked triples instead of beam search",
-        True, True, _syncge("ppr", "syncge-ppr"),
-    ),
-    RetrieverSpec(
-        "syncge-fused", "SyncGE expanding by beam search and PPR, fused by RRF",
-        True, True, _syncge("both", "syncge-fused"),
-    ),
-    RetrieverSpec(
-        "gear", "the GEAR agent: read, link, beam search, reason, rewrite; passageLink, RRF",
-        True, True, _gear("beam", "gear"),
-    ),
-    RetrieverSpec(
-        "gear-ppr", "the GEAR agent expanding by PPR (the agent's default expansion)",
-        True, True, _gear("ppr", "gear-ppr"),
-    ),
-    RetrieverSpec(
-        "gear-fused", "the GEAR agent expanding by beam search and PPR, fused by RRF",
-        True, True, _gear("both", "gear-fused"),
-    ),
+    *(RetrieverSpec(name, description, True, True, _loop(name.split("-")[0], expansion, name))
+      for name, expansion, description in [
+          ("syncge", "beam", "SyncGE: reader triples linked to the index, beam search (the paper), RRF"),
+          ("syncge-ppr", "ppr", "SyncGE expanding by PPR from the linked triples instead of beam search"),
+          ("syncge-fused", "both", "SyncGE expanding by beam search and PPR, fused by RRF"),
+          ("gear", "beam", "the GEAR agent: read, link, beam search, reason, rewrite; passageLink, RRF"),
+          ("gear-ppr", "ppr", "the GEAR agent expanding by PPR (the agent's default expansion)"),
+          ("gear-fused", "both", "the GEAR agent expanding by beam search and PPR, fused by RRF"),
+      ]),
     RetrieverSpec(
         "gear-sirerag", "the GEAR agent (PPR expansion) with SiReRAG's pool as its base retriever",
         True, True, _gear_sirerag,

@@ -21,7 +21,7 @@ from gear_agent._deprecated import NEXT_REMOVAL, warn_deprecated
 from gear_agent.errors import GearError
 
 try:
-    import uvicorn
+    import uvicorn  # noqa: F401  (the serve extra: gear serve runs it)
     from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
@@ -35,7 +35,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from gear_agent.agent.streaming import RunEventMerger
-from gear_agent.config import GearSettings, ServeSettings
+from gear_agent.config import AgentSettings, GearSettings
 from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMCallError, LLMError
 from gear_agent.open_index import OpenIndex
@@ -61,7 +61,7 @@ NO_CHAT_MODEL = ("No chat model is configured, so Ask only ranks passages: set O
 
 
 def gear_runnable(
-    agent: Runnable, settings: GearSettings, callbacks: list[BaseCallbackHandler] | None = None
+    agent: Runnable, settings: AgentSettings, callbacks: list[BaseCallbackHandler] | None = None
 ) -> Runnable:
     """The agent behind a request check: ``GearRequest`` dict in, the agent's output out.
 
@@ -73,7 +73,7 @@ def gear_runnable(
 
     Args:
         agent: The compiled GEAR graph (``build_agent``).
-        settings: Settings; ``max_question_chars`` bounds the question.
+        settings: The agent's section; ``max_question_chars`` bounds the question.
         callbacks: Handlers attached to every run (e.g. a ``JsonlTracer``).
     """
     model = request_model(settings.max_question_chars)
@@ -279,24 +279,6 @@ def _add_agent_routes(app: FastAPI, agent: Runnable, settings: GearSettings,
                    input_type=model, output_type=str,
                    enabled_endpoints=["invoke", "stream", "stream_log", "input_schema",
                                       "output_schema", "config_schema", "playground"])
-
-
-def run_server(
-    app: FastAPI,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    log_level: str = "info",
-    settings: ServeSettings | None = None,
-) -> None:
-    """Serve ``app`` with uvicorn until interrupted; a client that takes longer than
-    ``settings.serve_header_timeout_s`` to send a request's headers is disconnected."""
-    from gear_agent.serve.header_timeout import header_timeout_protocol
-    from gear_agent.serve.process import prepare_server_process
-
-    timeout = (settings or ServeSettings()).serve_header_timeout_s
-    prepare_server_process()
-    uvicorn.run(app, host=host, port=port, log_level=log_level,
-                http=header_timeout_protocol(timeout))
 
 
 def _add_error_handlers(app: FastAPI) -> None:
