@@ -33,7 +33,7 @@ from gear_agent.store.elasticsearch.client import (
 from gear_agent.store.elasticsearch.mappings import index_names
 
 if TYPE_CHECKING:
-    from gear_agent.config import GearSettings
+    from gear_agent.config import BackendSettings
 
 
 def snapshot_name(prefix: str, kind: str = "snapshot") -> str:
@@ -49,12 +49,12 @@ def snapshot_name(prefix: str, kind: str = "snapshot") -> str:
     return f"{prefix}-{kind}-{stamp}".lower()
 
 
-def repository_of(settings: GearSettings) -> str:
+def repository_of(settings: BackendSettings) -> str:
     """``GEAR_ES_SNAPSHOT_REPOSITORY``, or ``{prefix}-snapshots``.
 
     Example:
-        >>> from gear_agent.config import GearSettings
-        >>> repository_of(GearSettings(backend="elasticsearch", es_index_prefix="team"))
+        >>> from gear_agent.config import BackendSettings
+        >>> repository_of(BackendSettings(backend="elasticsearch", es_index_prefix="team"))
         'team-snapshots'
     """
     return settings.es_snapshot_repository or f"{settings.es_index_prefix}-snapshots"
@@ -89,7 +89,7 @@ def ensure_repository(client: Any, repository: str) -> bool:
     return True
 
 
-def take_es_snapshot(settings: GearSettings, client: Any = None) -> str:
+def take_es_snapshot(settings: BackendSettings, client: Any = None) -> str:
     """Snapshot the index's indices into :func:`repository_of` (registered when absent) and
     keep the newest ``GEAR_SNAPSHOT_KEEP`` of this prefix; returns one line.
 
@@ -115,7 +115,7 @@ def take_es_snapshot(settings: GearSettings, client: Any = None) -> str:
             + (f"; removed {len(removed)} older" if removed else ""))
 
 
-def restore_es_snapshot(settings: GearSettings, client: Any = None) -> str:
+def restore_es_snapshot(settings: BackendSettings, client: Any = None) -> str:
     """Put the newest good snapshot of this prefix back (see the module docstring); returns
     one line: the snapshot restored, the copy taken before, each index's documents before
     and after.
