@@ -10,10 +10,14 @@ from gear_agent.filters import Where
 from gear_agent.llm.client import LLMClient
 from gear_agent.parts import IndexParts, parts_and_settings
 from gear_agent.retrieval.base import Outcome, RankedPassage, Retriever, check_request
-from gear_agent.retrieval.records import PassageRecord
 
 if TYPE_CHECKING:
     from gear_agent.open_index import OpenIndex
+
+
+OUTCOME_KEYS = ["ranked", "answer", "tokens", "iterations"]
+"""The agent's state keys an :class:`Outcome` is made of (the final ranking as triple ids,
+not the output's passage records)."""
 
 
 class GearRetriever(Retriever):
@@ -61,14 +65,15 @@ class GearRetriever(Retriever):
 
     def retrieve(self, query: str, k: int, where: Where | None = None) -> list[RankedPassage]:
         check_request(query, k)
-        return [PassageRecord.from_dict(p).ranked for p in self.agent.invoke(_input(query, k, where))["passages"]]
+        result = self.agent.invoke(_input(query, k, where), output_keys=["ranked"])
+        return [RankedPassage.from_dict(p) for p in result["ranked"]]
 
     async def arun(self, question: str, k: int, where: Where | None = None) -> Outcome:
         """One question for ``gear eval``: passages, answer, tokens and iterations."""
-        result: dict[str, Any] = await self.agent.ainvoke(_input(question, k, where))
+        result: dict[str, Any] = await self.agent.ainvoke(_input(question, k, where), output_keys=OUTCOME_KEYS)
         tokens = result.get("tokens") or {}
         return Outcome(
-            [PassageRecord.from_dict(p).ranked for p in result["passages"]],
+            [RankedPassage.from_dict(p) for p in result["ranked"]],
             answer=result.get("answer"),
             input_tokens=int(tokens.get("input", 0)),
             output_tokens=int(tokens.get("output", 0)),

@@ -4,9 +4,19 @@ Each factory takes what its node reads by closure: the index parts where it sear
 (:class:`~gear_agent.parts.IndexParts`), the loop's settings section
 (:class:`~gear_agent.config.AgentSettings`; a ``GearSettings`` is one), and the
 :class:`~gear_agent.llm.LLMClient` for LLM nodes. It returns a node:
-a function of the state that returns only the keys it changes. LLM nodes are
-``RunnableLambda`` objects with a sync and an async body, so ``invoke`` calls the
-model's ``invoke`` and ``ainvoke`` awaits its ``ainvoke``.
+a function of the state and the run's LangGraph ``Runtime[GearContext]`` that returns
+only the keys it changes.
+
+Every node receives the ``Runtime``, whose ``context`` holds the run's choices
+(:class:`~gear_agent.agent.state.GearContext`: its model and time budget). The plain
+nodes take it as a ``runtime`` parameter, which LangGraph fills in. LLM nodes are
+``RunnableLambda`` objects with a sync and an async body, so ``invoke`` calls the model's
+``invoke`` and ``ainvoke`` awaits its ``ainvoke``. LangGraph fills in ``runtime`` only for a
+function it wraps itself, and it wraps a plain function with one body: a sync function
+runs in a worker thread under ``ainvoke``, calling the model's blocking ``invoke``. So each
+body of an LLM node takes its ``Runtime`` from LangGraph's public
+:func:`langgraph.runtime.get_runtime`, which works under ``invoke``, ``ainvoke``,
+``stream`` and ``astream`` alike.
 """
 
 from __future__ import annotations
@@ -19,7 +29,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import run_in_executor
-from langgraph.runtime import Runtime
+from langgraph.runtime import Runtime, get_runtime
 from langgraph.types import Overwrite
 
 from gear_agent.agent import _steps as steps
@@ -44,15 +54,25 @@ from gear_agent.store import Store
 from gear_agent.types import Passage
 
 Update = dict[str, Any]
-Node = Callable[[GearState], Update]
+GearRuntime = Runtime[GearContext]
+"""What LangGraph gives every node besides the state: the run's ``context`` and more."""
+Node = Callable[[GearState, GearRuntime | None], Update]
+"""A plain node: the state and the run's runtime (None when called by hand) to an update."""
 Models = LLMClient | ChatModels
 """What an LLM node calls: one client, or the models a run may choose from (per-run model)."""
 
 
-def _client(models: Models, state: GearState) -> LLMClient:
-    """The client of the model this run chose (``context={"model": ...}``, resolved by
-    ``start`` into the state's ``model``), else the default one."""
-    return models.get(state.get("model")) if isinstance(models, ChatModels) else models
+def context_of(runtime: GearRuntime | None) -> GearContext | None:
+    """The run's context (``invoke(..., context=...)``); None without a graph or a context."""
+    return None if runtime is None else runtime.context
+
+
+def _client(models: Models, runtime: GearRuntime | None, config: RunnableConfig | None) -> LLMClient:
+    """The client of the model this run chose (its context's ``model``, else
+    ``configurable``'s; ``start`` has checked it), else the default one."""
+    if not isinstance(models, ChatModels):
+        return models
+    return models.get(chosen_model(context_of(runtime), config))
 
 
 DEADLINE = "deadline"
@@ -137,22 +157,21 @@ def _llm_node(
         update = handler(state, exc) if handler is not None else {}
         return {**update, "stop_reason": DEADLINE}
 
-    def spent(state: GearState, config: RunnableConfig, left: float | None) -> LLMCallError | None:
+    def spent(state: GearState, client: LLMClient, left: float | None) -> LLMCallError | None:
         """An error when the budget is spent, or an earlier call of the run ran out of it."""
         ran_out = state.get("stop_reason") == DEADLINE
         if not ran_out and (left is None or left > 0):
             return None
-        client = _client(llm, state)
         return LLMDeadlineError(model=client.model_name, node=name, attempts=0, budget_s=0.0)
 
     def run(state: GearState, config: RunnableConfig) -> Update:
-        left = seconds_left(state)
-        late = spent(state, config, left)
+        client = _client(llm, get_runtime(GearContext), config)
+        late = spent(state, client, seconds_left(state))
         if late is not None:
             return out_of_time(state, late)
         prompt = prompt_of(state)
         try:
-            reply = _client(llm, state).invoke(
+            reply = client.invoke(
                 prompt, node=name, config=config, schema=schema, deadline_s=seconds_left(state)
             )
         except LLMDeadlineError as exc:
@@ -164,14 +183,14 @@ def _llm_node(
         return finish(state, reply)
 
     async def arun(state: GearState, config: RunnableConfig) -> Update:
-        left = seconds_left(state)
-        late = spent(state, config, left)
+        client = _client(llm, get_runtime(GearContext), config)
+        late = spent(state, client, seconds_left(state))
         if late is not None:
             return out_of_time(state, late)
         # Prompts and updates may read the index (blocking I/O): off the event loop.
         prompt = await run_in_executor(config, prompt_of, state)
         try:
-            reply = await _client(llm, state).ainvoke(
+            reply = await client.ainvoke(
                 prompt, node=name, config=config, schema=schema, deadline_s=seconds_left(state)
             )
         except LLMDeadlineError as exc:
@@ -197,11 +216,11 @@ def make_start(store: Store, settings: AgentSettings, models: Models | None = No
     conversation and is kept.
     """
 
-    def start(state: GearState, config: RunnableConfig = None,  # type: ignore[assignment]
-              runtime: Runtime[GearContext] = None) -> Update:  # type: ignore[assignment]
+    def start(state: GearState, runtime: GearRuntime | None = None,
+              config: RunnableConfig = None) -> Update:  # type: ignore[assignment]
         """``runtime``: LangGraph's, whose ``context`` holds the run's choices (None when the
         node is called by hand); ``config``: for clients that pass them in ``configurable``."""
-        context = runtime.context if runtime is not None else None
+        context = context_of(runtime)
         raw, history, added = question_of(state.get("question"), state.get("messages") or [])
         if raw is None:
             raise QuestionError(
@@ -209,12 +228,11 @@ def make_start(store: Store, settings: AgentSettings, models: Models | None = No
             )
         question = steps.check_question(raw, settings.max_question_chars)
         where = checked_where(store, state.get("where"))  # a bad or empty filter fails here
-        model = chosen_model(context, config)
+        model = chosen_model(context, config)  # the LLM nodes choose it again, from their runtime
         if isinstance(models, ChatModels):
             models.get(model)  # an unknown or unbuildable model fails here, before any work
         budget = run_deadline_s(state, context, config, settings.deadline_s)
         update: Update = {
-            "model": model,
             "deadline_at": None if budget is None else time.time() + budget,
             "question": question,
             "history": history,
@@ -233,6 +251,7 @@ def make_start(store: Store, settings: AgentSettings, models: Models | None = No
             "citations": [],
             "stop_reason": None,
             "iterations": 0,
+            "ranked": [],
             "passages": [],
             "tokens": Overwrite(empty_usage()),
         }
@@ -252,7 +271,7 @@ def make_retrieve(parts: IndexParts, settings: AgentSettings, base: Retriever | 
     """Base retrieval of the current query: ``base_k`` passages (by ``base`` when given,
     else by the index's configured base retriever, ``parts.base()``)."""
 
-    def retrieve(state: GearState) -> Update:
+    def retrieve(state: GearState, runtime: GearRuntime | None = None) -> Update:
         k, where = settings.base_k, parse_where(state.get("where"))
         retriever = base if base is not None else parts.base()
         with parts.store.snapshot():  # the node's reads see one commit
@@ -301,7 +320,7 @@ def make_read(store: Store, settings: AgentSettings, llm: Models) -> RunnableLam
 def make_link(parts: IndexParts, settings: AgentSettings) -> Node:
     """tripleLink: proximal triples to their nearest indexed triples; they join the gist memory."""
 
-    def link(state: GearState) -> Update:
+    def link(state: GearState, runtime: GearRuntime | None = None) -> Update:
         proximal = state.get("proximal", [])
         if out_of_time(state):
             return {"linked": [], "gist_memory": proximal}
@@ -316,7 +335,7 @@ def make_expand(parts: IndexParts, settings: AgentSettings, expansion: steps.Exp
     """Expansion (``beam``, ``ppr`` or ``both``) from the linked triples, fused (RRF) with
     the base list into this iteration's list."""
 
-    def expand(state: GearState) -> Update:
+    def expand(state: GearState, runtime: GearRuntime | None = None) -> Update:
         base = [RankedPassage.from_dict(p) for p in state.get("base", [])]
         if out_of_time(state):  # this iteration's list is its base list
             return {"retrieved": [[p.to_dict() for p in base]]}
@@ -401,9 +420,10 @@ def make_rewrite(settings: AgentSettings, llm: Models) -> RunnableLambda:
 
 
 def make_finalize(parts: IndexParts, settings: AgentSettings) -> Node:
-    """passageLink of every memory triple, RRF with every iteration's list; the top ``top_k``."""
+    """passageLink of every memory triple, RRF with every iteration's list; the top ``top_k``
+    as ``ranked`` (triple ids) and, read once from the store, as records (``passages``)."""
 
-    def finalize(state: GearState) -> Update:
+    def finalize(state: GearState, runtime: GearRuntime | None = None) -> Update:
         k = state.get("top_k", settings.top_k)
         retrieved = [[RankedPassage.from_dict(p) for p in r] for r in state.get("retrieved", [])]
         where = parse_where(state.get("where"))
@@ -412,6 +432,7 @@ def make_finalize(parts: IndexParts, settings: AgentSettings) -> Node:
                 parts, settings, state.get("gist_memory", []), retrieved, k, where)
             records = passage_records(parts.store, ranked)
         update: Update = {
+            "ranked": [p.to_dict() for p in ranked],
             "passages": [r.to_dict() for r in records],
             "stop_reason": stop_reason_of(state, settings.max_iterations),
             "iterations": state.get("iteration", 1),

@@ -139,8 +139,6 @@ class GearState(TypedDict):
         where: A filter on passages (see :mod:`gear_agent.filters`): every search of the run
             ranks only passages that pass it.
         deadline_s: Per-run time budget in seconds (``GEAR_DEADLINE_S``; 0 for none).
-        model: The chat model this run chose (``GearContext``'s ``model``, or
-            ``configurable``'s), resolved once by ``start``; None: the configured one.
         deadline_at: When the run's time budget ends (epoch seconds), or None for no
             budget; set by ``start``. Every LLM call, retry and ``Retry-After`` wait of the
             run shares it.
@@ -161,7 +159,11 @@ class GearState(TypedDict):
         citations: The passages the QA node's answer cites, checked against those shown.
         stop_reason: ``"answerable"``, ``"max_iterations"`` or ``"deadline"`` (the time
             budget ran out; the run returns what it had) once the loop has stopped.
-        passages: The final ranked passages: ``id, title, text, score, chain``.
+        ranked: The final ranking (set by ``finalize``): :meth:`RankedPassage.to_dict
+            <gear_agent.retrieval.base.RankedPassage.to_dict>` dicts, the chain as triple
+            ids; what the agent as a retriever returns (``GearRetriever``).
+        passages: The final ranked passages as records (``ranked`` with each passage's
+            text and chain triples, read once by ``finalize``): the output's ``passages``.
         tokens: LLM usage, in total and per node (summed).
     """
 
@@ -172,7 +174,6 @@ class GearState(TypedDict):
     top_k: NotRequired[int]
     where: NotRequired[WhereField]
     deadline_s: NotRequired[float]
-    model: NotRequired[str | None]
     deadline_at: NotRequired[float | None]
     query: str
     queries: Annotated[list[str], operator.add]
@@ -188,5 +189,6 @@ class GearState(TypedDict):
     answer: str | None
     citations: list[Citation]
     stop_reason: str | None
+    ranked: RankedList
     passages: list[dict[str, Any]]
     tokens: Annotated[UsageDict, merge_usage]

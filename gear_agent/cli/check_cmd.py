@@ -17,7 +17,8 @@ def check(
     index_dir: IndexOpt = None,
     repair: Annotated[bool, typer.Option(
         "--repair", help="Rebuild what is derived from the texts: re-embed damaged, missing or truncated "
-                         "vector files; rebuild BM25, ANN parts and the PPR graph cache.")] = False,
+                         "vector files; rebuild BM25, ANN parts, the PPR graph cache, a stale SiReRAG pool "
+                         "and Elasticsearch's expansion cache.")] = False,
 ) -> None:
     """Check every part of the index (records, vectors, BM25, ANN, PPR graph cache, the last
     commit); exit 1 when damaged."""
@@ -31,6 +32,7 @@ def check(
     report = row.check(settings)
     _print(report)
     if repair and not report.ok:
+        report = _restore(settings, row, report)
         for line in _repair(settings, row, report):
             results.print(f"repaired: {line}", highlight=False, soft_wrap=True)
         report = row.check(settings)
@@ -45,6 +47,16 @@ def check(
     results.print(f"ok (read-only: {read_only})" if read_only else "ok", highlight=False)
 
 
+def _restore(settings, row, report):  # noqa: ANN001, ANN202
+    """A backend that restores as a verb of its own (``gear snapshot --restore``: Elasticsearch)
+    puts back the snapshot its check offered (``report.restorable_from``), before the rest is
+    mended; returns the check of what it restored. The embedded repair restores itself."""
+    if not report.restorable_from or row.restore is None:
+        return report
+    results.print(f"repaired: {row.restore(settings)}", highlight=False, soft_wrap=True)
+    return row.check(settings)
+
+
 def _repair(settings, row, report) -> list[str]:  # noqa: ANN001
     """Mend what ``report`` found that can be mended; what was done, one line each."""
     from gear_agent.cli.progress import ProgressBoard
@@ -53,16 +65,21 @@ def _repair(settings, row, report) -> list[str]:  # noqa: ANN001
     embedder = make_embedder(settings)
     with ProgressBoard() as board, board.embedding():
         done = row.repair(settings, report, embedder, board.stage)
-        if report.failing("PPR graph cache"):
+        if report.failing("PPR graph cache", "SiReRAG pool"):
             from gear_agent.expansion.ppr_graph import rebuild_cache
+            from gear_agent.sirerag.freshness import update_pool
             from gear_agent.store import open_store
 
             store = open_store(settings, embedder, create=False)
             try:
-                rebuild_cache(store, embedder, settings.ppr_synonym_threshold, board.graph_stages())
+                if report.failing("PPR graph cache"):
+                    rebuild_cache(store, embedder, settings.ppr_synonym_threshold, board.graph_stages())
+                    done.append("rebuilt the PPR graph cache (its phrase ANN included) from the store")
+                if report.failing("SiReRAG pool"):  # a stamp the index does not know: rebuilt
+                    update_pool(store, settings, board.stage)
+                    done.append("rebuilt the SiReRAG pool's placements from the store")
             finally:
                 store.close()
-            done.append("rebuilt the PPR graph cache (its phrase ANN included) from the store")
     return done
 
 

@@ -80,9 +80,8 @@ def export(
             graph = entity_neighbourhood(store, entity, hops, options)
         elif trace is not None:
             from gear_agent.graph_export import chains_graph
-            from gear_agent.retrieval.records import passage_records
 
-            graph = chains_graph(store, passage_records(store, runs), options)
+            graph = chains_graph(store, runs, options)
         else:
             from gear_agent.graph_export import index_graph
 
@@ -127,10 +126,10 @@ def _question_graph(settings, question: str, retriever: str, k: int, options):
 
 
 def _traced_passages(path: Path, run_id: str | None):
-    """The final passages of a traced run, as ranked ids with their chains."""
+    """The final passages of a traced run, as the run recorded them (with their chains)."""
     from gear_agent.cli.trace_cmd import final_passages
     from gear_agent.retrieval.records import PassageRecord
     from gear_agent.tracing.reader import build_tree, read_runs
 
     tree = build_tree(read_runs(path), run_id)
-    return [PassageRecord.from_dict(p).ranked for p in final_passages(tree.record)]
+    return [PassageRecord.from_dict(p) for p in final_passages(tree.record)]

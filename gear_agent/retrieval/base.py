@@ -37,7 +37,7 @@ class RankedPassage:
     chain_kind: ChainKind = field(default="path", repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form the agent's state holds (``base``, ``retrieved``): ``{"id", "score",
+        """The JSON form the agent's state holds (``base``, ``retrieved``, ``ranked``): ``{"id", "score",
         "chain": [triple ids]}``; :meth:`from_dict` reads it back.
 
         Example:

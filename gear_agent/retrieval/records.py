@@ -5,9 +5,13 @@ triple ids); :func:`passage_records` is the one function that reads their passag
 chain triples (once) into :class:`PassageRecord`: for the agent's output (its ``finalize``
 node), ``gear search``, :meth:`gear_agent.Gear.retrieve`, the LangChain retriever and the
 server's ranking. :meth:`PassageRecord.to_dict` and :meth:`PassageRecord.from_dict` are its
-JSON form each way (the agent's ``passages``; read back with no store read), and
-:func:`cite` is the one join of an answer's citations to its passages, for every edge that
-shows them (the facade, ``gear ask``, the web page, the LangServe playground).
+JSON form each way (the agent's ``passages``; read back with no store read); every other
+shape of a record is made from :meth:`~PassageRecord.to_dict` (a citation's
+:meth:`CitedPassage.to_dict`, LangChain ``Document``s, the web page's rows). A record never
+turns back into a ranked passage: whoever needs the ranking keeps the ranked list (the
+agent's state holds it as ``ranked``). :func:`cite` is the one join of an answer's
+citations to its passages, for every edge that shows them (the facade, ``gear ask``, the
+web page, the LangServe playground).
 """
 
 from __future__ import annotations
@@ -60,11 +64,6 @@ class PassageRecord:
             'r.pdf, p. 3'
         """
         return cite_location(self.source, self.metadata)
-
-    @property
-    def ranked(self) -> RankedPassage:
-        """The ranked passage this record was made from (its chain as triple ids)."""
-        return RankedPassage(self.id, self.score, tuple(t.id for t in self.chain), self.chain_kind)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (the agent's ``passages``): ``chain`` as ``[subject, predicate,
@@ -168,12 +167,19 @@ class CitedPassage:
         return self.passage.location
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form: ``number``, ``passage_id``, ``title``, ``location``, ``source``,
-        ``quote``, the passage's ``text`` and its ``chain`` (``[subject, predicate, object]`` lists)."""
-        p = self.passage
-        return {"number": self.number, "passage_id": p.id, "title": p.title, "location": self.location,
-                "source": p.source, "quote": self.quote, "text": p.text,
-                "chain": [list(t.as_tuple()) for t in p.chain]}
+        """JSON-ready form: ``number`` and ``quote`` around the passage's fields as
+        :meth:`PassageRecord.to_dict` writes them (``passage_id``, ``title``, ``location``,
+        ``source``, ``text``, ``chain``), in that order (``gear ask --json``'s citations).
+
+        Example:
+            >>> record = PassageRecord("p1", "Paris", "Paris is the capital.", 0.5)
+            >>> list(CitedPassage(1, record, "capital").to_dict())
+            ['number', 'passage_id', 'title', 'location', 'source', 'quote', 'text', 'chain']
+        """
+        p = self.passage.to_dict()
+        return {"number": self.number, "passage_id": p["id"], "title": p["title"],
+                "location": p["location"], "source": p["source"], "quote": self.quote,
+                "text": p["text"], "chain": p["chain"]}
 
 
 def cite(citations: Sequence[Mapping[str, Any]], passages: Sequence[PassageRecord]) -> list[CitedPassage]:

@@ -139,7 +139,6 @@ def render_result(state: dict[str, Any]) -> str:
     """
     records = [PassageRecord.from_dict(p) for p in state.get("passages") or []]
     cited = cite(state.get("citations") or [], records)
-    passages = [r.to_dict() for r in records]
     answer = state.get("answer")
     marks = "".join(f"[{c.number}]" for c in cited)
     lines = [f"{answer} {marks}".rstrip() if answer is not None else "(no answer)"]
@@ -150,15 +149,15 @@ def render_result(state: dict[str, Any]) -> str:
         arrow = _arrow(citation.passage.chain_kind)
         lines += [f"    {arrow} ({'; '.join(t.as_tuple())})" for t in citation.passage.chain]
     lines = [line for line in lines if line is not None]
-    if passages:
+    if records:
         lines += ["", "Ranked passages:"]
-        for rank, passage in enumerate(passages, start=1):
-            text = " ".join(str(passage.get("text", "")).split())
+        for rank, record in enumerate(records, start=1):
+            text = " ".join(record.text.split())
             if len(text) > PREVIEW_CHARS:
                 text = text[:PREVIEW_CHARS].rsplit(" ", 1)[0] + " …"
-            lines.append(f"{rank}. {passage.get('title', '')}  (score {float(passage.get('score', 0)):.4f})")
+            lines.append(f"{rank}. {record.title}  (score {record.score:.4f})")
             lines.append(f"   {text}")
-            lines += [f"   {_arrow(passage['chain_kind'])} ({'; '.join(t)})" for t in passage["chain"]]
+            lines += [f"   {_arrow(record.chain_kind)} ({'; '.join(t.as_tuple())})" for t in record.chain]
     tokens = state.get("tokens") or {}
     total = int(tokens.get("input", 0)) + int(tokens.get("output", 0))
     lines += ["", f"{state.get('iterations', 0)} iteration(s), stopped: {state.get('stop_reason')}"

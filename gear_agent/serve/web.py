@@ -150,6 +150,7 @@ class WebPage:
                  retriever_of: Callable[[str], Retriever], *, read_only: bool = False,
                  no_agent: str | None = None) -> None:
         self.agent, self.store, self.settings = agent, store, settings
+        store.serving()  # read for weeks from several threads: the smaller footprint (Store.serving)
         self.read_only, self.no_agent = read_only, no_agent
         self.documents = Documents(store, settings, llm)
         self.entities = web_explore.EntityGraph(store)

@@ -57,7 +57,9 @@ class Backend:
             keeps the newest ``GEAR_SNAPSHOT_KEEP``; returns one line saying what was taken, or
             None when ``only_if_changed`` and the newest snapshot holds the last commit.
         restore: ``gear snapshot --restore``: puts the newest good snapshot back; returns one
-            line. None where ``gear check --repair`` restores a damaged index itself.
+            line; ``gear check --repair`` calls it too when the check offered a snapshot
+            (``CheckReport.restorable_from``). None where the backend's ``repair`` restores
+            a damaged index itself.
         exists: Whether an index (empty or not, this format or a previous one) is already
             where the settings point, told without opening it; None where the backend cannot
             tell without connecting (opening it says).
@@ -144,14 +146,18 @@ def _embedded_migrate(settings: BackendSettings) -> dict[str, int]:
 
 def _es_check(settings: BackendSettings) -> CheckReport:
     from gear_agent.store.elasticsearch.check import check_elasticsearch
+    from gear_agent.store.elasticsearch.snapshot import offer_es_snapshot
 
-    return check_elasticsearch(settings)
+    return offer_es_snapshot(settings, check_elasticsearch(settings))
 
 
 def _es_repair(settings: BackendSettings, report: CheckReport, embedder: Embedder, progress: Any) -> list[str]:
     """Nothing of its own: the cluster owns its indices; the PPR graph cache (the one
     derived part, outside the cluster) is rebuilt by ``gear check --repair`` for every backend."""
-    return []
+    # (and the expansion cache beside it, when `gear check` found it stale: rebuilt here)
+    from gear_agent.store.elasticsearch.check import repair_elasticsearch
+
+    return repair_elasticsearch(settings, report, embedder, progress)
 
 
 def _embedded_snapshot(settings: BackendSettings, only_if_changed: bool) -> str | None:

@@ -161,9 +161,17 @@ class Store(ABC):
         return contextlib.nullcontext()
 
     def maintain(self, progress: Callable[[str, int, int], None] | None = None) -> None:  # noqa: B027 - optional hook
-        """Bring derived caches up to date (the embedded store's ANN, reporting
-        ``progress(stage, done, total)``); called at the end of an indexing run. A no-op
-        where there is nothing to do."""
+        """The write path of the derived state the store keeps itself: what every write run
+        ends with. The embedded store brings its ANN parts up to date by the one freshness
+        rule (:func:`~gear_agent.store.changes.bring_up_to_date`, reporting ``progress(stage,
+        done, total)``); a no-op where there is nothing to do (Elasticsearch's copies are
+        brought up to date where they are read)."""
+
+    def serving(self) -> None:  # noqa: B027 - optional hook
+        """Called by a server that keeps this store open and reads it from several threads
+        for weeks (``gear serve``): a backend whose reads trade memory for a faster cold
+        start may choose the smaller footprint (the embedded store: SQLite without a memory
+        map). A no-op where there is nothing to choose."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (connections, locks)."""

@@ -15,9 +15,12 @@ anything else is rebuilt (compared with the store). It is never judged fresh by 
 rows (a delete followed by an add of as many records leaves every count the same) nor by
 a generation number alone.
 
-Inside the embedded store, the ANN parts and the BM25 segments are written in the commit
-that changes their rows, so they always reflect the store's generation; SiReRAG nodes
-lose deleted passages in the commit that deletes them.
+Its users: the PPR graph and its phrase ANN, the SiReRAG pool, the embedded store's ANN
+parts (:mod:`gear_agent.store.embedded.ann_parts`) and live node rows
+(:class:`~gear_agent.store.embedded.nodes.LiveNodes`), Elasticsearch's expansion cache,
+passage vectors and recent triple documents (docs/storage.md, "The freshness table").
+The embedded BM25 segments need no rule: they are written in the commit that changes their
+rows. SiReRAG nodes lose deleted passages in the commit that deletes them.
 
 Example:
     >>> changes = Changes(since=3, generation=5, passages_added=("p-2",), passages_removed=("p-1",))
@@ -137,6 +140,12 @@ class Derived(Protocol):
     stamp: Stamp | None
     """The store state this reflects (None: unknown, rebuild)."""
 
+    # Optional: ``reads_feed = False`` on a derived structure that is brought up to date from
+    # the store's own record of what it covers, not from the ids the feed lists (the embedded
+    # ANN parts: the rows past their coverage; the live node rows: the feed lists no nodes).
+    # Its :meth:`rebuild` is then what a new stamp runs, whatever the stamp, and the feed is
+    # not read (listing a million ids added to ignore them).
+
     def apply(self, store: Any, changes: Changes) -> None:
         """Take in ``changes`` (complete, adds only, or removals it can handle)."""
         ...
@@ -157,7 +166,8 @@ def bring_up_to_date(derived: Derived, store: Feed) -> bool:
     Equal stamps: fresh. A stamp of this index's history (:meth:`Store.knows`): the changes
     since its generation are applied, or the state rebuilt where they cannot be. Any other
     stamp (another index in the same folder, a rolled-back index that counted the same
-    generation again for other commits, none at all): rebuilt.
+    generation again for other commits, none at all): rebuilt. A derived structure with
+    ``reads_feed = False`` is rebuilt at any new stamp (its rebuild keeps what still holds).
 
     Call it inside ``store.snapshot()`` so the stamp read and the records read are of the
     same commit. Returns True when ``derived`` changed.
@@ -170,7 +180,7 @@ def bring_up_to_date(derived: Derived, store: Feed) -> bool:
     held = derived.stamp
     if held == now:
         return False
-    if held is None or not store.knows(held):
+    if held is None or not getattr(derived, "reads_feed", True) or not store.knows(held):
         derived.rebuild(store, now.generation)
     else:
         changes = store.changes_since(held.generation)

@@ -1,6 +1,7 @@
-"""What ``gear check`` reports, for every backend: one item per part checked, and the
-check of the PPR graph cache, which lives beside any index (its folder or
-``GEAR_ES_CACHE_DIR``).
+"""What ``gear check`` reports, for every backend: one item per part checked, the check of
+the PPR graph cache, which lives beside any index (its folder or ``GEAR_ES_CACHE_DIR``), and
+the identity check of every derived structure that records the stamp it reflects
+(:func:`stamp_problem`: the PPR graph, the SiReRAG pool, Elasticsearch's expansion cache).
 
 Each backend's check (:mod:`gear_agent.store.embedded.check`,
 :mod:`gear_agent.store.elasticsearch.check`) fills a :class:`CheckReport`; the backend table
@@ -10,6 +11,7 @@ Each backend's check (:mod:`gear_agent.store.embedded.check`,
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -95,3 +97,48 @@ def check_graph_cache(root: Path, report: CheckReport, stale: str | None = None)
         report.add("PPR graph cache", True, f"{len(entries)} file(s), every checksum matches"
                    + (f", {Stamp.from_dict(manifest.get('stamp'))}" if manifest.get("stamp") else ""),
                    derived=True)
+
+
+def stamp_problem(what: str, held: Stamp | None, index_id: str, now: int,
+                  known: Callable[[Stamp], bool]) -> str | None:
+    """Why derived state recording ``held`` reflects no state of this index (None: it reflects
+    its last commit or an earlier one, which the next use brings up to date from the change
+    feed by the one rule, :func:`~gear_agent.store.changes.bring_up_to_date`).
+
+    Args:
+        what: The derived file or record, as the message names it.
+        held: The stamp it records (None: none, or unreadable).
+        index_id: This index's id.
+        now: This index's last commit.
+        known: Whether a stamp of this index at a generation up to ``now`` names one of its
+            commits (the embedded store compares the commit's digest; Elasticsearch, which
+            keeps no digest, whether the change feed reaches it).
+
+    Example:
+        >>> stamp_problem("pool", Stamp("a", 3, "x"), "b", 5, lambda s: True)
+        'pool reflects another index (index a, generation 3, commit x); this index is b'
+    """
+    if held is None:
+        return f"{what} records no stamp (made before index stamps): it is not trusted"
+    if held.index_id != index_id:
+        return f"{what} reflects another index ({held}); this index is {index_id or '(no id yet)'}"
+    if held.generation > now:
+        return f"{what} reflects generation {held.generation}, past this index's last commit {now} " \
+               "(a rolled-back index)"
+    if not known(held):
+        return f"{what} reflects commit {held.commit or '-'} of generation {held.generation}; this index's " \
+               f"commit {held.generation} is another (rolled back and written again), or one its change " \
+               "feed no longer reaches"
+    return None
+
+
+def check_stamp(report: CheckReport, name: str, held: Stamp | None, problem: str | None, now: int) -> None:
+    """One derived structure's identity: ok when it reflects a commit of this index (the next
+    use takes in the changes since ``now``, the index's last commit), else stale, which
+    ``--repair`` rebuilds."""
+    if problem is None:
+        behind = now - held.generation if held is not None else 0
+        report.add(name, True, f"reflects {held}" + (f" ({behind} commit(s) behind: its next update takes in "
+                                                      "the changes since)" if behind > 0 else ""), derived=True)
+    else:
+        report.add(name, False, f"stale: {problem}; --repair rebuilds it", derived=True)

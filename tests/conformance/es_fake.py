@@ -40,6 +40,7 @@ shapes against *this reading* of the docs, not against Elasticsearch itself.
 from __future__ import annotations
 
 import copy
+import fnmatch
 import itertools
 import json
 import math
@@ -205,6 +206,8 @@ class FakeElasticsearch:
             return 200, self._search(None, body or {})
         if parts[-1:] == ["_msearch"]:
             return 200, self._msearch(parts[0] if len(parts) == 2 else None, body or [])
+        if parts[:2] == ["_cluster", "health"]:  # what `gear check` asks: one node, all shards there
+            return 200, {"status": "green", "number_of_nodes": 1, "unassigned_shards": 0}
         if parts == ["_pit"] and method == "DELETE":
             self.pits.pop(body["id"], None)
             return 200, {"succeeded": True, "num_freed": 1}
@@ -215,6 +218,9 @@ class FakeElasticsearch:
                 return (200 if name in self.indices else 404), None
             if method == "PUT":
                 return 200, self._create_index(name, body or {})
+            if method == "GET":  # the indices matching a pattern (`gear check` lists a prefix's)
+                matching = [n for n in self.indices if fnmatch.fnmatchcase(n, name)]
+                return 200, {n: {"mappings": copy.deepcopy(self.indices[n].mappings)} for n in matching}
             if method == "DELETE":
                 for n in index_names:
                     self._index(n)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
@@ -222,16 +223,25 @@ def two_models(tmp_path: Path, default_replies: list, other_replies: list, run_m
     return build_graph(index_parts(runtime), models, runtime.settings).compile(), default, other
 
 
-@pytest.mark.parametrize("how", ["context", "configurable", "async"])
+async def _last_values(agent: Any, inputs: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    return [chunk async for chunk in agent.astream(inputs, stream_mode="values", **kwargs)][-1]
+
+
+@pytest.mark.parametrize("how", ["context", "configurable", "async", "stream", "astream"])
 def test_a_run_may_choose_another_model(tmp_path: Path, how: str) -> None:
+    """Every LLM node reads the run's choice from its Runtime, however the run is made."""
     agent, default, other = two_models(tmp_path, [], [READ, YES, cited(1)])
     inputs = {"question": QUESTION}
     if how == "context":
         result = agent.invoke(inputs, context={"model": "other"})
     elif how == "configurable":
         result = agent.invoke(inputs, {"configurable": {"model": "other"}})
-    else:
+    elif how == "async":
         result = asyncio.run(agent.ainvoke(inputs, context={"model": " other "}))
+    elif how == "stream":
+        result = list(agent.stream(inputs, context={"model": "other"}, stream_mode="values"))[-1]
+    else:
+        result = asyncio.run(_last_values(agent, inputs, context={"model": "other"}))
     assert result["answer"] == "Sacramento County"
     assert len(other.prompts) == 3 and default.prompts == []
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,17 @@ def test_merge_memory_is_case_insensitive_and_keeps_order() -> None:
 )
 def test_router_after_reason(state: dict, expected: str) -> None:
     assert route_after_reason(state, 3) == expected
+
+
+def test_every_plain_node_names_the_runtime_that_langgraph_fills_in(runtime) -> None:
+    """LangGraph passes a node its ``Runtime[GearContext]`` when the node names a ``runtime``
+    parameter; the LLM nodes take theirs from ``get_runtime()`` (test_agent_chat: the run's
+    model reaches every LLM node under invoke, ainvoke, stream and astream)."""
+    parts, settings = index_parts(runtime), runtime.settings
+    plain = [nodes.make_start(runtime.store, settings), nodes.make_retrieve(parts, settings),
+             nodes.make_link(parts, settings), nodes.make_expand(parts, settings, "beam"),
+             nodes.make_finalize(parts, settings)]
+    assert all("runtime" in inspect.signature(node).parameters for node in plain)
 
 
 def test_stop_reason() -> None:

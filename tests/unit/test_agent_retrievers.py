@@ -107,6 +107,17 @@ def test_gear_retriever_keeps_the_chains(runtime) -> None:
     assert chained and all(t in stored for p in chained for t in p.chain)
 
 
+def test_the_agents_ranking_and_its_records_are_one_list(runtime) -> None:
+    """``ranked`` (what GearRetriever returns) and ``passages`` (the output's records, read
+    once by finalize) hold the same passages, scores and chains, in the same order."""
+    agent = build_graph(index_parts(runtime), client(scripted([READ, YES, "Sacramento County"])),
+                        runtime.settings).compile()
+    state = agent.invoke({"question": QUESTION, "top_k": 4}, output_keys=["ranked", "passages"])
+    assert len(state["ranked"]) == 4 and any(p["chain"] for p in state["ranked"])
+    assert [(p["id"], p["score"], p["chain"]) for p in state["ranked"]] == [
+        (r["id"], r["score"], r["chain_ids"]) for r in state["passages"]]
+
+
 def test_langchain_adapter_over_the_agent(runtime) -> None:
     agent = build_graph(index_parts(runtime), client(scripted([READ, YES, "Sacramento County"])), runtime.settings).compile()
     docs = GearLangChainRetriever(agent=agent, k=3).invoke(QUESTION)

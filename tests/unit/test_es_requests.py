@@ -191,6 +191,8 @@ class Cluster:
             return 200, {"responses": responses}
         if endpoint == "indexing":  # GET {indices}/_stats/indexing
             return 200, {"_all": {"primaries": {"indexing": {"index_total": self.generation, "delete_total": 0}}}}
+        if endpoint == "index.uuid":  # GET {indices}/_settings/index.uuid (the stamp's index id)
+            return 200, {name: {"settings": {"index": {"uuid": f"uuid-{name}"}}} for name in index.split(",")}
         if endpoint == "_pit":
             return 200, ({"id": "pit-xyz"} if sent.method == "POST" else {"succeeded": True})
         if endpoint == "_count":

@@ -11,6 +11,7 @@ from support.tiny_corpus import make_runtime, make_settings
 from gear_agent.registry import make_retriever
 from gear_agent.retrieval.base import RankedPassage
 from gear_agent.retrieval.records import PassageRecord, cite, passage_records
+from gear_agent.types import Triple
 
 
 def test_the_state_form_round_trips() -> None:
@@ -26,7 +27,6 @@ def test_a_record_reads_back_from_its_dict_without_the_store(tmp_path: Path) -> 
     assert any(d["chain"] for d in dicts)
     runtime.store.close()  # nothing below reads it
     assert [PassageRecord.from_dict(d) for d in dicts] == records
-    assert [PassageRecord.from_dict(d).ranked for d in dicts] == ranked
 
 
 def test_a_record_dict_is_refused_as_a_ranked_passage() -> None:
@@ -42,3 +42,12 @@ def test_citations_join_their_passages_by_number() -> None:
                   {"passage_id": "p-gone"}], [a, b])
     assert [(c.number, c.passage.id, c.quote) for c in cited] == [(1, "p-b", None), (2, "p-a", "Alpha")]
     assert cited[1].location == "a.pdf, p. 2" == cited[1].to_dict()["location"]
+
+
+def test_a_citation_dict_is_its_records_dict_with_number_and_quote() -> None:
+    record = PassageRecord("p-a", "A", "Alpha.", 0.5, (Triple("t-1", "A", "is", "Alpha", "p-a"),),
+                           source="docs/a.pdf", metadata={"page": 2})
+    [cited] = cite([{"passage_id": "p-a", "quote": "Alpha"}], [record])
+    fields = record.to_dict()
+    assert cited.to_dict() == {"number": 1, "passage_id": "p-a", "quote": "Alpha",
+                               **{k: fields[k] for k in ("title", "location", "source", "text", "chain")}}

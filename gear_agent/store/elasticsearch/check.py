@@ -10,22 +10,32 @@ Reads, changes nothing, loads no model (the model is the one the index records):
   (a ``composite`` aggregation over ``passage_id``, each page looked up with ``_mget``);
 * SiReRAG nodes when the prefix has them, and indices under the prefix that gear-agent
   did not make (a note: e.g. one auto-created by a write to a deleted index);
-* the PPR graph cache, which lives outside the cluster (``GEAR_ES_CACHE_DIR``).
+* the PPR graph cache, which lives outside the cluster (``GEAR_ES_CACHE_DIR``);
+* the identity of what is derived from the index and records the stamp it reflects: the
+  expansion cache saved beside the PPR graph (:mod:`.graph_cache`: its vectors' checksum too)
+  and the SiReRAG pool (node meta ``stamp``). Each must name a commit of these indices that
+  the change feed reaches (:meth:`ElasticsearchStore.knows`); a stale or foreign one is named,
+  and ``--repair`` rebuilds it (:func:`repair_elasticsearch` the expansion cache, the CLI the
+  pool and the PPR graph).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from gear_agent.store.base import StoreError
-from gear_agent.store.check_report import CheckReport, check_graph_cache
+from gear_agent.store.changes import Stamp
+from gear_agent.store.check_report import CheckReport, check_graph_cache, check_stamp, stamp_problem
+from gear_agent.store.derived_files import verify
 from gear_agent.store.elasticsearch.client import (
     ElasticsearchSettings,
     check_server,
     make_client,
     translate_errors,
 )
+from gear_agent.store.elasticsearch.graph_cache import CACHE_FILE
 from gear_agent.store.elasticsearch.mappings import (
     VECTOR_FIELD,
     check_mapping,
@@ -106,10 +116,77 @@ def check_elasticsearch(settings: ElasticsearchSettings) -> CheckReport:
         if strangers:
             report.add("other indices", True, f"{', '.join(strangers)} under the prefix were not made "
                        "by gear-agent (an index auto-created by a write to a deleted one?)")
-        check_graph_cache(Path(settings.es_cache_dir) / f"{uuid}-{prefix}", report)
+        folder = Path(settings.es_cache_dir) / f"{uuid}-{prefix}"
+        check_graph_cache(folder, report)
+        if names.passages in present and names.triples in present:
+            _check_derived_stamps(client, prefix, present, folder, report)
     finally:
         client.close()
     return report
+
+
+def _check_derived_stamps(client: Any, prefix: str, present: list[str], folder: Path, report: CheckReport) -> None:
+    """The stamps of the expansion cache (a file beside the PPR graph) and of the SiReRAG pool
+    (node meta) against these indices: their uuids and the generations the feed reaches."""
+    names = index_names(prefix)
+    with translate_errors("reading the indices' uuids"):
+        found = _body(client.indices.get_settings(index=",".join(names), name="index.uuid"))
+    index_id = ".".join(str(found[name]["settings"]["index"]["uuid"]) for name in names)
+    start, now = 0, -1  # no feed: no stamp is reached
+    if f"{prefix}-changes" in present:
+        try:
+            with translate_errors(f"reading the generation from {prefix}-changes"):
+                feed = _body(client.get(index=f"{prefix}-changes", id="generation"))["_source"]
+            start, now = int(feed["start"]), int(feed["generation"])
+        except StoreError:  # a feed not yet begun (no write since it was made): no stamp is reached
+            pass
+
+    def problem(what: str, held: Stamp | None) -> str | None:
+        return stamp_problem(what, held, index_id, max(now, 0), lambda s: start <= s.generation <= now)
+
+    manifest = folder / CACHE_FILE
+    if manifest.exists():
+        try:
+            body = json.loads(manifest.read_text(encoding="utf-8"))
+            whole = verify(manifest.with_suffix(".npy"), body["vectors"])
+            held = Stamp.from_dict(body.get("stamp"))
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            report.add("expansion cache", False, f"{CACHE_FILE} cannot be read ({err}); --repair rebuilds it",
+                       derived=True)
+        else:
+            if not whole:
+                report.add("expansion cache", False, f"{manifest.with_suffix('.npy').name} is missing or fails "
+                           "its checksum; --repair rebuilds it", derived=True)
+            else:
+                check_stamp(report, "expansion cache", held, problem(CACHE_FILE, held), now)
+    meta = f"{prefix}-nodes-meta"
+    if meta in present:
+        with translate_errors(f"reading the SiReRAG pool's stamp from {meta!r}"):
+            docs = _body(client.mget(index=meta, ids=["mode", "stamp"]))["docs"]
+        values = {d["_id"]: d["_source"].get("value") for d in docs if d.get("found")}
+        if values.get("mode") is not None:
+            try:
+                held = Stamp.from_dict(json.loads(values.get("stamp") or "null"))
+            except ValueError:
+                held = None
+            check_stamp(report, "SiReRAG pool", held, problem("the SiReRAG pool", held), now)
+
+
+def repair_elasticsearch(settings: ElasticsearchSettings, report: CheckReport, embedder: Any,
+                         progress: Any = None) -> list[str]:
+    """``gear check --repair`` of what an Elasticsearch index derives outside the cluster and
+    this module finds stale: the expansion cache, rebuilt by one walk and saved (the cluster
+    owns its indices; the PPR graph and the SiReRAG pool are the CLI's, above the store)."""
+    if not report.failing("expansion cache"):
+        return []
+    from gear_agent.store.elasticsearch.store import ElasticsearchStore
+
+    store = ElasticsearchStore(settings, embedder, create=False)
+    try:
+        store.triples.of_passages([""])  # the first expansion brings the cache up to date, and saves it
+    finally:
+        store.close()
+    return ["rebuilt the expansion cache from the triple index"]
 
 
 def _count(client: Any, index: str, query: dict[str, Any] | None = None) -> int:

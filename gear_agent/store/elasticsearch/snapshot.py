@@ -16,7 +16,15 @@ indices as they are now (``{prefix}-before-restore-{UTC time}``, partial when sh
 missing; never removed by the rotation), so nothing is lost that it cannot prove
 superseded, then closes the existing indices (Elasticsearch restores only over a closed
 index) and restores the snapshot's, and says, in one line, the documents each index had
-before and has after.
+before and has after, and which commits it could not bring back: the change log's
+generation before (when it was readable) against the restored one, with what the passage and
+triple indices that were readable held of those commits and the deletions they made (undone
+where the snapshot holds what they deleted).
+
+``gear check`` on Elasticsearch offers the newest good snapshot when the passage or triple
+index is missing or not gear-agent's, or the prefix's health is red
+(:func:`offer_es_snapshot`), and ``gear check --repair`` then restores it as above, as it
+restores a damaged ``index.sqlite`` from its snapshot on the embedded backend.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from gear_agent.store.base import StoreError
+from gear_agent.store.check_report import CheckReport
 from gear_agent.store.elasticsearch.client import (
     import_elasticsearch,
     make_client,
@@ -132,6 +141,12 @@ def restore_es_snapshot(settings: BackendSettings, client: Any = None) -> str:
     newest = ours[0]
     indices = list(newest.get("indices") or indices_of(prefix))
     before = _counts(client, indices)
+    names = index_names(prefix)
+    feed = f"{prefix}-changes"
+    generation_before = _published(client, feed)
+    written = {kind: _per_generation(client, index) for kind, index in
+               (("passage", names.passages), ("triple", names.triples))}
+    deleted = _per_generation(client, feed, {"term": {"kind": "deleted"}})
     keep = snapshot_name(prefix, "before-restore")
     _snapshot(client, repository, keep, [i for i in indices if before.get(i) is not None], partial=True)
     present = [i for i in indices if before.get(i) is not None]
@@ -151,8 +166,91 @@ def restore_es_snapshot(settings: BackendSettings, client: Any = None) -> str:
     after = _counts(client, indices)
     changes = ", ".join(f"{i}: {_shown(before.get(i))} -> {_shown(after.get(i))}" for i in indices
                         if before.get(i) is not None or after.get(i) is not None)
-    return (f"restored snapshot {newest['snapshot']} from repository {repository} ({changes}); "
+    lost = _lost(generation_before, _published(client, feed), written, deleted)
+    return (f"restored snapshot {newest['snapshot']} from repository {repository} ({changes}); {lost}; "
             f"the indices as they were are kept in snapshot {keep}")
+
+
+OFFERED_FOR = ("passage index", "triple index")
+"""``gear check`` items of the primary data (missing, not gear-agent's, unreadable) for which
+a snapshot is offered; also the ``cluster`` item when the prefix's health is red."""
+GENERATIONS_READ = 10_000
+"""The newest generations whose documents are counted before a restore (what it loses)."""
+
+
+def offer_es_snapshot(settings: GearSettings, report: CheckReport) -> CheckReport:
+    """When the passage or triple index failed (:data:`OFFERED_FOR`) or the prefix's health
+    is red, and the repository holds a good snapshot of the prefix, say so on those items and
+    let ``gear check --repair`` restore it (``report.restorable_from``); returns ``report``.
+    Takes nothing and registers nothing."""
+    red = f"health of {settings.es_index_prefix}-* red"
+    failing = [item for item in report.items if not item.ok
+               and (item.name in OFFERED_FOR or (item.name == "cluster" and red in item.detail))]
+    if not failing:
+        return report
+    es = import_elasticsearch()
+    repository = repository_of(settings)
+    client = make_client(settings)
+    try:
+        ours = _snapshots(client, repository, settings.es_index_prefix)
+    except StoreError as err:
+        if not isinstance(err.__cause__, es.NotFoundError):  # a repository that does not exist: nothing to offer
+            raise
+        return report
+    finally:
+        client.close()
+    if not ours:
+        return report
+    taken = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ours[0].get("start_time_in_millis", 0) / 1000))
+    report.restorable_from = f"snapshot {ours[0]['snapshot']} in repository {repository} (taken {taken})"
+    for item in failing:
+        item.detail += f"; --repair restores it from {report.restorable_from}"
+    return report
+
+
+def _published(client: Any, feed: str) -> int | None:
+    """The generation the change log publishes (None: absent or unreadable)."""
+    es = import_elasticsearch()
+    try:
+        return int(client.get(index=feed, id="generation")["_source"]["generation"])
+    except (es.ApiError, KeyError, TypeError, ValueError):
+        return None
+
+
+def _per_generation(client: Any, index: str, query: dict[str, Any] | None = None) -> dict[int, int] | None:
+    """Documents per ``generation`` in ``index`` (the newest :data:`GENERATIONS_READ`), or None
+    when it is absent or unreadable."""
+    es = import_elasticsearch()
+    body: dict[str, Any] = {"size": 0, "aggs": {"g": {"terms": {
+        "field": "generation", "size": GENERATIONS_READ, "order": {"_key": "desc"}}}}}
+    if query is not None:
+        body["query"] = query
+    try:
+        buckets = client.search(index=index, **body)["aggregations"]["g"]["buckets"]
+    except (es.ApiError, KeyError, TypeError):
+        return None
+    return {int(b["key"]): int(b["doc_count"]) for b in buckets}
+
+
+def _lost(before: int | None, after: int | None, written: dict[str, dict[int, int] | None],
+          deleted: dict[int, int] | None) -> str:
+    """What a restore from commit ``after`` lost of the state at commit ``before``, in words."""
+    if after is None:
+        return "the restored indices hold no change log, so the commits lost cannot be named"
+    if before is None:
+        return (f"now at commit {after}; the commits after it cannot be named (the change log was "
+                "missing or unreadable before the restore)")
+    if before <= after:
+        return f"nothing lost (commit {after}, the last one published)"
+    span = str(before) if before == after + 1 else f"{after + 1}-{before}"
+    held = [f"{sum(n for g, n in counts.items() if g > after):,} {kind}(s) they wrote"
+            if counts is not None else f"the {kind}s they wrote (that index was unreadable)"
+            for kind, counts in written.items()]
+    if deleted is not None:
+        held.append(f"{sum(n for g, n in deleted.items() if g > after):,} deletion(s) they made (undone "
+                    "where the snapshot holds what they deleted)")
+    return (f"lost commit(s) {span} after the snapshot's commit {after} ({', '.join(held)}): "
+            "index what they added again")
 
 
 def _snapshot(client: Any, repository: str, name: str, indices: list[str], *, partial: bool) -> list[str]:

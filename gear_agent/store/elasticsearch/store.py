@@ -76,6 +76,7 @@ from gear_agent.store.elasticsearch.mappings import (
 )
 from gear_agent.store.elasticsearch.nodes import ElasticsearchNodeStore
 from gear_agent.store.elasticsearch.passage_vectors import LARGE_SEARCH, PassageVectors
+from gear_agent.store.elasticsearch.recent_triples import RecentTriples
 from gear_agent.store.elasticsearch.sync import AtomicSync
 from gear_agent.store.multi_search import Search, answer_one
 from gear_agent.types import AddResult, Collection, Hit, Passage, Triple
@@ -175,8 +176,7 @@ class ElasticsearchStore(AtomicSync, Store):
             page_size,
             self._pin,
         )
-        self._recent_triples: dict[str, dict[str, Any]] = {}
-        self._recent_generation: int | None = None  # the generation the kept triples were read at
+        self._recent_triples = RecentTriples(_RECENT_TRIPLES)  # kept at one commit (.recent_triples)
         self._expansion_cache: ExpansionCache | None = None  # made by the first graph expansion
         self._kept_passages: PassageVectors | None = None  # made by the first large passage search
         self.changes_index = f"{settings.es_index_prefix}-changes"
@@ -611,38 +611,15 @@ class ElasticsearchStore(AtomicSync, Store):
             yield [found[i] for i in chunk if i in found]
 
     def _check_recent(self) -> None:
-        """Bring the kept triple documents to the store's generation when it moved since
-        they were kept (a write by another process), before the search that keeps more: the
-        triples the change feed says were removed are forgotten (an added triple changes no
-        kept document: ids are content hashes), all of them when the feed cannot say (one
-        ``GET``; the feed is read only when the generation moved)."""
-        now = self.generation()
-        if now == self._recent_generation:
-            return
-        if self._recent_triples and self._recent_generation is not None:
-            changes = self.changes_since(self._recent_generation)
-            if changes.complete:
-                for tid in changes.triples_removed:
-                    self._recent_triples.pop(tid, None)
-            else:
-                self._recent_triples.clear()
-            now = changes.generation
-        self._recent_generation = now
+        """Bring the kept triple documents to the store's commit before the search that keeps
+        more (:mod:`.recent_triples`: the one freshness rule, over the change feed)."""
+        self._recent_triples.current(self)
 
     def _remember(self, hits: Sequence[dict[str, Any]]) -> None:
         """Keep the triple documents a neighbours search returned (the latest
-        ``_RECENT_TRIPLES``), so reading them again right after costs no request. An id is
-        the hash of the triple's content and the model is fixed per index, so a kept
-        document cannot differ from the stored one, but it may have been deleted: every
-        write or delete through this store forgets them all, and each neighbours call first
-        compares the store's generation with the one they were kept at, so a deletion by
-        another process is seen by the next neighbours call and the reads after it."""
-        recent = self._recent_triples
-        for hit in hits:
-            recent.pop(hit["_id"], None)
-            recent[hit["_id"]] = hit["_source"]
-        for stale in list(recent)[: max(0, len(recent) - _RECENT_TRIPLES)]:
-            del recent[stale]
+        ``_RECENT_TRIPLES``: :mod:`.recent_triples`), so reading them again right after costs
+        no request."""
+        self._recent_triples.remember(hits)
 
     def _triple_sources(self, ids: Sequence[str], fields: Sequence[str] | None) -> dict[str, dict[str, Any]]:
         """Triple documents by id: kept ones from :meth:`ElasticsearchStore._remember`, the rest by ``_mget``."""

@@ -6,7 +6,8 @@ the tables, every record's checksum, every vector chunk's checksum and finitenes
 NaN or infinity) in ``passage.vec``, ``triple.vec`` and ``node.vec``, every BM25
 segment's checksum, every ANN part's checksum, the PPR graph cache (its segments and its
 phrase ANN, and its stamp: the graph must reflect a commit of this index, not of another
-index made in the same folder nor of a rolled-back one), and leftovers (bytes after the committed vectors, temporary files, folders
+index made in the same folder nor of a rolled-back one), the SiReRAG pool's stamp likewise
+(where the index has a pool), and leftovers (bytes after the committed vectors, temporary files, folders
 of the previous format). Loads no model.
 
 What ``--repair`` rebuilds: vectors are re-embedded from the texts (shown as damaged:
@@ -31,10 +32,17 @@ from gear_agent.errors import GearError
 from gear_agent.store import ann as ann_mod
 from gear_agent.store.base import IndexCorruptError
 from gear_agent.store.changes import Stamp
-from gear_agent.store.check_report import GRAPH_MANIFEST, CheckReport, check_graph_cache
+from gear_agent.store.check_report import (
+    GRAPH_MANIFEST,
+    CheckReport,
+    check_graph_cache,
+    check_stamp,
+    stamp_problem,
+)
 from gear_agent.store.derived_files import abandoned_temporaries
 from gear_agent.store.embedded.db import DB_FILE, INDEX_ID_KEY, Database, read_counter
 from gear_agent.store.embedded.manifest import has_previous_format
+from gear_agent.store.embedded.nodes import META_PREFIX
 from gear_agent.store.embedded.postings import Segment
 from gear_agent.store.embedded.records import (
     PASSAGE_COLUMNS,
@@ -81,6 +89,7 @@ def check_index(root: Path) -> CheckReport:
             _check_commits(db, report)
             _check_tables(db, root, report)
             stale = _graph_stamp_problem(db, root)
+            _check_pool(db, report)
     except GearError as exc:
         report.add("tables", False, str(exc))
     finally:
@@ -141,7 +150,7 @@ def _check_tables(db: Database, root: Path, report: CheckReport) -> None:
     for collection in ("passage", "triple"):
         parts = ann_mod.parse_parts(meta.get(f"ann:{collection}"))
         index = ann_mod.AnnIndex(root, collection)
-        index.load(parts)
+        index.load(parts, index_id=str(meta.get(INDEX_ID_KEY) or ""))  # a part of another index is refused
         report.add(f"{collection} ANN", not index.problems,
                    "; ".join(index.problems) + " (rebuilt by --repair or the next indexing run)" if index.problems
                    else f"{len(parts)} part(s), rows 0..{index.covered:,}" if parts else "none (exact search)",
@@ -194,21 +203,27 @@ def _graph_stamp_problem(db: Database, root: Path) -> str | None:
         return None
     if not isinstance(manifest, dict):
         return None
-    held = Stamp.from_dict(manifest.get("stamp"))
+    return _stamp_problem(db, GRAPH_MANIFEST, Stamp.from_dict(manifest.get("stamp")))
+
+
+def _stamp_problem(db: Database, what: str, held: Stamp | None) -> str | None:
+    """(Inside a read.) :func:`~gear_agent.store.check_report.stamp_problem` against this index:
+    its id, its last commit, and the digest of the commit ``held`` names."""
     index_id = str(db.meta(INDEX_ID_KEY) or "")
-    now = db.generation()
-    if held is None:
-        return f"{GRAPH_MANIFEST} records no stamp (saved before index stamps, generation " \
-               f"{manifest.get('generation', '?')}): it is not trusted"
-    if held.index_id != index_id:
-        return f"{GRAPH_MANIFEST} reflects another index ({held}); this index is {index_id or '(no id yet)'}"
-    if held.generation > now:
-        return f"{GRAPH_MANIFEST} reflects generation {held.generation}, past this index's last commit " \
-               f"{now} (a rolled-back index)"
-    if stamp_at(db, held.generation, index_id) != held:
-        return f"{GRAPH_MANIFEST} reflects commit {held.commit} of generation {held.generation}; this " \
-               f"index's commit {held.generation} is another (rolled back and written again)"
-    return None
+    return stamp_problem(what, held, index_id, db.generation(),
+                         lambda stamp: stamp_at(db, stamp.generation, index_id) == stamp)
+
+
+def _check_pool(db: Database, report: CheckReport) -> None:
+    """(Inside a read.) The SiReRAG pool's stamp (node meta ``sirerag:stamp``), where the index
+    has a pool (``sirerag:mode``)."""
+    if db.meta(f"{META_PREFIX}mode") is None:
+        return
+    try:
+        held = Stamp.from_dict(json.loads(db.meta(f"{META_PREFIX}stamp") or "null"))
+    except ValueError:
+        held = None
+    check_stamp(report, "SiReRAG pool", held, _stamp_problem(db, "the SiReRAG pool", held), db.generation())
 
 
 def integrity_errors(root: Path) -> list[str]:

@@ -281,6 +281,15 @@ class RecordCollection:
         self.db.set_meta(f"ann:{self.name}", ann_mod.dump_parts([*kept, part]))
         return [part.file]
 
+    def drop_unusable_ann(self, view: View) -> bool:
+        """(In a transaction.) List only the parts of ``view`` that load: those from the first
+        one that does not (missing, failing its checksum, of another index) are dropped, for
+        :meth:`update_ann` to build again. Whether any were."""
+        if not view.ann.problems:
+            return False
+        self.db.set_meta(f"ann:{self.name}", ann_mod.dump_parts(view.ann.parts))
+        return True
+
     def listed_ann_files(self) -> set[str]:
         return {p.file for p in ann_mod.parse_parts(self.db.meta(f"ann:{self.name}"))}
 

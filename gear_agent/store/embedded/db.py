@@ -55,6 +55,20 @@ a 100k-passage index went from 3.8-4.9 s to 2.0-2.3 s; ``benchmarks/scale.py``).
 caveat is a process killed by SIGBUS if another process shrinks the file while it is
 mapped; nothing in this project shrinks it (no VACUUM; WAL checkpoints truncate only the
 WAL file)."""
+CACHE_KIB = 65_536
+"""SQLite's page cache per connection (``PRAGMA cache_size``), KiB."""
+SERVING_MMAP_BYTES = 0
+"""The memory map of the read connections a server opens (:meth:`Database.serving`): none.
+Each connection maps the file on its own, and the kernel brings in the neighbours of every
+page a read touches (16 pages per fault), so a page of 200 passages made each of the
+server's read threads resident for about 8 MB of a 40,000-passage index (+17% of the
+server's RSS after the first flood of ``/ui/api/documents``: ``benchmarks/load_serve.py
+--get-flood``); read through ``pread``, a connection holds only the pages it reads, in its
+page cache."""
+SERVING_CACHE_KIB = 8_192
+"""The page cache of a server's read connections (:meth:`Database.serving`), KiB: the
+bound on what each keeps of the pages it has read (``benchmarks/serve_read_cost.py``
+measures the queries' cost of both settings)."""
 CHUNK = 900
 """Ids per ``IN (...)`` list (SQLite allows 999 parameters by default)."""
 
@@ -108,8 +122,10 @@ _UPGRADE_2 = (
 )
 
 
-def connect(path: Path, timeout_s: float, readonly: bool = False, immutable: bool | None = None) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are begun explicitly), WAL, FULL sync.
+def connect(path: Path, timeout_s: float, readonly: bool = False, immutable: bool | None = None,
+            mmap_bytes: int = MMAP_BYTES, cache_kib: int = CACHE_KIB) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are begun explicitly), WAL, FULL sync,
+    a memory map of ``mmap_bytes`` and a page cache of ``cache_kib``.
 
     ``readonly`` opens the file with SQLite's ``mode=ro``; ``immutable`` also tells SQLite
     that nothing changes the file while it is open (``immutable=1``: no ``-shm`` is made
@@ -130,8 +146,8 @@ def connect(path: Path, timeout_s: float, readonly: bool = False, immutable: boo
                 db.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
             db.execute("PRAGMA synchronous=FULL")
             db.execute("PRAGMA foreign_keys=OFF")
-            db.execute("PRAGMA cache_size=-65536")
-            db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+            db.execute(f"PRAGMA cache_size=-{int(cache_kib)}")
+            db.execute(f"PRAGMA mmap_size={int(mmap_bytes)}")
         except BaseException:
             db.close()
             raise
@@ -275,6 +291,7 @@ class Database:
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
+        self._reader_memory = (MMAP_BYTES, CACHE_KIB)
         self._closed = False
         self.after_commit: list[Any] = []
         """Called with the new generation after each commit (the store's listeners)."""
@@ -299,11 +316,17 @@ class Database:
         if reader is None:
             if self._closed:
                 raise StoreError(f"the index at {self.root} was closed")
-            reader = connect(self.path, self.timeout_s, self.readonly, self._immutable)
+            reader = connect(self.path, self.timeout_s, self.readonly, self._immutable, *self._reader_memory)
             with self._readers_lock:
                 self._readers.append(reader)
             self._local.conn = reader
         return reader
+
+    def serving(self) -> None:
+        """Read connections opened from now on map no memory and keep a smaller page cache
+        (:data:`SERVING_MMAP_BYTES`, :data:`SERVING_CACHE_KIB`): for a server, whose read
+        threads each hold a connection for weeks; a command's cold start keeps the map."""
+        self._reader_memory = (SERVING_MMAP_BYTES, SERVING_CACHE_KIB)
 
     def in_transaction(self) -> bool:
         """True inside this thread's write transaction or pinned read (:meth:`reading`)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import threading
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
@@ -25,6 +25,7 @@ import numpy as np
 
 from gear_agent.store.base import IndexCorruptError, StoreError, split_new
 from gear_agent.store.bm25 import top_k
+from gear_agent.store.changes import Changes, Stamp, bring_up_to_date
 from gear_agent.store.collections import Passages
 from gear_agent.store.embedded.db import Database, chunked, marks
 from gear_agent.store.embedded.vectors import REBUILD_ROWS, CheckedVectors, Progress
@@ -43,7 +44,11 @@ class NodeHost(Protocol):
     dimension: int
     passages: Passages
 
-    def generation(self) -> int: ...
+    def stamp(self) -> Stamp: ...
+
+    def knows(self, stamp: Stamp) -> bool: ...
+
+    def changes_since(self, generation: int) -> Changes: ...
 
     def transaction(self) -> AbstractContextManager[None]: ...
 
@@ -64,6 +69,8 @@ CREATE TABLE IF NOT EXISTS node_passages(node_row INTEGER NOT NULL, position INT
   passage_row INTEGER NOT NULL, PRIMARY KEY(node_row, position)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS node_passages_passage ON node_passages(passage_row);
 """
+META_PREFIX = "sirerag:"
+"""Node meta (what the SiReRAG builder records beside its nodes) lives in the meta table under this prefix."""
 _SEP = "\x1f"
 _COLUMNS = "row, id, kind, tree, level, entity, text, children, crc"
 
@@ -71,6 +78,43 @@ _COLUMNS = "row, id, kind, tree, level, entity, text, children, crc"
 def _crc(node: Node, children_json: str) -> int:
     parts = (node.id, node.kind, node.tree, str(node.level), node.entity, node.text, children_json)
     return zlib.crc32(_SEP.join(parts).encode("utf-8"))
+
+
+class LiveNodes:
+    """The rows and ids of the live nodes at one commit: a node search's cache, kept as derived
+    state (:class:`~gear_agent.store.changes.Derived`) under the one freshness rule.
+
+    Its stamp is the commit it was read at; :func:`~gear_agent.store.changes.bring_up_to_date`
+    reads them again when the store's stamp moved (a node write of this process or another
+    is a commit, a rollback another stamp). The change feed lists passages and triples, not
+    nodes (a node write, a ``clear``, a passage deletion's pruning), so every change is a
+    rebuild: one ``SELECT row, id`` over the node table.
+
+    Example:
+        >>> live = LiveNodes(lambda: [(0, "n-1"), (2, "n-2")])
+        >>> live.rebuild(None, 1); live.rows.tolist(), live.ids
+        ([0, 2], ['n-1', 'n-2'])
+    """
+
+    reads_feed = False
+    """The feed lists passages and triples, not nodes: any new stamp is a rebuild."""
+
+    def __init__(self, read: Callable[[], list[tuple[int, str]]]) -> None:
+        self._read = read
+        self.stamp: Stamp | None = None
+        self.rows = np.zeros(0, dtype=np.int64)
+        self.ids: list[str] = []
+
+    def can_apply(self, changes: Changes) -> bool:
+        return False
+
+    def apply(self, store: object, changes: Changes) -> None:  # pragma: no cover - reads_feed is False
+        self.rebuild(store, changes.generation)
+
+    def rebuild(self, store: object, generation: int) -> None:
+        pairs = self._read()
+        self.rows = np.fromiter((r for r, _ in pairs), dtype=np.int64, count=len(pairs))
+        self.ids = [i for _, i in pairs]
 
 
 class EmbeddedNodeStore(NodeStore):
@@ -85,8 +129,7 @@ class EmbeddedNodeStore(NodeStore):
         self.store = store
         self.db = store.db
         self.node_vectors = CheckedVectors(store.db, store.root, "node", store.dimension)
-        self._live: tuple[Any, np.ndarray, list[str]] | None = None
-        self._writes = 0
+        self._live = LiveNodes(self._read_live)
         self._lock = threading.Lock()
 
     # ---- helpers --------------------------------------------------------------
@@ -96,17 +139,20 @@ class EmbeddedNodeStore(NodeStore):
     def _rows(self) -> int:
         return self.node_vectors.committed_rows()
 
+    def _read_live(self) -> list[tuple[int, str]]:
+        return self.db.rows("SELECT row, id FROM nodes ORDER BY row") if self._has_tables() else []
+
     def _live_rows(self) -> tuple[np.ndarray, list[str]]:
-        """Rows and ids of the live nodes, cached until a commit changes them."""
-        key = (self.store.generation(), self._writes)
-        live = self._live
-        if live is None or live[0] != key or self.db.writing_here():
-            pairs = self.db.rows("SELECT row, id FROM nodes ORDER BY row") if self._has_tables() else []
-            rows = np.fromiter((r for r, _ in pairs), dtype=np.int64, count=len(pairs))
-            live = (key, rows, [i for _, i in pairs])
-            if not self.db.writing_here():
-                self._live = live
-        return live[1], live[2]
+        """(Inside a snapshot.) Rows and ids of the live nodes at the pinned commit: the
+        :class:`LiveNodes` brought up to date by the one rule (a writer reads its own
+        uncommitted rows instead)."""
+        if self.db.writing_here():
+            uncommitted = LiveNodes(self._read_live)
+            uncommitted.rebuild(self.store, 0)
+            return uncommitted.rows, uncommitted.ids
+        with self._lock:
+            bring_up_to_date(self._live, self.store)
+            return self._live.rows, self._live.ids
 
     def _matrix(self, rows: np.ndarray) -> np.ndarray:
         """The node vectors, verified before they are used (as the store's own)."""
@@ -168,7 +214,6 @@ class EmbeddedNodeStore(NodeStore):
                 links.extend((row, position, passage_rows[pid]) for position, pid in enumerate(node.passage_ids))
             self.db.run_many(f"INSERT INTO nodes({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", records)
             self.db.run_many("INSERT INTO node_passages(node_row, position, passage_row) VALUES (?, ?, ?)", links)
-            self._writes += 1
             return AddResult(added=[n.id for n in new], existing=existing)
 
     def remove(self, ids: Sequence[str]) -> list[str]:
@@ -180,7 +225,6 @@ class EmbeddedNodeStore(NodeStore):
             for chunk in chunked(rows):
                 self.db.run(f"DELETE FROM node_passages WHERE node_row IN ({marks(chunk)})", list(chunk))
                 self.db.run(f"DELETE FROM nodes WHERE row IN ({marks(chunk)})", list(chunk))
-            self._writes += 1
             return [i for i in dict.fromkeys(ids) if i in stored]
 
     def forget_passages(self, passage_rows: Sequence[int]) -> int:
@@ -192,7 +236,6 @@ class EmbeddedNodeStore(NodeStore):
         for chunk in chunked([int(r) for r in passage_rows]):
             self.db.run(f"DELETE FROM node_passages WHERE passage_row IN ({marks(chunk)})", list(chunk))
         gone = self.db.run("DELETE FROM nodes WHERE row NOT IN (SELECT DISTINCT node_row FROM node_passages)")
-        self._writes += 1
         return int(gone)
 
     def clear(self) -> int:
@@ -202,17 +245,16 @@ class EmbeddedNodeStore(NodeStore):
             count = int(self.db.one("SELECT COUNT(*) FROM nodes")[0])  # type: ignore[index]
             self.db.run("DELETE FROM node_passages")
             self.db.run("DELETE FROM nodes")
-            self._writes += 1
             return count
 
     def set_meta(self, values: Mapping[str, str]) -> None:
         with self.store.transaction():
             for key, value in values.items():
-                self.db.set_meta(f"sirerag:{key}", value)
+                self.db.set_meta(f"{META_PREFIX}{key}", value)
 
     def meta_items(self, prefix: str) -> dict[str, str]:
-        pattern = "sirerag:" + prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        return {key[len("sirerag:"):]: str(value) for key, value in self.db.rows(
+        pattern = META_PREFIX + prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        return {key[len(META_PREFIX):]: str(value) for key, value in self.db.rows(
             "SELECT key, value FROM meta WHERE key LIKE ? ESCAPE '\\'", (pattern,))}
 
     def repair_vectors(self, progress: Progress | None = None) -> list[str]:
@@ -244,7 +286,7 @@ class EmbeddedNodeStore(NodeStore):
 
     # ---- reads ----------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
-        value = self.db.meta(f"sirerag:{key}")
+        value = self.db.meta(f"{META_PREFIX}{key}")
         return None if value is None else str(value)
 
     def count(self) -> int:

@@ -51,6 +51,7 @@ from gear_agent.store.bm25 import top_k
 from gear_agent.store.changes import Changes, Stamp
 from gear_agent.store.collections import Passages, Triples
 from gear_agent.store.derived_files import remove_abandoned_temporaries
+from gear_agent.store.embedded.ann_parts import AnnParts
 from gear_agent.store.embedded.collection import (
     PassageCollection,
     RecordCollection,
@@ -115,6 +116,7 @@ class EmbeddedStore(Store):
         self.triples = EmbeddedTriples(self)
         self._collections: dict[str, RecordCollection] = {"passage": self.passage_parts, "triple": self.triple_parts}
         self.states = States(self.db, self._collections, verify)
+        self.ann_parts = AnnParts(self, (self.passage_parts, self.triple_parts))
         self.db.after_commit.append(self._after_commit)
 
     @classmethod
@@ -350,25 +352,14 @@ class EmbeddedStore(Store):
         return self.root
 
     def maintain(self, progress: Any = None) -> None:
-        """Bring the ANN parts up to date and fold the WAL into the database file (called at
-        the end of an indexing run); ``progress(stage, done, total)`` as parts are built."""
-        self._update_ann(progress)
+        """The write path of the derived state this store keeps itself (what every write run
+        ends with): its ANN parts brought up to date by the one rule
+        (:class:`~gear_agent.store.embedded.ann_parts.AnnParts`, ``progress(stage, done, total)``
+        as pieces are built), part files no commit lists removed, the WAL folded into the
+        database file."""
+        self.ann_parts.update(self, progress)
         self.remove_superseded()
         self.db.checkpoint()
-
-    def _update_ann(self, progress: Any = None) -> list[str]:
-        """Build the ANN pieces the policy asks for, each in its own commit (kept as it
-        finishes: an interrupted build resumes with the rest); the files written."""
-        written: list[str] = []
-        for name, coll in self._collections.items():
-            while True:
-                with self.transaction():
-                    state = self.states.writer()
-                    files = coll.update_ann(state.views[name], state.stamp, progress)
-                if not files or set(files) & set(written):  # a part that does not load: once per run
-                    break
-                written.extend(files)
-        return written
 
     def remove_superseded(self) -> list[str]:
         """Delete ANN part files that no committed state refers to, and temporaries whose
@@ -396,11 +387,9 @@ class EmbeddedStore(Store):
                 for name in self._tokenizers():
                     self._rebuild_postings(name)
                 done.append("rebuilt the BM25 postings")
-        if ann:
-            with self.transaction():
-                for name in self._collections:
-                    self.db.set_meta(f"ann:{name}", ann_mod.dump_parts(self.states.writer().views[name].ann.parts))
-            done.extend(f"rebuilt ANN part {f}" for f in self._update_ann(progress))
+        if ann:  # as at a first use: the parts that do not load dropped, the rest built
+            self.ann_parts.stamp = None
+            done.extend(f"rebuilt ANN part {f}" for f in self.ann_parts.update(self, progress))
         self.remove_superseded()
         return done
 
@@ -434,6 +423,9 @@ class EmbeddedStore(Store):
         with self.snapshot():
             view = None if self.db.writing_here() else self.view("passage")
             return self.passage_parts.rows_of_ids(view, ids)
+
+    def serving(self) -> None:
+        self.db.serving()
 
     def close(self) -> None:
         self.db.close()
