@@ -178,7 +178,7 @@ GENERATIONS_READ = 10_000
 """The newest generations whose documents are counted before a restore (what it loses)."""
 
 
-def offer_es_snapshot(settings: GearSettings, report: CheckReport) -> CheckReport:
+def offer_es_snapshot(settings: BackendSettings, report: CheckReport) -> CheckReport:
     """When the passage or triple index failed (:data:`OFFERED_FOR`) or the prefix's health
     is red, and the repository holds a good snapshot of the prefix, say so on those items and
     let ``gear check --repair`` restore it (``report.restorable_from``); returns ``report``.
