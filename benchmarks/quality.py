@@ -103,13 +103,15 @@ def _sirerag_pool(runtime: Any) -> None:
 def _rows(label: str, runtime: Any, names: list[str], questions: list,
           concurrency: int = 1) -> list:
     from gear_agent.evaluation.runner import evaluate
+    from gear_agent.parts import index_parts
     from gear_agent.registry import make_retriever
 
     for question in questions:  # shared by every row, kept out of its ms per question
         runtime.encode(question.question)
+    parts = index_parts(runtime)  # one PPR graph for every row
     rows = []
     for name in names:
-        retriever = make_retriever(name, runtime)
+        retriever = make_retriever(name, parts)
         if not hasattr(retriever, "arun"):
             retriever.retrieve(questions[0].question, 15)  # lazy parts built outside timing
         started = time.perf_counter()

@@ -225,6 +225,7 @@ def phase_query(args: argparse.Namespace) -> dict[str, Any]:
 
     from gear_agent.embedding import make_embedder
     from gear_agent.open_index import OpenIndex
+    from gear_agent.parts import index_parts
     from gear_agent.registry import make_retriever
     from gear_agent.retrieval.search import QueryEncoder
 
@@ -239,8 +240,9 @@ def phase_query(args: argparse.Namespace) -> dict[str, Any]:
     for q in queries:  # encodings are shared by every retriever and kept out of the timings
         runtime.encode(q)
     latencies: dict[str, dict[str, float]] = {}
+    parts = index_parts(runtime)  # one PPR graph for every retriever, as a server has
     for name in args.retrievers.split(","):
-        retriever = make_retriever(name, runtime)
+        retriever = make_retriever(name, parts)
         warm = time.perf_counter()
         retriever.retrieve(queries[0], 15)
         first = time.perf_counter() - warm

@@ -492,6 +492,11 @@ class ElasticsearchSettings(Section):
         return settings
 
 
+class BackendSettings(StoreSettings, SnapshotSettings, ElasticsearchSettings):
+    """What a store backend reads (``open_store``, the backend table, ``gear check``,
+    snapshots): where the index lives, its snapshots, and the Elasticsearch cluster."""
+
+
 class SiReRAGSettings(Section):
     """How SiReRAG's trees are built (``gear sirerag build``, :mod:`gear_agent.sirerag`).
 
@@ -538,15 +543,13 @@ class SiReRAGSettings(Section):
 
 
 class GearSettings(
-    StoreSettings,
-    SnapshotSettings,
+    BackendSettings,
     IngestSettings,
     EmbeddingSettings,
     LLMSettings,
     AgentSettings,
     ServeSettings,
     TraceSettings,
-    ElasticsearchSettings,
     SiReRAGSettings,
     BaseSettings,
 ):

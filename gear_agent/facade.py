@@ -41,6 +41,7 @@ from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMConfigError
 from gear_agent.llm.usage import UsageDict
 from gear_agent.open_index import OpenIndex
+from gear_agent.parts import index_parts
 from gear_agent.questions import check_question
 from gear_agent.registry import DEFAULT_RETRIEVER, check_name, make_retriever
 from gear_agent.retrieval.base import Retriever
@@ -120,6 +121,8 @@ class Gear:
         settings: The settings in force.
         open_index: The open index: its settings, embedder, store and query encoder
             (:class:`~gear_agent.open_index.OpenIndex`; formerly ``Gear.runtime``).
+        parts: The parts assembled over it once (:func:`~gear_agent.parts.index_parts`),
+            shared by the agent and every retriever (one PPR graph).
 
     Raises:
         SettingsError: A setting has a value that cannot be used.
@@ -156,6 +159,7 @@ class Gear:
             warnings.warn(f"no index at {self.settings.index_dir}: created a new, empty one "
                           "(Gear(..., create=False) refuses instead)", GearWarning, stacklevel=2)
         self.open_index = OpenIndex(self.settings, embedder, store, QueryEncoder(embedder))
+        self.parts = index_parts(self.open_index)  # shared by the agent and every retriever
         self._chat_model = None if isinstance(chat_model, str) else chat_model
         self._llm: LLMClient | None = None
         self._agent: CompiledStateGraph | None = None
@@ -191,11 +195,9 @@ class Gear:
         if self._agent is None:
             from gear_agent.agent.graph import build_graph
             from gear_agent.agent.models import ChatModels
-            from gear_agent.parts import index_parts
 
             models = ChatModels(self.settings, self.llm)
-            parts = index_parts(self.open_index)
-            self._agent = build_graph(parts, models, self.settings).compile(name="gear")
+            self._agent = build_graph(self.parts, models, self.settings).compile(name="gear")
         return self._agent
 
     # ---- indexing ----------------------------------------------------------
@@ -337,7 +339,7 @@ class Gear:
         spec = check_name(name)
         if spec.name not in self._retrievers:
             llm = self.llm if spec.needs_llm else None
-            self._retrievers[spec.name] = make_retriever(spec.name, self.open_index, llm)
+            self._retrievers[spec.name] = make_retriever(spec.name, self.parts, llm)
         return self._retrievers[spec.name]
 
     def retrieve(

@@ -1,12 +1,15 @@
 """The parts of an opened index, assembled in one place below the layers that use them:
-the retrievers that need no LLM, by name, and the :class:`IndexParts` the agent's steps use.
+the retrievers that need no LLM, by name, and the :class:`IndexParts` every retriever and
+the agent's steps are built from.
 
 :data:`gear_agent.registry.RETRIEVERS` is the one table of every retriever; its LLM-free
 rows live here, below the agent, because the agent takes any of them as its base retriever
 (``GEAR_BASE_RETRIEVER``). :func:`index_parts` is the one place that reads the parts off an
-opened index (:class:`~gear_agent.open_index.OpenIndex`), so the parts built once (the PPR
-graph, the sequence encoder, the base retriever) stay built once per index; a component
-takes these parts and its settings section, never the ``OpenIndex`` itself.
+opened index (:class:`~gear_agent.open_index.OpenIndex`), in one pass: the parts that are
+costly to make (the PPR graph, the sequence encoder, the base retriever) are made on first
+use and kept by the :class:`IndexParts`, so a composition root (``Gear``, ``gear serve``,
+the CLI) assembles the parts once and hands the same ones to every retriever and the agent.
+A component takes these parts and its settings section, never the ``OpenIndex`` itself.
 
 Example:
     >>> list(LLM_FREE)[:3]
@@ -19,10 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING, Literal
 
 from gear_agent._deprecated import NEXT_REMOVAL, warn_deprecated
 from gear_agent.config import AgentSettings, GearSettings
+from gear_agent.embedding import make_sequence_encoder
 from gear_agent.errors import UnknownNameError
 from gear_agent.open_index import OpenIndex
 from gear_agent.types import BASE_MODES
@@ -39,9 +44,9 @@ ScoreKind = Literal["bm25", "cosine", "rrf", "ppr"]
 """What a retriever's scores are: a BM25 score, a cosine similarity, a Reciprocal Rank
 Fusion score (sum of ``1 / (rrf_k + rank)`` over the fused lists) or a PPR probability."""
 
-Builder = Callable[["OpenIndex", "LLMClient | None"], "Retriever"]
-"""Builds a retriever over an open index; LLM retrievers use the client given (or one from
-the index's settings when None)."""
+Builder = Callable[["IndexParts", "LLMClient | None"], "Retriever"]
+"""Builds a retriever over an index's parts; LLM retrievers use the client given (or one
+from the parts' settings when None)."""
 
 
 @dataclass(frozen=True)
@@ -66,10 +71,10 @@ class RetrieverSpec:
 
 
 def _base(mode: str) -> Builder:
-    def build(index: OpenIndex, llm: LLMClient | None) -> Retriever:
+    def build(parts: IndexParts, llm: LLMClient | None) -> Retriever:
         from gear_agent.retrieval.search import SearchRetriever
 
-        return SearchRetriever(index.store, index.encode, mode, index.settings.rrf_k)
+        return SearchRetriever(parts.store, parts.encode, mode, parts.settings.rrf_k)
 
     return build
 
@@ -77,47 +82,40 @@ def _base(mode: str) -> Builder:
 def naive_ge(mode: str) -> Builder:
     """The builder of ``{mode}+naive_ge``."""
 
-    def build(index: OpenIndex, llm: LLMClient | None) -> Retriever:
+    def build(parts: IndexParts, llm: LLMClient | None) -> Retriever:
         from gear_agent.expansion.beam import TripleBeamSearch
         from gear_agent.expansion.naive_ge import NaiveGERetriever
         from gear_agent.retrieval.search import SearchRetriever
 
-        s = index.settings
-        base = SearchRetriever(index.store, index.encode, mode, s.rrf_k)
-        beam = TripleBeamSearch(index.store, index.sequence_encoder(), s, llm_in_loop=False)
-        return NaiveGERetriever(base, beam, index.encode, s.base_k, s.rrf_k)
+        s = parts.settings
+        base = SearchRetriever(parts.store, parts.encode, mode, s.rrf_k)
+        beam = TripleBeamSearch(parts.store, parts.sequence_encoder(), s, llm_in_loop=False)
+        return NaiveGERetriever(base, beam, parts.encode, s.base_k, s.rrf_k)
 
     return build
 
 
-def ppr_retriever(index: OpenIndex) -> PPRRetriever:
-    """One PPR retriever per open index, so its graph is built (or loaded) once."""
-    from gear_agent.expansion.ppr import PPRRetriever
-
-    return index.part("ppr", lambda: PPRRetriever(index.store, index.encode, index.settings))
+def _ppr(parts: IndexParts, llm: LLMClient | None) -> Retriever:
+    return parts.ppr()
 
 
-def _ppr(index: OpenIndex, llm: LLMClient | None) -> Retriever:
-    return ppr_retriever(index)
-
-
-def _hipporag(index: OpenIndex, llm: LLMClient | None) -> Retriever:
+def _hipporag(parts: IndexParts, llm: LLMClient | None) -> Retriever:
     from gear_agent.expansion.hipporag import HippoRAGRetriever
 
-    return HippoRAGRetriever(ppr_retriever(index))
+    return HippoRAGRetriever(parts.ppr())
 
 
-def _fused(index: OpenIndex, llm: LLMClient | None) -> Retriever:
+def _fused(parts: IndexParts, llm: LLMClient | None) -> Retriever:
     from gear_agent.expansion.fused import FusedExpansionRetriever
 
-    naive = naive_ge("hybrid")(index, llm)
-    return FusedExpansionRetriever(naive, ppr_retriever(index), index.settings.rrf_k)  # type: ignore[arg-type]
+    naive = naive_ge("hybrid")(parts, llm)
+    return FusedExpansionRetriever(naive, parts.ppr(), parts.settings.rrf_k)  # type: ignore[arg-type]
 
 
-def _sirerag(index: OpenIndex, llm: LLMClient | None) -> Retriever:
+def _sirerag(parts: IndexParts, llm: LLMClient | None) -> Retriever:
     from gear_agent.sirerag.retriever import SiReRAGRetriever
 
-    return SiReRAGRetriever(index.store, index.encode)
+    return SiReRAGRetriever(parts.store, parts.encode)
 
 
 _DESCRIBED = {
@@ -178,18 +176,21 @@ def check_llm_free(name: str) -> RetrieverSpec:
     return spec
 
 
-def make_llm_free(name: str, index: OpenIndex) -> Retriever:
-    """Build the LLM-free retriever ``name`` over the open ``index``.
+def make_llm_free(name: str, parts: IndexParts | OpenIndex) -> Retriever:
+    """Build the LLM-free retriever ``name`` over an index's ``parts`` (an ``OpenIndex``
+    gets parts of its own, :func:`index_parts`).
 
     Raises:
         UnknownNameError: ``name`` is not an LLM-free retriever.
     """
-    return check_llm_free(name).build(index, None)
+    spec = check_llm_free(name)
+    return spec.build(parts if isinstance(parts, IndexParts) else index_parts(parts), None)
 
 
 @dataclass(frozen=True)
 class IndexParts:
-    """The parts of an index the agent's steps use; the costly ones are made on first use.
+    """The parts of an opened index that retrievers and the agent's steps use, under one
+    set of settings; the costly ones are made on first use and kept (made once per parts).
 
     Attributes:
         store: The passages, triples and their embeddings.
@@ -197,6 +198,7 @@ class IndexParts:
         sequence_encoder: Makes (once) the beam search's encoder of sequence texts.
         ppr: Makes (once) the PPR retriever, so its graph is built or loaded once.
         base: Makes (once) the base retriever (``GEAR_BASE_RETRIEVER``).
+        settings: The settings the parts were assembled under.
     """
 
     store: Store
@@ -204,29 +206,42 @@ class IndexParts:
     sequence_encoder: Callable[[], Embedder]
     ppr: Callable[[], PPRRetriever]
     base: Callable[[], Retriever]
+    settings: GearSettings
 
 
 def index_parts(
     index: OpenIndex, base_retriever: str | None = None, *, settings: GearSettings | None = None
 ) -> IndexParts:
-    """The parts of an opened index, in one pass: kept by the index, so they are built once.
+    """The parts of an opened index, in one pass: read off the index once here and kept by
+    the parts returned, so hand the same parts to every retriever and the agent.
 
     Args:
         index: The opened index.
         base_retriever: The LLM-free retriever the agent starts each iteration with;
             the settings' ``base_retriever`` when None.
         settings: Settings other than the index's: the same embedder, store and encoder
-            with parts of their own built under them (:meth:`OpenIndex.under`).
+            with parts of their own built under them.
     """
-    if settings is not None:
-        index = index.under(settings)
-    name = base_retriever or index.settings.base_retriever
+    under = index.settings if settings is None else settings
+    name = base_retriever or under.base_retriever
+    store, encode, embedder = index.store, index.encode, index.embedder
 
+    @cache
+    def sequence_encoder() -> Embedder:
+        return make_sequence_encoder(under, embedder)
+
+    @cache
+    def ppr() -> PPRRetriever:
+        from gear_agent.expansion.ppr import PPRRetriever
+
+        return PPRRetriever(store, encode, under)
+
+    @cache
     def base() -> Retriever:
-        check_llm_free(name)
-        return index.part(f"base retriever {name}", lambda: make_llm_free(name, index))
+        return make_llm_free(name, parts)
 
-    return IndexParts(index.store, index.encode, index.sequence_encoder, lambda: ppr_retriever(index), base)
+    parts = IndexParts(store, encode, sequence_encoder, ppr, base, under)
+    return parts
 
 
 def parts_and_settings(
@@ -236,7 +251,7 @@ def parts_and_settings(
     (its settings when none are given) still works, with a DeprecationWarning.
 
     ``reopen``: an old call whose settings are not the index's takes the index's parts
-    anew under those settings (:meth:`OpenIndex.under`, as ``build_graph`` did).
+    anew under those settings (as ``build_graph`` did).
 
     Raises:
         TypeError: Parts given without settings.
@@ -258,5 +273,5 @@ def parts_and_settings(
 
 __all__ = [
     "BASE_MODES", "LLM_FREE", "Builder", "IndexParts", "RetrieverSpec", "ScoreKind", "check_llm_free",
-    "index_parts", "make_llm_free", "naive_ge", "parts_and_settings", "ppr_retriever",
+    "index_parts", "make_llm_free", "naive_ge", "parts_and_settings",
 ]

@@ -22,10 +22,10 @@ from gear_agent.parts import (
     BASE_MODES,
     LLM_FREE,
     Builder,
+    IndexParts,
     RetrieverSpec,
     ScoreKind,
     index_parts,
-    ppr_retriever,
 )
 
 if TYPE_CHECKING:  # the table itself imports nothing heavy: `gear --help` lists its names
@@ -51,61 +51,53 @@ DEFAULT_WHY = (
 """Why :data:`DEFAULT_RETRIEVER` is the default, with its figures (``gear retrievers``)."""
 
 
-def _client(index: OpenIndex, llm: LLMClient | None) -> LLMClient:
+def _client(parts: IndexParts, llm: LLMClient | None) -> LLMClient:
     from gear_agent.llm.client import LLMClient
 
-    return llm if llm is not None else LLMClient.from_settings(index.settings)
+    return llm if llm is not None else LLMClient.from_settings(parts.settings)
 
 
-def _hipporag_ner(index: OpenIndex, llm: LLMClient | None) -> Retriever:
+def _hipporag_ner(parts: IndexParts, llm: LLMClient | None) -> Retriever:
     from gear_agent.expansion.hipporag_ner import HippoRAGNERRetriever, make_query_ner
 
-    settings = index.settings
-    ner = make_query_ner(_client(index, llm), prompts_dir=settings.prompts_dir,
+    settings = parts.settings
+    ner = make_query_ner(_client(parts, llm), prompts_dir=settings.prompts_dir,
                          deadline_s=settings.deadline_s or None)
-    return HippoRAGNERRetriever(ppr_retriever(index), ner)
+    return HippoRAGNERRetriever(parts.ppr(), ner)
 
 
-def _ppr_filter(index: OpenIndex, llm: LLMClient | None) -> Retriever:
+def _ppr_filter(parts: IndexParts, llm: LLMClient | None) -> Retriever:
     from gear_agent.expansion.ppr import PPRRetriever
     from gear_agent.expansion.ppr_filter import make_llm_filter
 
-    settings = index.settings
-    llm_filter = make_llm_filter(_client(index, llm), prompts_dir=settings.prompts_dir)
-    graph = ppr_retriever(index).graph
-    ppr_settings = ppr_retriever(index).settings
-    filtered = PPRRetriever(index.store, index.encode, ppr_settings, llm_filter, graph=graph)
+    llm_filter = make_llm_filter(_client(parts, llm), prompts_dir=parts.settings.prompts_dir)
+    ppr = parts.ppr()
+    filtered = PPRRetriever(parts.store, parts.encode, ppr.settings, llm_filter, graph=ppr.graph)
     filtered.name = "ppr+filter"
     return filtered
 
 
-def _syncge(expansion: str, name: str) -> Builder:
-    def build(index: OpenIndex, llm: LLMClient | None) -> Retriever:
+def _loop(kind: str, expansion: str, name: str) -> Builder:
+    """The builder of a SyncGE (``kind="syncge"``) or GEAR agent (``"gear"``) retriever."""
+
+    def build(parts: IndexParts, llm: LLMClient | None) -> Retriever:
+        from gear_agent.agent.gear_retriever import GearRetriever
         from gear_agent.agent.syncge import SyncGERetriever
 
-        return SyncGERetriever(index_parts(index), _client(index, llm), expansion, name,  # type: ignore[arg-type]
-                               settings=index.settings)
+        loop = SyncGERetriever if kind == "syncge" else GearRetriever
+        return loop(parts, _client(parts, llm), expansion, name,  # type: ignore[arg-type]
+                    settings=parts.settings)
 
     return build
 
 
-def _gear(expansion: str, name: str) -> Builder:
-    def build(index: OpenIndex, llm: LLMClient | None) -> Retriever:
-        from gear_agent.agent.gear_retriever import GearRetriever
-
-        return GearRetriever(index_parts(index), _client(index, llm), expansion, name,  # type: ignore[arg-type]
-                             settings=index.settings)
-
-    return build
-
-
-def _gear_sirerag(index: OpenIndex, llm: LLMClient | None) -> Retriever:
+def _gear_sirerag(parts: IndexParts, llm: LLMClient | None) -> Retriever:
     from gear_agent.agent.gear_retriever import GearRetriever
     from gear_agent.sirerag.retriever import SiReRAGRetriever
 
-    base = SiReRAGRetriever(index.store, index.encode)
-    return GearRetriever(index_parts(index), _client(index, llm), "ppr", "gear-sirerag",
-                         base=base, settings=index.settings)
+    base = SiReRAGRetriever(parts.store, parts.encode)
+    return GearRetriever(parts, _client(parts, llm), "ppr", "gear-sirerag",
+                         base=base, settings=parts.settings)
 
 
 _SPECS: list[RetrieverSpec] = [
@@ -118,30 +110,15 @@ _SPECS: list[RetrieverSpec] = [
         "ppr+filter", "ppr with HippoRAG 2's LLM recognition-memory filter on the seed triples",
         True, True, _ppr_filter, "ppr",
     ),
-    RetrieverSpec(
-        "syncge", "SyncGE: reader triples linked to the index, beam search (the paper), RRF",
-        True, True, _syncge("beam", "syncge"),
-    ),
-    RetrieverSpec(
-        "syncge-ppr", "SyncGE expanding by PPR from the linked triples instead of beam search",
-        True, True, _syncge("ppr", "syncge-ppr"),
-    ),
-    RetrieverSpec(
-        "syncge-fused", "SyncGE expanding by beam search and PPR, fused by RRF",
-        True, True, _syncge("both", "syncge-fused"),
-    ),
-    RetrieverSpec(
-        "gear", "the GEAR agent: read, link, beam search, reason, rewrite; passageLink, RRF",
-        True, True, _gear("beam", "gear"),
-    ),
-    RetrieverSpec(
-        "gear-ppr", "the GEAR agent expanding by PPR (the agent's default expansion)",
-        True, True, _gear("ppr", "gear-ppr"),
-    ),
-    RetrieverSpec(
-        "gear-fused", "the GEAR agent expanding by beam search and PPR, fused by RRF",
-        True, True, _gear("both", "gear-fused"),
-    ),
+    *(RetrieverSpec(name, description, True, True, _loop(name.split("-")[0], expansion, name))
+      for name, expansion, description in [
+          ("syncge", "beam", "SyncGE: reader triples linked to the index, beam search (the paper), RRF"),
+          ("syncge-ppr", "ppr", "SyncGE expanding by PPR from the linked triples instead of beam search"),
+          ("syncge-fused", "both", "SyncGE expanding by beam search and PPR, fused by RRF"),
+          ("gear", "beam", "the GEAR agent: read, link, beam search, reason, rewrite; passageLink, RRF"),
+          ("gear-ppr", "ppr", "the GEAR agent expanding by PPR (the agent's default expansion)"),
+          ("gear-fused", "both", "the GEAR agent expanding by beam search and PPR, fused by RRF"),
+      ]),
     RetrieverSpec(
         "gear-sirerag", "the GEAR agent (PPR expansion) with SiReRAG's pool as its base retriever",
         True, True, _gear_sirerag,
@@ -165,16 +142,19 @@ def check_name(name: str) -> RetrieverSpec:
     return spec
 
 
-def make_retriever(name: str, index: OpenIndex, llm: LLMClient | None = None) -> Retriever:
-    """Build the retriever called ``name`` over the open ``index``.
+def make_retriever(name: str, index: IndexParts | OpenIndex, llm: LLMClient | None = None) -> Retriever:
+    """Build the retriever called ``name`` over an index's parts.
 
     Args:
         name: A name of :data:`RETRIEVERS`.
-        index: The opened index.
+        index: The index's parts (:func:`~gear_agent.parts.index_parts`): retrievers built
+            over the same parts share what is costly to make (the PPR graph). An opened
+            index gets parts of its own.
         llm: The chat client for LLM retrievers; built from the index's settings when
             None (which fails at once, in one line, when no model is configured).
 
     Raises:
         UnknownNameError: The name is unknown; the message lists the known ones.
     """
-    return check_name(name).build(index, llm)
+    spec = check_name(name)
+    return spec.build(index if isinstance(index, IndexParts) else index_parts(index), llm)

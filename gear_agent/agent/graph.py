@@ -177,5 +177,5 @@ def describe_agent(settings: AgentSettings | None = None) -> CompiledStateGraph:
     """
     settings = settings or GearSettings()
     absent = cast(Any, _NotLoaded())
-    parts = IndexParts(absent, absent, absent, absent, absent)
+    parts = IndexParts(absent, absent, absent, absent, absent, absent)
     return build_graph(parts, absent, settings).compile(name="gear")

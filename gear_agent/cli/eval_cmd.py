@@ -53,7 +53,7 @@ def eval_(
     from gear_agent.evaluation.dataset import load_questions
     from gear_agent.evaluation.prepare import eval_index_dir, prepare_index
     from gear_agent.evaluation.runner import evaluate
-    from gear_agent.parts import ppr_retriever
+    from gear_agent.parts import index_parts
     from gear_agent.registry import RETRIEVERS, check_name, make_retriever
 
     settings = load_settings(None, **_overrides(scorer, no_diversity, base_k, tokenizer))
@@ -74,7 +74,8 @@ def eval_(
     console.print(f"index: {folder}")
     with ProgressBoard() as board, board.embedding():
         index, _ = prepare_index(settings, corpus, openie, board.stage)
-        report_graph_build(ppr_retriever(index), board)
+        parts = index_parts(index)
+        report_graph_build(parts.ppr(), board)
         if sirerag is not None:
             from gear_agent.cli.sirerag_cmd import print_report, run_build, sirerag_settings
 
@@ -82,7 +83,7 @@ def eval_(
             print_report(run_build(index.store, sirerag, options))
         from gear_agent.store.backends import node_store_of
 
-        builders = {name: make_retriever(name, index) for name in names}
+        builders = {name: make_retriever(name, parts) for name in names}
         for name in names:
             warn_without_triples(check_name(name), index.store)
             if name.endswith("sirerag") and not node_store_of(index.store).count():

@@ -107,7 +107,7 @@ def _question_graph(settings, question: str, retriever: str, k: int, options):
     from gear_agent.cli.progress import ProgressBoard, report_graph_build
     from gear_agent.graph_export import chains_graph
     from gear_agent.open_index import OpenIndex
-    from gear_agent.parts import ppr_retriever
+    from gear_agent.parts import index_parts
     from gear_agent.questions import check_question
     from gear_agent.registry import check_name, make_retriever
     from gear_agent.retrieval.records import passage_records
@@ -117,12 +117,12 @@ def _question_graph(settings, question: str, retriever: str, k: int, options):
     require_index(settings)
     if spec.needs_llm:
         require_llm(settings)
-    index = OpenIndex.open(settings)
-    warn_without_triples(spec, index.store)
+    parts = index_parts(OpenIndex.open(settings))
+    warn_without_triples(spec, parts.store)
     with ProgressBoard() as board, board.embedding():
-        report_graph_build(ppr_retriever(index), board)
-        ranked = make_retriever(retriever, index).retrieve(question, k)
-    return chains_graph(index.store, passage_records(index.store, ranked), options)
+        report_graph_build(parts.ppr(), board)
+        ranked = make_retriever(retriever, parts).retrieve(question, k)
+    return chains_graph(parts.store, passage_records(parts.store, ranked), options)
 
 
 def _traced_passages(path: Path, run_id: str | None):

@@ -205,7 +205,7 @@ class ProgressBoard:
 def report_graph_build(retriever: Any, board: ProgressBoard) -> bool:
     """Point the PPR graph builder's ``(stage, done, total)`` reports at ``board``, where the
     installed expansion makes them (a ``progress`` attribute on the index's PPR retriever,
-    :func:`gear_agent.parts.ppr_retriever`: cheap, the graph itself is built on first use);
+    ``IndexParts.ppr()``: cheap, the graph itself is built on first use);
     True if it does. Without it, the graph's phrase embedding still shows as an
     ``embed N texts`` bar through the embedder's callback."""
     if not hasattr(retriever, "progress"):

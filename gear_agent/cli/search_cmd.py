@@ -79,7 +79,6 @@ def search(
     )
     from gear_agent.cli.progress import ProgressBoard, report_graph_build
     from gear_agent.filters import parse_where
-    from gear_agent.parts import ppr_retriever
     from gear_agent.questions import check_question
     from gear_agent.registry import check_name
 
@@ -93,19 +92,20 @@ def search(
         require_llm(settings)  # last: building the client imports the provider package
     # Every check passed: only now load the embedding model and the index.
     from gear_agent.open_index import OpenIndex
+    from gear_agent.parts import index_parts
     from gear_agent.registry import make_retriever
     from gear_agent.retrieval.filtering import checked_where
     from gear_agent.retrieval.records import passage_records
 
     with console.status("loading the embedding model and the index"):
-        index = OpenIndex.open(settings)
-    warn_without_triples(spec, index.store)
-    checked = checked_where(index.store, where)  # says so when no passage passes
+        parts = index_parts(OpenIndex.open(settings))
+    warn_without_triples(spec, parts.store)
+    checked = checked_where(parts.store, where)  # says so when no passage passes
     with ProgressBoard() as board, board.embedding():  # a PPR graph's first build is long
-        report_graph_build(ppr_retriever(index), board)
-        with index.store.snapshot():  # the ranking and the records of one commit
-            ranked = make_retriever(retriever, index).retrieve(question, k, checked)
-            records = passage_records(index.store, ranked)
+        report_graph_build(parts.ppr(), board)
+        with parts.store.snapshot():  # the ranking and the records of one commit
+            ranked = make_retriever(retriever, parts).retrieve(question, k, checked)
+            records = passage_records(parts.store, ranked)
     if as_json:
         report = {
             "question": question,

@@ -81,22 +81,29 @@ def serve(
 
 def build_app(settings: GearSettings, host: str, *, playground: bool) -> Any:
     """The real app (slow: the embedding model, the index, the agent and LangServe load).
-    Without a chat model the agent is left out: the page searches, explores and manages
-    documents, and says how to configure one."""
-    from gear_agent.agent.graph import build_agent
+    The index is opened once and its parts assembled once (:func:`gear_agent.parts.index_parts`):
+    the agent and the page's retrievers share them (one PPR graph). Without a chat model the
+    agent is left out: the page searches, explores and manages documents, and says how to
+    configure one."""
+    from gear_agent.agent.graph import build_graph
+    from gear_agent.agent.models import ChatModels
+    from gear_agent.llm.client import LLMClient
     from gear_agent.llm.errors import LLMConfigError
     from gear_agent.open_index import OpenIndex
+    from gear_agent.parts import index_parts
     from gear_agent.serve.app import create_app  # GearError with the pip hint if absent
 
-    index = OpenIndex.open(settings)
+    parts = index_parts(OpenIndex.open(settings))
     try:
-        agent = build_agent(settings, index=index)
+        models = ChatModels(settings, LLMClient.from_settings(settings))
     except LLMConfigError:
         from gear_agent.serve.app import NO_CHAT_MODEL
 
         console.print(NO_CHAT_MODEL, highlight=False, markup=False, soft_wrap=True)
         agent = None
-    return create_app(agent, settings, playground=playground, index=index, host=host)
+    else:
+        agent = build_graph(parts, models, settings).compile(name="gear")
+    return create_app(agent, settings, playground=playground, index=parts, host=host)
 
 
 def startup_lines(host: str, port: int, index: Path, *, playground: bool, read_only: bool = False) -> list[str]:

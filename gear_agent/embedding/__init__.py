@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from gear_agent.embedding.base import Embedder, normalise_rows
 
 if TYPE_CHECKING:
-    from gear_agent.config import GearSettings
+    from gear_agent.config import EmbeddingSettings, GearSettings
     from gear_agent.text.token_chunking import TokenCounter
 
 __all__ = [
@@ -19,7 +19,7 @@ __all__ = [
 ]
 
 
-def embedder_name(settings: GearSettings) -> str:
+def embedder_name(settings: EmbeddingSettings) -> str:
     """The name :func:`make_embedder` would give its embedder (the name an index records),
     without loading a model.
 
@@ -39,7 +39,7 @@ def embedder_name(settings: GearSettings) -> str:
     return canonical_model_name(settings.embedding_model)
 
 
-def encoder_tokenizer(settings: GearSettings) -> TokenCounter | None:
+def encoder_tokenizer(settings: EmbeddingSettings) -> TokenCounter | None:
     """The tokenizer of the encoder :func:`make_embedder` would load, read from the local
     model folder without loading the model (chunking runs before the model loads); None for
     an endpoint, a LangChain provider, a stand-in ``hashing-*`` embedder or a model without
@@ -59,7 +59,7 @@ def encoder_tokenizer(settings: GearSettings) -> TokenCounter | None:
     return load_encoder_tokenizer(path, embedder_name(settings)) if path.is_dir() else None
 
 
-def make_embedder(settings: GearSettings) -> Embedder:
+def make_embedder(settings: EmbeddingSettings) -> Embedder:
     """The embedder the settings name: an endpoint when ``embedding_base_url`` is set,
     the model-free :class:`~gear_agent.embedding.hashing.HashingEmbedder` for
     ``hashing-<dimension>`` (benchmarks), LangChain's ``init_embeddings`` for a

@@ -117,7 +117,7 @@ class HippoRAGRetriever(Retriever):
             ``ppr_tolerance``); the ``ppr`` retriever's when None.
 
     Example:
-        >>> HippoRAGRetriever(ppr_retriever(index), settings).retrieve("Who ...?", 5)  # doctest: +SKIP
+        >>> HippoRAGRetriever(index_parts(index).ppr(), settings).retrieve("Who ...?", 5)  # doctest: +SKIP
     """
 
     name = "hipporag"

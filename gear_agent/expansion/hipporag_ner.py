@@ -121,7 +121,7 @@ class HippoRAGNERRetriever(HippoRAGRetriever):
             fallback uses ``hipporag_seed_phrases``.
 
     Example:
-        >>> HippoRAGNERRetriever(ppr_retriever(index), make_query_ner(llm)).retrieve(
+        >>> HippoRAGNERRetriever(index_parts(index).ppr(), make_query_ner(llm)).retrieve(
         ...     "Who ...?", 5)  # doctest: +SKIP
     """
 

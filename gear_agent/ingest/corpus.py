@@ -67,7 +67,7 @@ def canonical_source(path: str | Path) -> str:
     ``/`` as separator. ``gear index`` stores each file's passages under it, and ``gear
     delete --source``, ``Gear.delete(source=...)`` and ``--prune`` match by it, so
     ``docs/a.txt``, ``./docs//a.txt``, its absolute path and a symlink to it are one source
-    from any working folder. A folder's sources are its files' (see :func:`under_source`).
+    from any working folder. A folder's sources are its files'.
 
     Example:
         >>> import os
@@ -89,17 +89,6 @@ def is_path_like(source: str) -> bool:
     if "://" in source:
         return False
     return os.path.exists(os.path.expanduser(source)) or "/" in source or os.sep in source
-
-
-def under_source(stored: str, source: str) -> bool:
-    """Whether a ``stored`` source is ``source`` or a file under the folder ``source``.
-
-    Example:
-        >>> under_source("/d/docs/a.txt", "/d/docs"), under_source("/d/docs2/a.txt", "/d/docs")
-        (True, False)
-    """
-    folder = source.rstrip("/")
-    return stored == source or stored == folder or stored.startswith(folder + "/")
 
 
 def legacy_matches(stored: str, source: str) -> bool:

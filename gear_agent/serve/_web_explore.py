@@ -91,21 +91,11 @@ class EntityGraph:
         return neighbourhood(self.store, entity, hops, entities=self.entities())
 
 
-def find_entities(store: Store, query: str, limit: int = MAX_MATCHES) -> list[dict[str, Any]]:
-    """Entities whose name contains ``query`` (case-insensitive): exact match first, then
-    names starting with it, then by how many triples name them (the first page of
-    :func:`find_entities_page`).
-
-    Raises:
-        ExploreError: ``query`` is empty.
-    """
-    return find_entities_page(store, query, 0, limit)["entities"]
-
-
 def find_entities_page(store: Store, query: str, offset: int = 0, limit: int = MAX_MATCHES,
                        *, entities: _Entities | None = None) -> dict[str, Any]:
     """A page of at most ``limit`` (≤ :data:`MAX_MATCHES`) entities whose name contains
-    ``query``, from ``offset`` in the order of :func:`find_entities`, with how many match.
+    ``query``, from ``offset``: exact match first, then names starting with it, then by
+    how many triples name them; with how many match.
 
     Raises:
         ExploreError: ``query`` is empty.

@@ -21,7 +21,7 @@ from gear_agent._deprecated import NEXT_REMOVAL, warn_deprecated
 from gear_agent.errors import GearError
 
 try:
-    import uvicorn
+    import uvicorn  # noqa: F401  (the serve extra: gear serve runs it)
     from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
@@ -35,10 +35,11 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from gear_agent.agent.streaming import RunEventMerger
-from gear_agent.config import GearSettings, ServeSettings
+from gear_agent.config import AgentSettings, GearSettings
 from gear_agent.llm.client import LLMClient
 from gear_agent.llm.errors import LLMCallError, LLMError
 from gear_agent.open_index import OpenIndex
+from gear_agent.parts import IndexParts, index_parts
 from gear_agent.serve.health import HealthFirst
 from gear_agent.serve.limits import RequestGuard
 from gear_agent.serve.schemas import GearRequest, GearResponse, request_model
@@ -60,7 +61,7 @@ NO_CHAT_MODEL = ("No chat model is configured, so Ask only ranks passages: set O
 
 
 def gear_runnable(
-    agent: Runnable, settings: GearSettings, callbacks: list[BaseCallbackHandler] | None = None
+    agent: Runnable, settings: AgentSettings, callbacks: list[BaseCallbackHandler] | None = None
 ) -> Runnable:
     """The agent behind a request check: ``GearRequest`` dict in, the agent's output out.
 
@@ -72,7 +73,7 @@ def gear_runnable(
 
     Args:
         agent: The compiled GEAR graph (``build_agent``).
-        settings: Settings; ``max_question_chars`` bounds the question.
+        settings: The agent's section; ``max_question_chars`` bounds the question.
         callbacks: Handlers attached to every run (e.g. a ``JsonlTracer``).
     """
     model = request_model(settings.max_question_chars)
@@ -139,7 +140,7 @@ def create_app(
     *,
     callbacks: list[BaseCallbackHandler] | None = None,
     playground: bool = True,
-    index: OpenIndex | None = None,
+    index: IndexParts | OpenIndex | None = None,
     llm: LLMClient | None = None,
     host: str | None = None,
     read_only: bool | None = None,
@@ -158,7 +159,9 @@ def create_app(
             ``settings.trace_dir`` is set and None is given.
         playground: Serve the LangServe playgrounds (``/gear/playground/``, and the
             readable ``/gear/ask/playground/``).
-        index: The open index the agent runs on; the web page is served when given.
+        index: The parts of the index the agent runs on (:func:`~gear_agent.parts.index_parts`:
+            the page's retrievers share them), or the open index; the web page is served
+            when given.
         llm: The chat client the page's document extraction uses; built from the
             settings on first use when None.
         host: The address the server is bound to (allowed as a ``Host`` besides loopback
@@ -208,10 +211,12 @@ def create_app(
         def chat_client() -> LLMClient:
             return llm if llm is not None else LLMClient.from_settings(settings)
 
-        def retriever_of(name: str) -> Retriever:
-            return make_retriever(name, index)
+        parts = index if isinstance(index, IndexParts) else index_parts(index)
 
-        page = WebPage(agent, index.store, index.settings, chat_client, retriever_of,
+        def retriever_of(name: str) -> Retriever:
+            return make_retriever(name, parts)
+
+        page = WebPage(agent, parts.store, parts.settings, chat_client, retriever_of,
                        read_only=read_only, no_agent=None if agent is not None else NO_CHAT_MODEL)
         add_web_routes(app, page)
 
@@ -274,24 +279,6 @@ def _add_agent_routes(app: FastAPI, agent: Runnable, settings: GearSettings,
                    input_type=model, output_type=str,
                    enabled_endpoints=["invoke", "stream", "stream_log", "input_schema",
                                       "output_schema", "config_schema", "playground"])
-
-
-def run_server(
-    app: FastAPI,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    log_level: str = "info",
-    settings: ServeSettings | None = None,
-) -> None:
-    """Serve ``app`` with uvicorn until interrupted; a client that takes longer than
-    ``settings.serve_header_timeout_s`` to send a request's headers is disconnected."""
-    from gear_agent.serve.header_timeout import header_timeout_protocol
-    from gear_agent.serve.process import prepare_server_process
-
-    timeout = (settings or ServeSettings()).serve_header_timeout_s
-    prepare_server_process()
-    uvicorn.run(app, host=host, port=port, log_level=log_level,
-                http=header_timeout_protocol(timeout))
 
 
 def _add_error_handlers(app: FastAPI) -> None:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from gear_agent.errors import GearError
 
 if TYPE_CHECKING:
-    from gear_agent.config import GearSettings
+    from gear_agent.config import BackendSettings
 
 CHECK_TIMEOUT_S = 600.0
 """The longest a check may take before the panel says it did not finish."""
@@ -31,7 +31,7 @@ PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 """The folder holding this ``gear_agent``, put first on the child's path (the same code)."""
 
 
-def check_report(settings: GearSettings) -> dict[str, Any]:
+def check_report(settings: BackendSettings) -> dict[str, Any]:
     """``gear check``'s verdict, items and the index's size on disk, on any backend (its row
     of :data:`gear_agent.store.backends.BACKENDS` says how it is checked and sized)."""
     from gear_agent.store.backends import backend
@@ -47,7 +47,7 @@ def check_report(settings: GearSettings) -> dict[str, Any]:
     }
 
 
-def check_in_child(settings: GearSettings, timeout_s: float = CHECK_TIMEOUT_S) -> dict[str, Any]:
+def check_in_child(settings: BackendSettings, timeout_s: float = CHECK_TIMEOUT_S) -> dict[str, Any]:
     """:func:`check_report` run by a child Python process (blocks until it is done).
 
     Raises:

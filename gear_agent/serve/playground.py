@@ -16,7 +16,7 @@ from typing import Any
 from langchain_core.runnables import Runnable, RunnableGenerator, RunnableLambda
 from langgraph.types import Overwrite
 
-from gear_agent.config import GearSettings
+from gear_agent.config import AgentSettings
 from gear_agent.llm.usage import merge_usage
 from gear_agent.retrieval.records import PassageRecord, cite
 from gear_agent.serve.schemas import GearRequest, request_model
@@ -28,12 +28,12 @@ PREVIEW_CHARS = 160
 """Characters of a ranked passage's text shown."""
 
 
-def answer_runnable(agent: Runnable, settings: GearSettings, callbacks: list[Any] | None = None) -> Runnable:
+def answer_runnable(agent: Runnable, settings: AgentSettings, callbacks: list[Any] | None = None) -> Runnable:
     """The agent behind the request check, streaming readable text instead of node updates.
 
     Args:
         agent: The compiled GEAR graph.
-        settings: Settings; ``max_question_chars`` bounds the question.
+        settings: The agent's section; ``max_question_chars`` bounds the question.
         callbacks: Handlers attached to every run (a tracer).
 
     Example:

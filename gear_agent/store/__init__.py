@@ -16,7 +16,7 @@ from gear_agent.store.changes import Changes
 from gear_agent.store.collections import Collection, Passages, Triples
 
 if TYPE_CHECKING:
-    from gear_agent.config import GearSettings
+    from gear_agent.config import BackendSettings
     from gear_agent.embedding.base import Embedder
 
 __all__ = [
@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 
-def open_store(settings: GearSettings, embedder: Embedder, *, create: bool = True) -> Store:
+def open_store(settings: BackendSettings, embedder: Embedder, *, create: bool = True) -> Store:
     """Open the backend the settings name (``GEAR_BACKEND``) with the given embedder.
 
     Raises:

@@ -24,7 +24,7 @@ from gear_agent.errors import UnknownNameError
 from gear_agent.store.nodes import HasNodes, NodesNotSupportedError, NodeStore
 
 if TYPE_CHECKING:
-    from gear_agent.config import GearSettings
+    from gear_agent.config import BackendSettings
     from gear_agent.embedding.base import Embedder
     from gear_agent.store.base import Store
     from gear_agent.store.check_report import CheckReport
@@ -70,60 +70,60 @@ class Backend:
 
     name: str
     description: str
-    open: Callable[[GearSettings, Embedder, bool], Store]
-    location: Callable[[GearSettings], str]
-    index_option: Callable[[GearSettings], str]
-    derived_dir: Callable[[GearSettings], Path | None]
-    manifest: Callable[[GearSettings], dict[str, Any] | None] | None
-    check: Callable[[GearSettings], CheckReport] | None
-    repair: Callable[[GearSettings, CheckReport, Embedder, Any], list[str]] | None
-    integrity_errors: Callable[[GearSettings], list[str]] | None
-    size_on_disk: Callable[[GearSettings], int] | None
+    open: Callable[[BackendSettings, Embedder, bool], Store]
+    location: Callable[[BackendSettings], str]
+    index_option: Callable[[BackendSettings], str]
+    derived_dir: Callable[[BackendSettings], Path | None]
+    manifest: Callable[[BackendSettings], dict[str, Any] | None] | None
+    check: Callable[[BackendSettings], CheckReport] | None
+    repair: Callable[[BackendSettings, CheckReport, Embedder, Any], list[str]] | None
+    integrity_errors: Callable[[BackendSettings], list[str]] | None
+    size_on_disk: Callable[[BackendSettings], int] | None
     keeps_nodes: bool
-    snapshot: Callable[[GearSettings, bool], str | None]
-    restore: Callable[[GearSettings], str] | None = None
-    exists: Callable[[GearSettings], bool] | None = None
-    migrate: Callable[[GearSettings], dict[str, int]] | None = None
+    snapshot: Callable[[BackendSettings, bool], str | None]
+    restore: Callable[[BackendSettings], str] | None = None
+    exists: Callable[[BackendSettings], bool] | None = None
+    migrate: Callable[[BackendSettings], dict[str, int]] | None = None
 
 
-def _open_embedded(settings: GearSettings, embedder: Embedder, create: bool) -> Store:
+def _open_embedded(settings: BackendSettings, embedder: Embedder, create: bool) -> Store:
     from gear_agent.store.embedded.store import EmbeddedStore
 
     return EmbeddedStore.open(settings.index_dir, embedder, create=create, tokenizer=settings.bm25_tokenizer)
 
 
-def _embedded_manifest(settings: GearSettings) -> dict[str, Any] | None:
+def _embedded_manifest(settings: BackendSettings) -> dict[str, Any] | None:
     from gear_agent.store.embedded.manifest import read_manifest
 
     return read_manifest(settings.index_dir)
 
 
-def _embedded_check(settings: GearSettings) -> CheckReport:
+def _embedded_check(settings: BackendSettings) -> CheckReport:
     from gear_agent.store.embedded.check import check_index
     from gear_agent.store.embedded.snapshot import offer_snapshot
 
     return offer_snapshot(check_index(settings.index_dir))
 
 
-def _embedded_repair(settings: GearSettings, report: CheckReport, embedder: Embedder, progress: Any) -> list[str]:
+def _embedded_repair(settings: BackendSettings, report: CheckReport, embedder: Embedder, progress: Any) -> list[str]:
     from gear_agent.store.embedded.repair import repair_index
 
     return repair_index(settings.index_dir, report, embedder, settings.bm25_tokenizer, progress)
 
 
-def _embedded_integrity(settings: GearSettings) -> list[str]:
+def _embedded_integrity(settings: BackendSettings) -> list[str]:
     from gear_agent.store.embedded.check import integrity_errors
 
     return integrity_errors(settings.index_dir)
 
 
-def _embedded_size(settings: GearSettings) -> int:
+def _embedded_size(settings: BackendSettings) -> int:
     from gear_agent.store.embedded.manifest import size_on_disk
 
     return size_on_disk(settings.index_dir)
 
 
-def _embedded_exists(settings: GearSettings) -> bool:
+def _embedded_exists(settings: BackendSettings) -> bool:
     from gear_agent.store.embedded.db import DB_FILE
     from gear_agent.store.embedded.manifest import read_manifest
 
@@ -131,7 +131,7 @@ def _embedded_exists(settings: GearSettings) -> bool:
     return (folder / DB_FILE).exists() or read_manifest(folder) is not None
 
 
-def _embedded_migrate(settings: GearSettings) -> dict[str, int]:
+def _embedded_migrate(settings: BackendSettings) -> dict[str, int]:
     from gear_agent.embedding.base import NamedEmbedder
     from gear_agent.store.base import StoreError
     from gear_agent.store.embedded.legacy import migrate
@@ -144,14 +144,14 @@ def _embedded_migrate(settings: GearSettings) -> dict[str, int]:
     return migrate(settings.index_dir, embedder, settings.bm25_tokenizer)
 
 
-def _es_check(settings: GearSettings) -> CheckReport:
+def _es_check(settings: BackendSettings) -> CheckReport:
     from gear_agent.store.elasticsearch.check import check_elasticsearch
     from gear_agent.store.elasticsearch.snapshot import offer_es_snapshot
 
     return offer_es_snapshot(settings, check_elasticsearch(settings))
 
 
-def _es_repair(settings: GearSettings, report: CheckReport, embedder: Embedder, progress: Any) -> list[str]:
+def _es_repair(settings: BackendSettings, report: CheckReport, embedder: Embedder, progress: Any) -> list[str]:
     """Nothing of its own: the cluster owns its indices; the PPR graph cache (the one
     derived part, outside the cluster) is rebuilt by ``gear check --repair`` for every backend."""
     # (and the expansion cache beside it, when `gear check` found it stale: rebuilt here)
@@ -160,26 +160,26 @@ def _es_repair(settings: GearSettings, report: CheckReport, embedder: Embedder, 
     return repair_elasticsearch(settings, report, embedder, progress)
 
 
-def _embedded_snapshot(settings: GearSettings, only_if_changed: bool) -> str | None:
+def _embedded_snapshot(settings: BackendSettings, only_if_changed: bool) -> str | None:
     from gear_agent.store.embedded.snapshot import take
 
     taken = take(settings.index_dir, settings.snapshot_keep, only_if_changed=only_if_changed)
     return None if taken is None else taken.line()
 
 
-def _es_snapshot(settings: GearSettings, only_if_changed: bool) -> str | None:
+def _es_snapshot(settings: BackendSettings, only_if_changed: bool) -> str | None:
     from gear_agent.store.elasticsearch.snapshot import take_es_snapshot
 
     return take_es_snapshot(settings)
 
 
-def _es_restore(settings: GearSettings) -> str:
+def _es_restore(settings: BackendSettings) -> str:
     from gear_agent.store.elasticsearch.snapshot import restore_es_snapshot
 
     return restore_es_snapshot(settings)
 
 
-def _open_elasticsearch(settings: GearSettings, embedder: Embedder, create: bool) -> Store:
+def _open_elasticsearch(settings: BackendSettings, embedder: Embedder, create: bool) -> Store:
     from gear_agent.store.elasticsearch.store import ElasticsearchStore
 
     return ElasticsearchStore(settings, embedder, create=create)

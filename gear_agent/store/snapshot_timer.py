@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from gear_agent.errors import GearError
 
 if TYPE_CHECKING:
-    from gear_agent.config import GearSettings
+    from gear_agent.config import BackendSettings
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ class SnapshotTimer:
         >>> timer.start(); ...; timer.stop()  # doctest: +SKIP
     """
 
-    def __init__(self, settings: GearSettings, take: Callable[[bool], str | None] | None = None) -> None:
+    def __init__(self, settings: BackendSettings, take: Callable[[bool], str | None] | None = None) -> None:
         from gear_agent.store.backends import backend
 
         self.every = float(settings.snapshot_every)

@@ -11,12 +11,9 @@ search runs, restored after); concurrent requests then use the cores, one each.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import wraps
-from typing import Any, TypeVar
-
-F = TypeVar("F", bound=Callable[..., Any])
+from typing import Any
 
 _controller: Any = None
 _lock = threading.Lock()
@@ -66,12 +63,3 @@ def matvec(matrix: Any, vector: Any) -> Any:
         return matrix @ vector
 
 
-def single_blas_thread(function: F) -> F:
-    """Decorator form of :func:`one_blas_thread`."""
-
-    @wraps(function)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with one_blas_thread():
-            return function(*args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]

@@ -20,7 +20,7 @@ from support.fakes import make_passage, make_triple
 from gear_agent.config import GearSettings
 from gear_agent.embedding.hashing import HashingEmbedder
 from gear_agent.open_index import OpenIndex
-from gear_agent.parts import ppr_retriever
+from gear_agent.parts import index_parts
 from gear_agent.registry import make_retriever
 from gear_agent.retrieval.search import QueryEncoder
 from gear_agent.store.embedded.store import EmbeddedStore
@@ -83,8 +83,8 @@ def test_a_commit_during_a_query_is_served_whole_by_the_next_query(index: Path, 
     embedder = WriterOnEncode(index)
     settings = GearSettings(index_dir=index, embedding_model="hashing-64")
     store = EmbeddedStore.open(index, embedder)
-    runtime = OpenIndex(settings, embedder, store, QueryEncoder(embedder, cache_size=0))
-    retriever = make_retriever(name, runtime)
+    parts = index_parts(OpenIndex(settings, embedder, store, QueryEncoder(embedder, cache_size=0)))
+    retriever = make_retriever(name, parts)
     retriever.retrieve("Which camp lies near Osprey Ridge?", 3)  # warm: the graph is built
     during = {p.id for p in retriever.retrieve(QUESTION, 3)}
     assert embedder.fired
@@ -92,5 +92,5 @@ def test_a_commit_during_a_query_is_served_whole_by_the_next_query(index: Path, 
     after = {p.id for p in retriever.retrieve(QUESTION, 3)}
     assert after <= NEW and DELTA.id in after  # the next query: the new commit, whole
     if name.endswith("ppr"):
-        graph = ppr_retriever(runtime).graph
+        graph = parts.ppr().graph
         assert graph.passage_vertex(BRAVO.id) is None and graph.passage_vertex(DELTA.id) is not None

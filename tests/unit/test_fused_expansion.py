@@ -10,7 +10,7 @@ from gear_agent.expansion.fused import FusedExpansionRetriever
 from gear_agent.indexing import IndexReport, add_passages, import_openie
 from gear_agent.ingest.corpus import read_corpus
 from gear_agent.open_index import OpenIndex
-from gear_agent.parts import index_parts, ppr_retriever
+from gear_agent.parts import index_parts
 from gear_agent.registry import make_retriever
 from gear_agent.retrieval.fusion import rrf
 from gear_agent.retrieval.search import QueryEncoder
@@ -43,7 +43,7 @@ def test_fused_list_is_the_rrf_of_its_parts(runtime, question):
     assert [(p.id, pytest.approx(p.score)) for p in got] == [(i, pytest.approx(s)) for i, s in expected]
     # parts equal the standalone retrievers' lists
     assert [p.id for p in naive] == [p.id for p in make_retriever("hybrid+naive_ge", runtime).retrieve(question, 10)]
-    assert [p.id for p in ppr] == [p.id for p in ppr_retriever(runtime).retrieve(question, 10)]
+    assert [p.id for p in ppr] == [p.id for p in make_retriever("ppr", runtime).retrieve(question, 10)]
 
 
 def test_agent_expansion_both_is_the_rrf_of_beam_and_ppr(runtime):

@@ -1,6 +1,6 @@
 """Components take an index's parts and their settings section; the composition roots
-read the parts off an OpenIndex once (``index_parts``), and the old calls with an
-OpenIndex still work, with a DeprecationWarning."""
+read the parts off an OpenIndex once (``index_parts``) and hand the same parts to every
+retriever; the old calls with an OpenIndex still work, with a DeprecationWarning."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from support.tiny_corpus import QUESTION, make_runtime, make_settings
 from gear_agent.agent.gear_retriever import GearRetriever
 from gear_agent.agent.graph import build_graph
 from gear_agent.agent.syncge import SyncGERetriever
-from gear_agent.parts import IndexParts, index_parts, make_llm_free, ppr_retriever
+from gear_agent.parts import IndexParts, index_parts, make_llm_free
+from gear_agent.registry import make_retriever
 
 READ = json.dumps({"triples": [["Rainbow Bridge", "located in", "Folsom"]]})
 YES = json.dumps({"answerable": True, "answer": "Sacramento County", "reason": None})
@@ -28,15 +29,22 @@ def _ids(result: dict) -> list[str]:
     return [p["id"] for p in result["passages"]]
 
 
-def test_the_parts_built_once_stay_built_once_per_index(runtime) -> None:
-    one, two = index_parts(runtime), index_parts(runtime)
-    assert isinstance(one, IndexParts)
-    assert (one.store, one.encode) == (runtime.store, runtime.encode)
-    assert one.ppr() is two.ppr() is ppr_retriever(runtime)
-    assert one.sequence_encoder() is runtime.sequence_encoder()
-    assert one.base() is two.base()
+def test_the_parts_are_built_once_per_parts(runtime) -> None:
+    parts = index_parts(runtime)
+    assert isinstance(parts, IndexParts)
+    assert (parts.store, parts.encode, parts.settings) == (runtime.store, runtime.encode, runtime.settings)
+    assert parts.ppr() is parts.ppr()
+    assert parts.sequence_encoder() is parts.sequence_encoder()
+    assert parts.base() is parts.base()
     expected = make_llm_free("hybrid", runtime).retrieve(QUESTION, 3)
-    assert [p.id for p in one.base().retrieve(QUESTION, 3)] == [p.id for p in expected]
+    assert [p.id for p in parts.base().retrieve(QUESTION, 3)] == [p.id for p in expected]
+
+
+def test_retrievers_over_the_same_parts_share_one_ppr_graph(runtime) -> None:
+    parts = index_parts(runtime)
+    ppr, hipporag = make_retriever("ppr", parts), make_retriever("hipporag", parts)
+    assert ppr is parts.ppr() and hipporag.ppr is ppr
+    assert index_parts(runtime).ppr() is not ppr  # other parts, their own graph
 
 
 def test_the_base_retriever_is_the_one_named(runtime) -> None:
@@ -67,7 +75,7 @@ def test_the_old_build_graph_call_with_other_settings_uses_them(runtime) -> None
     other = make_settings(base_retriever="bm25", top_k=2, index_dir=runtime.settings.index_dir)
     with pytest.warns(DeprecationWarning):
         old = build_graph(runtime, client(scripted([READ, YES, "Sacramento County"])), other)
-    new = build_graph(index_parts(runtime.under(other)), client(scripted([READ, YES, "Sacramento County"])),
+    new = build_graph(index_parts(runtime, settings=other), client(scripted([READ, YES, "Sacramento County"])),
                       other)
     first, second = old.compile().invoke({"question": QUESTION}), new.compile().invoke({"question": QUESTION})
     assert len(first["passages"]) == 2 and _ids(first) == _ids(second)
@@ -92,4 +100,11 @@ def test_under_its_own_settings_an_index_is_itself(runtime) -> None:
     assert runtime.under(runtime.settings) is runtime
     other = runtime.under(make_settings(top_k=2))
     assert other is not runtime and (other.store, other.encode) == (runtime.store, runtime.encode)
-    assert ppr_retriever(other) is not ppr_retriever(runtime)
+
+
+def test_parts_under_other_settings_use_them(runtime) -> None:
+    other = make_settings(base_retriever="bm25", top_k=2, index_dir=runtime.settings.index_dir)
+    parts = index_parts(runtime, settings=other)
+    assert parts.settings is other and parts.store is runtime.store
+    expected = make_llm_free("bm25", runtime).retrieve(QUESTION, 3)
+    assert [p.id for p in parts.base().retrieve(QUESTION, 3)] == [p.id for p in expected]

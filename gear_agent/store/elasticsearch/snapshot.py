@@ -42,7 +42,7 @@ from gear_agent.store.elasticsearch.client import (
 from gear_agent.store.elasticsearch.mappings import index_names
 
 if TYPE_CHECKING:
-    from gear_agent.config import GearSettings
+    from gear_agent.config import BackendSettings
 
 
 def snapshot_name(prefix: str, kind: str = "snapshot") -> str:
@@ -58,12 +58,12 @@ def snapshot_name(prefix: str, kind: str = "snapshot") -> str:
     return f"{prefix}-{kind}-{stamp}".lower()
 
 
-def repository_of(settings: GearSettings) -> str:
+def repository_of(settings: BackendSettings) -> str:
     """``GEAR_ES_SNAPSHOT_REPOSITORY``, or ``{prefix}-snapshots``.
 
     Example:
-        >>> from gear_agent.config import GearSettings
-        >>> repository_of(GearSettings(backend="elasticsearch", es_index_prefix="team"))
+        >>> from gear_agent.config import BackendSettings
+        >>> repository_of(BackendSettings(backend="elasticsearch", es_index_prefix="team"))
         'team-snapshots'
     """
     return settings.es_snapshot_repository or f"{settings.es_index_prefix}-snapshots"
@@ -98,7 +98,7 @@ def ensure_repository(client: Any, repository: str) -> bool:
     return True
 
 
-def take_es_snapshot(settings: GearSettings, client: Any = None) -> str:
+def take_es_snapshot(settings: BackendSettings, client: Any = None) -> str:
     """Snapshot the index's indices into :func:`repository_of` (registered when absent) and
     keep the newest ``GEAR_SNAPSHOT_KEEP`` of this prefix; returns one line.
 
@@ -124,7 +124,7 @@ def take_es_snapshot(settings: GearSettings, client: Any = None) -> str:
             + (f"; removed {len(removed)} older" if removed else ""))
 
 
-def restore_es_snapshot(settings: GearSettings, client: Any = None) -> str:
+def restore_es_snapshot(settings: BackendSettings, client: Any = None) -> str:
     """Put the newest good snapshot of this prefix back (see the module docstring); returns
     one line: the snapshot restored, the copy taken before, each index's documents before
     and after.
@@ -178,7 +178,7 @@ GENERATIONS_READ = 10_000
 """The newest generations whose documents are counted before a restore (what it loses)."""
 
 
-def offer_es_snapshot(settings: GearSettings, report: CheckReport) -> CheckReport:
+def offer_es_snapshot(settings: BackendSettings, report: CheckReport) -> CheckReport:
     """When the passage or triple index failed (:data:`OFFERED_FOR`) or the prefix's health
     is red, and the repository holds a good snapshot of the prefix, say so on those items and
     let ``gear check --repair`` restore it (``report.restorable_from``); returns ``report``.

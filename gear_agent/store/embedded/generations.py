@@ -155,11 +155,6 @@ def prune_generations(root: Path, keep: int) -> None:
                 shutil.rmtree(orphan, ignore_errors=True)
 
 
-def folder_size(path: Path) -> int:
-    """Bytes on disk under ``path``."""
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
 def read_legacy_manifest(root: Path) -> dict[str, Any] | None:
     """The previous format's manifest, or None when there is no such index."""
     live = current_generation(Path(root))

@@ -431,10 +431,6 @@ class EmbeddedStore(Store):
         self.db.close()
 
     # ---- extras of this backend -------------------------------------------------------
-    def passage_position(self, passage_id: str) -> int | None:
-        """Row of a passage in the passage vector file, or None."""
-        return self.passage_rows([passage_id]).get(passage_id)
-
     def size_on_disk(self) -> int:
         """Bytes of the index's files."""
         return size_on_disk(self.root)
