@@ -85,7 +85,7 @@ def test_seed_searches_answer_alike_from_the_cluster_with_documents_and_from_the
         with remote.snapshot():
             asked = remote.search_many(searches)
             seeds = [h.id for h in asked[0]]
-            kept = dict(remote._recent_triples)
+            kept = remote._recent_triples.found(seeds)
             assert set(seeds) <= set(kept) and [t.id for t in remote.triples.get(seeds)] == seeds
         assert remote._expansion_cache is None
     with ElasticsearchStore(settings, embedder) as local, local.snapshot():
