@@ -34,6 +34,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from gear_agent.embedding.base import Embedder
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 KS = (2, 5, 10, 15)
@@ -54,12 +58,22 @@ CANDIDATES = {
     "rerank5": Candidate("rerank5", "rerank5", (0.0, 0.25, 0.5)),
     "passage_weight": Candidate("passage_weight", "ppr_passage_weight", (0.05, 0.03, 0.1)),
     "mpnet": Candidate("mpnet", "embedding_model", ("all-MiniLM-L6-v2", "all-mpnet-base-v2")),
+    "damping": Candidate("damping", "ppr_damping", (0.5, 0.4, 0.6, 0.7)),
+    "fuse": Candidate("fuse", "fuse", (0.0, 0.25, 0.5, 1.0)),
+    "link_top_k": Candidate("link_top_k", "link_top_k", (0, 5, 3, 8)),
+    "phrase_mean": Candidate("phrase_mean", "phrase_mean", ("max", "mean")),
+    "synonyms": Candidate("synonyms", "ppr_synonym_threshold", (0.8, 0.75, 0.85, 0.9)),
 }
 MODEL_KNOB = "embedding_model"
 """A knob that names another index (its vectors), not a setting of the same one."""
 
 
 _PPR: dict[tuple[int, str], list[Any]] = {}
+_DEEP: dict[tuple[int, str], tuple[list[str], list[str]]] = {}
+"""PPR's and hybrid+naive_ge's lists per (index, question), for every weight of ``fuse``."""
+FUSE_DEPTH = 30
+"""How deep each list of ``fuse`` is read, so that a passage only the other list holds can
+enter the top 15 (lists of 15 would only re-order PPR's own)."""
 
 
 def _reranked(runtime: Any, retriever: Any, weight: float) -> Callable[[str], list[str]]:
@@ -84,11 +98,101 @@ def _reranked(runtime: Any, retriever: Any, weight: float) -> Callable[[str], li
     return rank
 
 
+def _fused(runtime: Any, retriever: Any, other: Any, weight: float) -> Callable[[str], list[str]]:
+    """Weighted RRF of PPR's list and hybrid+naive_ge's, both :data:`FUSE_DEPTH` deep:
+    ``1 / (rrf_k + PPR's rank) + weight / (rrf_k + the other's rank)``; 0 is PPR alone."""
+    from gear_agent.retrieval.fusion import rrf_constant
+
+    k = rrf_constant(runtime.settings.rrf_k)
+
+    def rank(question: str) -> list[str]:
+        key = (id(runtime), question)
+        if key not in _DEEP:
+            _DEEP[key] = ([p.id for p in retriever.retrieve(question, FUSE_DEPTH)],
+                          [p.id for p in other.retrieve(question, FUSE_DEPTH)])
+        walked, others = _DEEP[key]
+        score = {pid: 1 / (k + position) for position, pid in enumerate(walked, 1)}
+        if weight:
+            for position, pid in enumerate(others, 1):
+                score[pid] = score.get(pid, 0.0) + weight / (k + position)
+        return sorted(score, key=lambda pid: -score[pid])[:15]  # stable: PPR's order on ties
+
+    return rank
+
+
+def _top_phrases(limit: int) -> Callable[..., dict[int, float]]:
+    """``seed_phrase_mass`` keeping only its ``limit`` heaviest phrases (HippoRAG 2's
+    ``link_top_k`` in ``graph_search_with_fact_entities``); 0: every phrase (today)."""
+    from gear_agent.expansion import ppr
+
+    whole = ppr.seed_phrase_mass
+
+    def capped(graph: Any, triples: Any, scores: Any) -> dict[int, float]:
+        mass = whole(graph, triples, scores)
+        if not limit or len(mass) <= limit:
+            return mass
+        return dict(sorted(mass.items(), key=lambda item: (-item[1], item[0]))[:limit])
+
+    return capped
+
+
+def _mean_phrases(graph: Any, triples: Any, scores: Any) -> dict[int, float]:
+    """``seed_phrase_mass`` with a phrase named by several seed triples given the mean of
+    their ``score / specificity`` instead of the largest (HippoRAG 2's code since its
+    ``number_of_occurs``)."""
+    specificity = graph.vertex_specificity()
+    shares: dict[int, list[float]] = {}
+    for triple, score in zip(triples, scores):
+        for phrase in (triple.subject, triple.object):
+            vertex = graph.phrase_vertex(phrase)
+            if vertex is not None:
+                shares.setdefault(vertex, []).append(float(score) / max(int(specificity[vertex]), 1))
+    return {v: sum(s) / len(s) for v, s in shares.items() if sum(s) > 0}
+
+
+class _MemoEmbedder(Embedder):
+    """The index's embedder remembering every text it embedded, filled first with the
+    phrase vectors of the index's saved graph, so graphs built under other synonym
+    thresholds embed nothing again (the vectors are the same model's)."""
+
+    def __init__(self, inner: Embedder, graph: Any) -> None:
+        self.inner, self.name = inner, inner.name
+        vectors, rows = graph.phrase_vectors(), graph.phrase_rows()
+        self.known = {graph.vertex_name(int(v)): vectors[r] for r, v in enumerate(rows) if v >= 0}
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.known]
+        if missing:
+            self.known.update(zip(missing, self.inner.embed(missing)))
+        return np.stack([self.known[t] for t in texts]) if texts else self.inner.embed(texts)
+
+_MEMO: dict[int, _MemoEmbedder] = {}
+
+
+def _threshold_ppr(runtime: Any, threshold: float) -> Any:
+    """A ``ppr`` retriever whose graph is built in memory under another synonym threshold
+    (the index's saved graph is left as it is)."""
+    from gear_agent.embedding.base import QueryEncoder
+    from gear_agent.expansion.ppr import PPRRetriever
+    from gear_agent.parts import ppr_retriever
+
+    saved = ppr_retriever(runtime)
+    if threshold == saved.settings.ppr_synonym_threshold:
+        return saved
+    if id(runtime) not in _MEMO:
+        _MEMO[id(runtime)] = _MemoEmbedder(runtime.embedder, saved.graph)
+    settings = runtime.settings.model_copy(update={"ppr_synonym_threshold": threshold})
+    return PPRRetriever(runtime.store, QueryEncoder(_MEMO[id(runtime)]), settings, graph_path=None)
+
+
 def per_question(runtime: Any, candidate: Candidate, value: float | str,
                  questions: Sequence[Any]) -> list[tuple[float, ...]]:
     """Recall@k of every question under one value of the candidate (``runtime``: the index
     of that value's embedding model for :data:`MODEL_KNOB`)."""
-    from gear_agent.evaluation.metrics import recall_at_k
     from gear_agent.registry import make_retriever
 
     if candidate.knob == MODEL_KNOB:
@@ -96,15 +200,37 @@ def per_question(runtime: Any, candidate: Candidate, value: float | str,
         rank = lambda q: [p.id for p in ppr.retrieve(q, 15)]  # noqa: E731
     elif candidate.knob == "rerank5":
         rank = _reranked(runtime, make_retriever("ppr", runtime), value)
+    elif candidate.knob == "fuse":
+        rank = _fused(runtime, make_retriever("ppr", runtime),
+                      make_retriever("hybrid+naive_ge", runtime), float(value))
+    elif candidate.knob == "ppr_synonym_threshold":
+        ppr = _threshold_ppr(runtime, float(value))
+        rank = lambda q: [p.id for p in ppr.retrieve(q, 15)]  # noqa: E731
+    elif candidate.knob == "phrase_mean":
+        from unittest import mock
+
+        ppr = make_retriever("ppr", runtime)
+        if value == "max":
+            return _recalls(lambda q: [p.id for p in ppr.retrieve(q, 15)], questions)
+        with mock.patch("gear_agent.expansion.ppr.seed_phrase_mass", _mean_phrases):
+            return _recalls(lambda q: [p.id for p in ppr.retrieve(q, 15)], questions)
+    elif candidate.knob == "link_top_k":
+        from unittest import mock
+
+        ppr = make_retriever("ppr", runtime)
+        with mock.patch("gear_agent.expansion.ppr.seed_phrase_mass", _top_phrases(int(value))):
+            return _recalls(lambda q: [p.id for p in ppr.retrieve(q, 15)], questions)
     else:
         changed = runtime.under(runtime.settings.model_copy(update={candidate.knob: value}))
         ppr = make_retriever("ppr", changed)
         rank = lambda q: [p.id for p in ppr.retrieve(q, 15)]  # noqa: E731
-    rows = []
-    for question in questions:
-        ids = rank(question.question)
-        rows.append(tuple(recall_at_k(ids, question.gold, k) for k in KS))
-    return rows
+    return _recalls(rank, questions)
+
+
+def _recalls(rank: Callable[[str], list[str]], questions: Sequence[Any]) -> list[tuple[float, ...]]:
+    from gear_agent.evaluation.metrics import recall_at_k
+
+    return [tuple(recall_at_k(rank(q.question), q.gold, k) for k in KS) for q in questions]
 
 
 def _mean(rows: Sequence[tuple[float, ...]]) -> tuple[float, ...]:
