@@ -9,25 +9,44 @@ with the best mean of R@2, R@5 and R@15 on one half is chosen and reported on th
 half beside the default, and the reverse. A candidate is kept only if both folds gain on
 both datasets::
 
-    python benchmarks/crossval.py                        # every candidate, ~10 min on 2 cores
+    python benchmarks/crossval.py                        # every candidate, ~25 min on 2 cores
     python benchmarks/crossval.py --candidates names     # one of them
     python benchmarks/crossval.py --candidates mpnet --dataset HotpotQA   # one dataset
 
-Candidates: ``names`` (``GEAR_PPR_QUERY_ENTITIES``, the restart mass of the phrases the
-query names), ``seeds`` (``GEAR_PPR_SEED_TRIPLES``, the query's nearest triples that seed
-the walk), ``rerank5`` (PPR's top 5 re-ordered by ``(1 - a) * PPR score / the top
-score + a * the query's cosine with the passage``; measured here as a wrapper, not a
-setting, until it earns one), ``passage_weight`` (``GEAR_PPR_PASSAGE_WEIGHT``, HippoRAG 2's
-restart mass of the passage nodes) and ``mpnet`` (``GEAR_EMBEDDING_MODEL``: the index
-built with all-mpnet-base-v2 instead of all-MiniLM-L6-v2; both indexes are the ones
-``benchmarks/quality.py --embedding-model NAME`` builds, built here when missing, which
-takes long for mpnet). With ``--dataset`` only one dev set runs: a candidate can be
-dropped there (a fold that does not gain) but not kept.
+Candidates (a setting, or a wrapper measured here until it earns a setting):
+
+* ``names``: ``GEAR_PPR_QUERY_ENTITIES``, the restart mass of the phrases the query names;
+* ``seeds``: ``GEAR_PPR_SEED_TRIPLES``, the query's nearest triples that seed the walk;
+* ``rerank5`` (wrapper): PPR's top 5 re-ordered by ``(1 - a) * PPR score / the top score
+  + a * the query's cosine with the passage``;
+* ``passage_weight``: ``GEAR_PPR_PASSAGE_WEIGHT``, HippoRAG 2's restart mass of the
+  passage nodes;
+* ``mpnet``: ``GEAR_EMBEDDING_MODEL``, the index built with all-mpnet-base-v2 instead of
+  all-MiniLM-L6-v2 (both indexes are the ones ``benchmarks/quality.py --embedding-model
+  NAME`` builds, built here when missing, which takes long for mpnet);
+* ``damping``: ``GEAR_PPR_DAMPING``;
+* ``fuse`` (wrapper): weighted RRF of PPR's list and hybrid+naive_ge's, both 30 deep, the
+  value the weight of hybrid+naive_ge's (``hybrid+naive_ge+ppr`` is weight 1, 15 deep);
+* ``link_top_k`` (wrapper): only the N heaviest seed phrases keep their mass (HippoRAG 2's
+  ``link_top_k``); 0: all;
+* ``phrase_mean`` (wrapper): a phrase that several seed triples name gets the mean of their
+  shares, as HippoRAG 2's code does, instead of the largest;
+* ``synonyms``: ``GEAR_PPR_SYNONYM_THRESHOLD``; each other threshold's graph is built in
+  memory from the saved graph's phrase vectors, the saved graph left as it is;
+* ``name_links`` (wrapper): each capitalised span of the query that names no phrase node is
+  linked to its nearest phrase node when their cosine reaches the value (HippoRAG 1's
+  entity linking, the lexical spans as the entities); 0: off;
+* ``titles``: ``GEAR_PPR_TITLE_WEIGHT``, chosen on all of dev before this check existed:
+  whether that choice transfers.
+
+With ``--dataset`` only one dev set runs: a candidate can be dropped there (a fold that
+does not gain) but not kept.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -63,6 +82,8 @@ CANDIDATES = {
     "link_top_k": Candidate("link_top_k", "link_top_k", (0, 5, 3, 8)),
     "phrase_mean": Candidate("phrase_mean", "phrase_mean", ("max", "mean")),
     "synonyms": Candidate("synonyms", "ppr_synonym_threshold", (0.8, 0.75, 0.85, 0.9)),
+    "name_links": Candidate("name_links", "name_links", (0.0, 0.9, 0.85, 0.8)),
+    "titles": Candidate("titles", "ppr_title_weight", (2.0, 0.0, 1.0, 4.0)),
 }
 MODEL_KNOB = "embedding_model"
 """A knob that names another index (its vectors), not a setting of the same one."""
@@ -189,6 +210,37 @@ def _threshold_ppr(runtime: Any, threshold: float) -> Any:
     return PPRRetriever(runtime.store, QueryEncoder(_MEMO[id(runtime)]), settings, graph_path=None)
 
 
+def _linked_names(runtime: Any, threshold: float) -> Callable[..., dict[int, float]]:
+    """``add_query_entities`` that also links each capitalised span of the query naming no
+    phrase node (none of its runs does) to its nearest phrase node by cosine, when that
+    cosine reaches ``threshold`` (HippoRAG 1's linking of named entities, with the lexical
+    spans as the names); the node gets the same ``weight / specificity``."""
+    from gear_agent.expansion import ppr
+    from gear_agent.expansion._query_entities import capitalised_spans
+
+    whole = ppr.add_query_entities
+    word = re.compile(r"\w+")
+
+    def add(graph: Any, query: str, phrases: dict[int, float], weight: float) -> dict[int, float]:
+        merged = whole(graph, query, phrases, weight)
+        matches = list(word.finditer(query))
+        specificity = graph.vertex_specificity()
+        for start, end in capitalised_spans([m.group() for m in matches]):
+            runs = [query[matches[i].start():matches[j - 1].end()]
+                    for i in range(start, end) for j in range(i + 1, end + 1)]
+            if any(graph.phrase_vertex(run.lower()) is not None for run in runs):
+                continue  # named exactly already (or in part)
+            text = runs[end - start - 1]  # the whole span
+            vertices, cosines = graph.nearest_phrases(runtime.encode(text), 1)
+            if len(vertices) and cosines[0] >= threshold:
+                vertex = int(vertices[0])
+                merged = dict(merged)
+                merged[vertex] = merged.get(vertex, 0.0) + weight / max(int(specificity[vertex]), 1)
+        return merged
+
+    return add
+
+
 def per_question(runtime: Any, candidate: Candidate, value: float | str,
                  questions: Sequence[Any]) -> list[tuple[float, ...]]:
     """Recall@k of every question under one value of the candidate (``runtime``: the index
@@ -213,6 +265,15 @@ def per_question(runtime: Any, candidate: Candidate, value: float | str,
         if value == "max":
             return _recalls(lambda q: [p.id for p in ppr.retrieve(q, 15)], questions)
         with mock.patch("gear_agent.expansion.ppr.seed_phrase_mass", _mean_phrases):
+            return _recalls(lambda q: [p.id for p in ppr.retrieve(q, 15)], questions)
+    elif candidate.knob == "name_links":
+        from unittest import mock
+
+        ppr = make_retriever("ppr", runtime)
+        if not value:
+            return _recalls(lambda q: [p.id for p in ppr.retrieve(q, 15)], questions)
+        with mock.patch("gear_agent.expansion.ppr.add_query_entities",
+                        _linked_names(runtime, float(value))):
             return _recalls(lambda q: [p.id for p in ppr.retrieve(q, 15)], questions)
     elif candidate.knob == "link_top_k":
         from unittest import mock
@@ -318,7 +379,8 @@ def main(argv: list[str] | None = None) -> None:
         verdicts.append(f"{name}: {verdict} (folds' gains "
                         + ", ".join(f"{g:+.1f}" for g in gains) + ")")
     print("\n".join(lines) + "\n\n" + "\n".join(verdicts))
-    command = "python benchmarks/crossval.py" + (f" --dataset {args.dataset}" if args.dataset else "")
+    command = f"python benchmarks/crossval.py --candidates {args.candidates}" + (
+        f" --dataset {args.dataset}" if args.dataset else "")
     print(f"\n`{command}`; halves: even and odd positions of each questions file")
 
 
