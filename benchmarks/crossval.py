@@ -37,7 +37,11 @@ Candidates (a setting, or a wrapper measured here until it earns a setting):
   linked to its nearest phrase node when their cosine reaches the value (HippoRAG 1's
   entity linking, the lexical spans as the entities); 0: off;
 * ``titles``: ``GEAR_PPR_TITLE_WEIGHT``, chosen on all of dev before this check existed:
-  whether that choice transfers.
+  whether that choice transfers;
+* ``feedback`` (wrapper): a second walk, its seeds the first walk's plus the two triples of
+  the first walk's top passage nearest the query at the value times their normalised score
+  (pseudo-relevance feedback: a first hop's phrases seed the second); 0: the second walk
+  with the first one's seeds, ``ppr``'s own ranking.
 
 With ``--dataset`` only one dev set runs: a candidate can be dropped there (a fold that
 does not gain) but not kept.
@@ -84,6 +88,7 @@ CANDIDATES = {
     "synonyms": Candidate("synonyms", "ppr_synonym_threshold", (0.8, 0.75, 0.85, 0.9)),
     "name_links": Candidate("name_links", "name_links", (0.0, 0.9, 0.85, 0.8)),
     "titles": Candidate("titles", "ppr_title_weight", (2.0, 0.0, 1.0, 4.0)),
+    "feedback": Candidate("feedback", "feedback", (0.0, 0.5, 1.0)),
 }
 MODEL_KNOB = "embedding_model"
 """A knob that names another index (its vectors), not a setting of the same one."""
@@ -241,6 +246,51 @@ def _linked_names(runtime: Any, threshold: float) -> Callable[..., dict[int, flo
     return add
 
 
+FEEDBACK_TRIPLES = 2
+"""``feedback``: the top passage's triples nearest the query added to the seeds."""
+
+
+def _feedback(runtime: Any, retriever: Any, weight: float) -> Callable[[str], list[str]]:
+    """A second walk whose seeds are the first one's plus the :data:`FEEDBACK_TRIPLES`
+    triples of the first walk's top passage nearest the query, each at ``weight`` times its
+    score normalised as the seeds' are (the lowest triple cosine to the best seed's):
+    pseudo-relevance feedback, so the phrases of a first hop seed the second. 0: the second
+    walk with the first one's seeds, which must give ``ppr``'s own ranking."""
+    from gear_agent.expansion.ppr import choose_seeds, ppr_expand
+    from gear_agent.expansion.ppr_walk import walk_of
+
+    s, store = runtime.settings, runtime.store
+
+    def rank(question: str) -> list[str]:
+        first = retriever.retrieve(question, 15)
+        vector = runtime.encode(question)
+        triples, scores = choose_seeds(store, question, vector, None, s.ppr_seed_triples, None)
+        if not first or not triples:
+            return [p.id for p in first]
+        triples, scores = list(triples), list(scores)
+        held = {t.id for t in triples}
+        extra = [t for t in store.triples.of_passage(first[0].id) if t not in held]
+        if weight and extra:
+            cosines = store.triples.vectors(extra) @ vector
+            high = float(np.max(store.triples.vectors(sorted(held)) @ vector))
+            low = min(store.triples.lowest_similarity(vector), float(cosines.min()))
+            for i in np.argsort(-cosines)[:FEEDBACK_TRIPLES]:
+                triples += store.triples.get([extra[i]])
+                scores.append(weight * max(float(cosines[i]) - low, 0.0) / max(high - low, 1e-9))
+        title_weight, sharpness, entities = s.knobs(seeds_given=False)
+        with retriever.lock:
+            graph = retriever.graph
+            ranked = ppr_expand(
+                store, graph, question, vector, None, 15, damping=s.ppr_damping,
+                passage_weight=s.ppr_passage_weight, method=s.ppr_method,
+                tolerance=s.ppr_tolerance, dense_passages=s.ppr_dense_passages,
+                seeds=(triples, scores), passage_sharpness=sharpness,
+                query_entity_weight=entities, walk=walk_of(graph, store, title_weight))
+        return [p.id for p in ranked]
+
+    return rank
+
+
 def per_question(runtime: Any, candidate: Candidate, value: float | str,
                  questions: Sequence[Any]) -> list[tuple[float, ...]]:
     """Recall@k of every question under one value of the candidate (``runtime``: the index
@@ -252,6 +302,8 @@ def per_question(runtime: Any, candidate: Candidate, value: float | str,
         rank = lambda q: [p.id for p in ppr.retrieve(q, 15)]  # noqa: E731
     elif candidate.knob == "rerank5":
         rank = _reranked(runtime, make_retriever("ppr", runtime), value)
+    elif candidate.knob == "feedback":
+        rank = _feedback(runtime, make_retriever("ppr", runtime), float(value))
     elif candidate.knob == "fuse":
         rank = _fused(runtime, make_retriever("ppr", runtime),
                       make_retriever("hybrid+naive_ge", runtime), float(value))
