@@ -53,10 +53,6 @@ class RecentTriples:
     def __contains__(self, triple_id: object) -> bool:
         return triple_id in self._docs
 
-    def __getitem__(self, triple_id: str) -> dict[str, Any]:
-        """The kept document of ``triple_id`` (KeyError when none is kept)."""
-        return self._docs[triple_id]
-
     # ---- Derived ------------------------------------------------------------------------
     def current(self, store: Feed) -> None:
         """Bring the kept documents to ``store``'s commit (:func:`bring_up_to_date`); none kept

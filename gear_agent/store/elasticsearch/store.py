@@ -700,9 +700,8 @@ class ElasticsearchStore(AtomicSync, Store):
     def _triple_sources(self, ids: Sequence[str], fields: Sequence[str] | None) -> dict[str, dict[str, Any]]:
         """Triple documents by id with ``fields`` (None: all but the vector): kept ones from
         :meth:`ElasticsearchStore._remember` that have them, the rest by ``_mget``."""
-        recent = self._recent_triples
         wanted = _TRIPLE_FIELDS if fields is None else fields
-        found = {i: recent[i] for i in ids if i in recent and all(f in recent[i] for f in wanted)}
+        found = {i: doc for i, doc in self._recent_triples.found(ids).items() if all(f in doc for f in wanted)}
         rest = [i for i in ids if i not in found]
         if rest:
             found.update(self.connection.mget(self.indices.triples, rest, fields))
