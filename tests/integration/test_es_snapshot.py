@@ -7,11 +7,14 @@ naming the commits after the snapshot that it could not bring back."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.tiny_corpus import CORPUS, make_settings
@@ -48,18 +51,21 @@ def es_index(es_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, prefi
     return settings, store, passages
 
 
+@contextlib.contextmanager
+def es_client(settings: Any, prefix: str) -> Iterator[Any]:
+    """A client of the cluster for the test's body; the prefix's indices are deleted after it."""
+    client = make_client(settings)
+    try:
+        yield client
+    finally:
+        client.indices.delete(index=",".join(indices_of(prefix)), ignore_unavailable=True)
+        client.close()
+
+
 def test_snapshot_registers_a_repository_and_restore_brings_a_lost_index_back(
         es_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     prefix = f"snap-{uuid.uuid4().hex[:8]}"
-    for name, value in {"GEAR_BACKEND": "elasticsearch", "GEAR_ES_INDEX_PREFIX": prefix,
-                        "GEAR_ES_CACHE_DIR": str(tmp_path / "cache"), "GEAR_EMBEDDING_MODEL": "hashing-64"}.items():
-        monkeypatch.setenv(name, value)
-    settings = make_settings(backend="elasticsearch", es_url=es_url, es_index_prefix=prefix,
-                             es_cache_dir=tmp_path / "cache", embedding_model="hashing-64")
-    store = open_store(settings, HashingEmbedder(64), create=True)
-    passages = [Passage(passage_id(t, text), t, text, "test") for t, (text, _) in CORPUS.items()]
-    store.passages.add(passages)
-    store.triples.add([Triple(triple_id(p.id, *spo), *spo, p.id) for p in passages for spo in CORPUS[p.title][1]])
+    settings, store, _ = es_index(es_url, tmp_path, monkeypatch, prefix)
     store.close()
 
     taken = gear("snapshot")
@@ -67,8 +73,7 @@ def test_snapshot_registers_a_repository_and_restore_brings_a_lost_index_back(
     assert f"{prefix}-passages" in taken and f"{prefix}-triples" in taken
     assert "registered now" not in gear("snapshot")  # the second finds the repository
 
-    client = make_client(settings)
-    try:
+    with es_client(settings, prefix) as client:
         client.indices.delete(index=f"{prefix}-passages")  # the texts are gone
         restored = gear("snapshot", "--restore")
         assert f"{prefix}-passages: absent -> {len(CORPUS)}" in restored, restored
@@ -76,9 +81,6 @@ def test_snapshot_registers_a_repository_and_restore_brings_a_lost_index_back(
         kept = client.snapshot.get(repository=f"{prefix}-snapshots", snapshot=f"{prefix}-before-restore-*")
         assert [s["state"] for s in kept["snapshots"]] in (["SUCCESS"], ["PARTIAL"])
         assert f"{prefix}-triples" in kept["snapshots"][0]["indices"]  # the state before, kept
-    finally:
-        client.indices.delete(index=",".join(indices_of(prefix)), ignore_unavailable=True)
-        client.close()
 
 
 def test_restore_without_a_snapshot_says_so_in_one_line(es_url: str, tmp_path: Path,
@@ -96,8 +98,7 @@ def test_check_offers_the_snapshot_and_repair_restores_it_naming_the_commits_los
         es_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     prefix = f"snap-{uuid.uuid4().hex[:8]}"
     settings, store, passages = es_index(es_url, tmp_path, monkeypatch, prefix)
-    client = make_client(settings)
-    try:
+    with es_client(settings, prefix) as client:
         gear("snapshot")
         held = store.generation()
         later = [Passage(passage_id(f"Later {i}", f"Written after the snapshot {i}."), f"Later {i}",
@@ -121,9 +122,6 @@ def test_check_offers_the_snapshot_and_repair_restores_it_naming_the_commits_los
         assert repaired.endswith("ok"), repaired
         assert client.count(index=f"{prefix}-passages")["count"] == len(CORPUS)
         assert client.count(index=f"{prefix}-triples")["count"] == sum(len(t) for _, t in CORPUS.values())
-    finally:
-        client.indices.delete(index=",".join(indices_of(prefix)), ignore_unavailable=True)
-        client.close()
 
 
 def test_repair_without_a_snapshot_restores_nothing_and_says_the_index_is_damaged(
@@ -132,15 +130,11 @@ def test_repair_without_a_snapshot_restores_nothing_and_says_the_index_is_damage
     settings, store, _ = es_index(es_url, tmp_path, monkeypatch, prefix)
     store.close()
     monkeypatch.setenv("GEAR_ES_SNAPSHOT_REPOSITORY", f"{prefix}-none")  # a repository that does not exist
-    client = make_client(settings)
-    try:
+    with es_client(settings, prefix) as client:
         client.indices.delete(index=f"{prefix}-passages")
         repaired = gear("check", "--repair", code=1)
         assert "restored" not in repaired and "--repair restores" not in repaired
         assert f"damaged: passage index: {prefix}-passages is missing" in repaired, repaired
-    finally:
-        client.indices.delete(index=",".join(indices_of(prefix)), ignore_unavailable=True)
-        client.close()
 
 
 def test_the_snapshot_cost_benchmark_measures_an_existing_index_and_leaves_it_as_it_was(
@@ -149,8 +143,7 @@ def test_the_snapshot_cost_benchmark_measures_an_existing_index_and_leaves_it_as
     settings, store, _ = es_index(es_url, tmp_path, monkeypatch, prefix)
     store.close()
     root = Path(__file__).resolve().parents[2]
-    client = make_client(settings)
-    try:
+    with es_client(settings, prefix) as client:
         done = subprocess.run([sys.executable, str(root / "benchmarks" / "snapshot_cost.py"), "--es-prefix", prefix,
                                "--es-restore"], capture_output=True, text=True, timeout=300, check=False,
                               env={**os.environ, "PYTHONPATH": str(root)})
@@ -162,9 +155,6 @@ def test_the_snapshot_cost_benchmark_measures_an_existing_index_and_leaves_it_as
         assert not client.indices.exists(index=f"snapcost-restored-{prefix}-passages")
         assert not client.snapshot.get_repository(name="*").get(f"{prefix}-snapshot-cost")
         assert client.count(index=f"{prefix}-passages")["count"] == len(CORPUS)
-    finally:
-        client.indices.delete(index=",".join(indices_of(prefix)), ignore_unavailable=True)
-        client.close()
 
 
 def test_repair_restores_over_an_index_that_is_not_gear_agents(
@@ -172,8 +162,7 @@ def test_repair_restores_over_an_index_that_is_not_gear_agents(
     prefix = f"snap-{uuid.uuid4().hex[:8]}"
     settings, store, _ = es_index(es_url, tmp_path, monkeypatch, prefix)
     store.close()
-    client = make_client(settings)
-    try:
+    with es_client(settings, prefix) as client:
         gear("snapshot")
         client.indices.delete(index=f"{prefix}-passages")
         client.index(index=f"{prefix}-passages", document={"stray": 1}, refresh=True)  # auto-created by a write
@@ -181,6 +170,3 @@ def test_repair_restores_over_an_index_that_is_not_gear_agents(
         repaired = gear("check", "--repair")
         assert f"{prefix}-passages: 1 -> {len(CORPUS)}" in repaired and "nothing lost" in repaired, repaired
         assert repaired.endswith("ok") and client.count(index=f"{prefix}-passages")["count"] == len(CORPUS)
-    finally:
-        client.indices.delete(index=",".join(indices_of(prefix)), ignore_unavailable=True)
-        client.close()
