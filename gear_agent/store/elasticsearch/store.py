@@ -197,6 +197,7 @@ class ElasticsearchStore(AtomicSync, Store):
         self._changes_read: dict[tuple[int, int], Changes] = {}  # the last few changes_since answers
         self._expansion_cache: ExpansionCache | None = None  # made by the first graph expansion
         self._kept_passages: PassageVectors | None = None  # made by the first large passage search
+        self._few_triples: bool | None = None  # whether ppr's seed search may scan the kept triples (one count)
         self.changes_index = f"{settings.es_index_prefix}-changes"
         self._feed: ChangeFeed | None = None  # None: an index made before the feed, opened read-only
         self._pinned = threading.local()  # the generation a snapshot() reads
@@ -651,11 +652,9 @@ class ElasticsearchStore(AtomicSync, Store):
             return None
         cache = self._expansion_cache
         if cache is None or cache.stamp is None:
-            small = self.__dict__.get("_few_triples")
-            if small is None:
-                small = self.__dict__["_few_triples"] = \
-                    self.triples.count() * self.dimension * 4 <= TRIPLE_SCAN_BYTES
-            if not small:
+            if self._few_triples is None:
+                self._few_triples = self.triples.count() * self.dimension * 4 <= TRIPLE_SCAN_BYTES
+            if not self._few_triples:
                 return None
         cache = self._expansion()
         return cache if cache is not None and cache.vector_bytes() <= TRIPLE_SCAN_BYTES else None
