@@ -152,9 +152,9 @@ def _es_check(settings: BackendSettings) -> CheckReport:
 
 
 def _es_repair(settings: BackendSettings, report: CheckReport, embedder: Embedder, progress: Any) -> list[str]:
-    """Nothing of its own: the cluster owns its indices; the PPR graph cache (the one
-    derived part, outside the cluster) is rebuilt by ``gear check --repair`` for every backend."""
-    # (and the expansion cache beside it, when `gear check` found it stale: rebuilt here)
+    """The derived file Elasticsearch keeps outside the cluster: its expansion cache, rebuilt
+    when ``gear check`` found it stale (the cluster owns its indices; a damaged one is put back
+    by ``restore``; the PPR graph cache is rebuilt by ``gear check --repair`` for every backend)."""
     from gear_agent.store.elasticsearch.check import repair_elasticsearch
 
     return repair_elasticsearch(settings, report, embedder, progress)
